@@ -1,0 +1,68 @@
+"""The ``connote`` command line.
+
+Each capability lives in its own module under ``connote.cli`` and exposes
+``register(app: typer.Typer) -> None``; this module only assembles them. Command modules
+import heavy dependencies inside their commands, so ``connote --help`` stays fast.
+``main(argv=None)`` returns the exit status, so tests call it in-process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+import typer
+
+from connote.errors import ConnoteError
+
+# Modules that contribute commands; a missing one (not written yet) is skipped.
+COMMAND_MODULES = (
+    "connote.cli.probe",
+    "connote.cli.score",
+    "connote.cli.explain",
+    "connote.cli.vist",
+    "connote.cli.metaphor",
+)
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="connote",
+        help="Vision-language research on what images imply: verb probes, stories, metaphors.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(app)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 findings/errors, 2 bad input/usage)."""
+    app = build_app()
+    try:
+        result = app(args=argv, prog_name="connote", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        print("Aborted.", file=sys.stderr)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except ConnoteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from connote.cli import main
+
+sys.exit(main())

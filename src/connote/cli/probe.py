@@ -1,0 +1,98 @@
+"""``connote probe``, ``connote report`` and ``connote models``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from connote.errors import InputError
+
+
+def _quiet_transformers() -> None:
+    try:
+        import transformers
+
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
+def probe(
+    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Probe manifest (CSV or JSONL). "
+                                        "Default: the sample set built from packaged photos."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model spec backend[:weights][?k=v]; "
+                                        "default: the embedded offline 'objects' baseline."),
+    out: Path = typer.Option(Path("runs/probe"), "--out", "-o", help="Run folder (resumes if it exists)."),
+    captions: str = typer.Option("original", "--captions", help="original | simplified (Table 4)."),
+    allow_network: bool = typer.Option(False, "--allow-network", help="Fetch http(s) images."),
+    pairs_per_chunk: int = typer.Option(256, "--chunk", help="Pairs per stored batch."),
+    seed: int = typer.Option(0, "--seed"),
+    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
+    import json
+
+    from connote.tasks.probe import run_probe
+
+    if captions not in ("original", "simplified"):
+        raise InputError(f"--captions must be 'original' or 'simplified', got {captions!r}")
+    if data is None:
+        from connote.data.sample import write_sample_probes
+
+        data = write_sample_probes(out / "sample")
+        print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
+    _quiet_transformers()
+    results = run_probe(data, model, out, captions=captions, allow_network=allow_network,
+                        pairs_per_chunk=pairs_per_chunk, progress=not quiet, seed=seed)
+    if not results:  # non-zero ranks of a distributed run
+        return
+    if json_out:
+        print(json.dumps(results, indent=2, default=str))
+    else:
+        print((out / "results.md").read_text(encoding="utf-8"))
+        print(f"run folder: {out} (results.json, items.jsonl, results.md)")
+        if results["n_errors"]:
+            print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
+
+
+def report(
+    runs: list[Path] = typer.Argument(..., help="Run folders of `connote probe`."),
+    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown | csv | latex | json"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also save a grouped bar plot (PNG)."),
+) -> None:
+    """Put several probe runs side by side: one row per model, as in the paper."""
+    import json
+
+    from connote.report import probe as rp
+
+    loaded = [rp.load_run(r) for r in runs]
+    writers = {"markdown": rp.to_markdown, "md": rp.to_markdown, "csv": rp.to_csv, "latex": rp.to_latex}
+    if fmt == "json":
+        print(json.dumps(loaded, indent=2, default=str))
+    elif fmt in writers:
+        print(writers[fmt](loaded), end="")
+    else:
+        raise InputError(f"--format must be one of markdown, csv, latex, json; got {fmt!r}")
+    if plot:
+        rp.plot_runs(loaded, plot)
+        print(f"plot: {plot}", file=sys.stderr)
+
+
+def models() -> None:
+    """List the registered model backends."""
+    from connote.models import MODELS
+
+    width = max(len(n) for n in MODELS.names())
+    for name, help_ in MODELS.items():
+        print(f"{name:<{width}}  {help_}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("probe")(probe)
+    app.command("report")(report)
+    app.command("models")(models)

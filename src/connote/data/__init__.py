@@ -1,0 +1,1 @@
+"""Readers and writers per format, and media loading."""

@@ -1,0 +1,115 @@
+"""Side-by-side tables of several probe runs (the paper's Tables 3-5) and a grouped bar plot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError
+from connote.records import CELLS
+
+
+def load_run(folder: str | Path) -> dict[str, Any]:
+    path = Path(folder) / "results.json"
+    if not path.is_file():
+        raise InputError("no results.json (is this a finished connote probe run folder?)", path=path)
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno, column=exc.colno) from None
+    if "cells" not in results:
+        raise InputError("not a probe results file (no 'cells')", path=path)
+    results["_folder"] = str(folder)
+    return results
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.2f}"
+
+
+def _r(cell: dict[str, Any]) -> str:
+    r, p = cell.get("pearson_r"), cell.get("pearson_p")
+    if r is None:
+        return "—"
+    return f"{r:.3f}" + ("*" if p is not None and p < 0.05 else "")
+
+
+def _name(run: dict[str, Any]) -> str:
+    return f"{run.get('model', '?')} ({run.get('captions', 'original')})"
+
+
+def table_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    header = ["Model", *(f"{c} acc" for c in CELLS), "HM", *(f"{c} r" for c in CELLS), "errors"]
+    rows = []
+    for run in runs:
+        cells = run["cells"]
+        rows.append([_name(run), *(_pct(cells[c]["accuracy"]) for c in CELLS), _pct(run.get("harmonic_mean")),
+                     *(_r(cells[c]) for c in CELLS), str(sum(cells[c]["errors"] for c in CELLS))])
+    return header, rows
+
+
+def to_markdown(runs: Sequence[dict[str, Any]]) -> str:
+    header, rows = table_rows(runs)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines.append("")
+    lines.append("Cells are <image kind>-<caption kind>; accuracy in %, errored items excluded; "
+                 "r = Pearson correlation of p(match) with human votes (* p < 0.05).")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(runs: Sequence[dict[str, Any]]) -> str:
+    import csv
+    import io
+
+    header, rows = table_rows(runs)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def to_latex(runs: Sequence[dict[str, Any]]) -> str:
+    lines = [r"\begin{tabular}{lrrrrr}", r"\toprule",
+             r"Images & SG & SG & PG & PG & \\", r"Captions & SG & PG & SG & PG & Harmonic mean \\",
+             r"\midrule"]
+    for run in runs:
+        cells = run["cells"]
+        vals = [_pct(cells[c]["accuracy"]) for c in CELLS] + [_pct(run.get("harmonic_mean"))]
+        lines.append(_name(run).replace("_", r"\_") + " & " + " & ".join(vals) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def plot_runs(runs: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Grouped bars: accuracy per cell for each run, with the harmonic mean marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    labels = [*CELLS, "HM"]
+    x = np.arange(len(labels))
+    width = 0.8 / max(1, len(runs))
+    fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 4.6))
+    for k, run in enumerate(runs):
+        vals = [run["cells"][c]["accuracy"] for c in CELLS] + [run.get("harmonic_mean")]
+        heights = [100 * v if v is not None else 0 for v in vals]
+        bars = ax.bar(x - 0.4 + width * (k + 0.5), heights, width, label=_name(run))
+        ax.bar_label(bars, labels=[_pct(v) for v in vals], fontsize=7, padding=2)
+    ax.axhline(50, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap\n(non-match)", "PG img\nPG cap",
+                      "harmonic\nmean"])
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 110)
+    ax.legend(fontsize=8, loc="upper center", ncol=min(3, len(runs)), bbox_to_anchor=(0.5, -0.28))
+    ax.set_title("CV-Probes image-text matching accuracy")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path

@@ -1,0 +1,133 @@
+"""Tiny random Hugging Face models saved to disk, loaded back through the public code path.
+
+Every builder writes a real model directory (config, safetensors weights, tokenizer, processor)
+with ``save_pretrained``; backends then load it with ``from_pretrained`` exactly as they load a
+hub checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WORDS = (
+    "a an the man woman person child dog cat people street bench cup hand sits sitting begs begging "
+    "stands standing prays praying holds holding on in at with of and is are photo picture rocket "
+    "launch coffee astronaut motorcycle flower red blue green car outside inside to for by near "
+    "yes no does this caption match image answer describe video metaphor as story"
+).split()
+
+
+def write_bert_vocab(folder: Path) -> Path:
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    path = folder / "vocab.txt"
+    path.write_text("\n".join(specials + sorted(set(WORDS)) + list("abcdefghijklmnopqrstuvwxyz.,!?'")) + "\n")
+    return path
+
+
+def spread(model, std: float = 0.3, seed: int = 0):
+    """Re-draw weights with a larger spread so random models give clearly different outputs."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape, generator=gen) * std)
+    return model
+
+
+def bert_tokenizer(folder: Path):
+    from transformers import BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return BertTokenizerFast(vocab_file=str(write_bert_vocab(folder)), do_lower_case=True)
+
+
+def tiny_blip(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
+
+    torch.manual_seed(seed)
+    tok = bert_tokenizer(folder / "_tok")
+    cfg = BlipConfig(
+        text_config=dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                         encoder_hidden_size=32, pad_token_id=tok.pad_token_id,
+                         bos_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id),
+        vision_config=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, image_size=32, patch_size=8),
+        projection_dim=16, image_text_hidden_size=16)
+    model = spread(BlipForImageTextRetrieval(cfg).eval(), seed=seed)
+    proc = BlipProcessor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+def tiny_blip2(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import (Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor,
+                              BlipImageProcessor)
+
+    torch.manual_seed(seed)
+    tok = bert_tokenizer(folder / "_tok")
+    cfg = Blip2Config(
+        vision_config=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, image_size=32, patch_size=8),
+        qformer_config=dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                            num_attention_heads=2, intermediate_size=64, encoder_hidden_size=32,
+                            max_position_embeddings=64, pad_token_id=tok.pad_token_id,
+                            use_qformer_text_input=True),
+        text_config=dict(model_type="opt", vocab_size=50, hidden_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, ffn_dim=64, word_embed_proj_dim=32),
+        num_query_tokens=4, image_text_hidden_size=16)
+    cfg.image_token_index = None
+    model = spread(Blip2ForImageTextRetrieval(cfg).eval(), seed=seed)
+    proc = Blip2Processor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}),
+                          tokenizer=tok, num_query_tokens=None)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+def tiny_flava(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor, FlavaProcessor
+
+    torch.manual_seed(seed)
+    tok = bert_tokenizer(folder / "_tok")
+    layer = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    cfg = FlavaConfig(
+        image_config=dict(layer, image_size=32, patch_size=8),
+        text_config=dict(layer, vocab_size=tok.vocab_size, max_position_embeddings=64),
+        multimodal_config=dict(layer),
+        image_codebook_config=dict(hidden_size=16, num_groups=1, num_blocks_per_group=1, vocab_size=32),
+        hidden_size=32, projection_dim=16, init_codebook=False)
+    model = spread(FlavaForPreTraining(cfg).eval(), seed=seed)
+    ip = FlavaImageProcessor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32})
+    proc = FlavaProcessor(image_processor=ip, tokenizer=tok)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+def tiny_clip(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    torch.manual_seed(seed)
+    tok = bert_tokenizer(folder / "_tok")
+    cfg = CLIPConfig(
+        text_config=dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                         pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id,
+                         eos_token_id=tok.sep_token_id),
+        vision_config=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, image_size=32, patch_size=8),
+        projection_dim=16)
+    model = spread(CLIPModel(cfg).eval(), seed=seed)
+    ip = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    proc = CLIPProcessor(image_processor=ip, tokenizer=tok)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
