@@ -30,7 +30,7 @@ def spread(model, std: float = 0.3, seed: int = 0):
 
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             if p.dim() >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * std)
     return model
@@ -66,8 +66,7 @@ def tiny_blip(folder: Path, seed: int = 0) -> Path:
 
 def tiny_blip2(folder: Path, seed: int = 0) -> Path:
     import torch
-    from transformers import (Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor,
-                              BlipImageProcessor)
+    from transformers import Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor, BlipImageProcessor
 
     torch.manual_seed(seed)
     tok = bert_tokenizer(folder / "_tok")
@@ -128,6 +127,59 @@ def tiny_clip(folder: Path, seed: int = 0) -> Path:
     model = spread(CLIPModel(cfg).eval(), seed=seed)
     ip = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     proc = CLIPProcessor(image_processor=ip, tokenizer=tok)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] | upper }}: {% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def word_tokenizer(folder: Path, extra: tuple[str, ...] = ()):
+    """A word-level fast tokenizer with <s>, </s>, <pad>, <unk>, <image> and a chat template."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<pad>", "<unk>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:", "Yes", "No", "\"", ":"]
+    words += [w for w in sorted(set(WORDS) | set(extra)) if w not in words]
+    words += list("abcdefghijklmnopqrstuvwxyz.,!?'")
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                pre_tokenizers.Punctuation(behavior="isolated")])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
+                                  pad_token="<pad>", unk_token="<unk>",
+                                  extra_special_tokens={"image_token": "<image>"})
+    tok.chat_template = CHAT_TEMPLATE
+    folder.mkdir(parents=True, exist_ok=True)
+    return tok
+
+
+def tiny_llava(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    torch.manual_seed(seed)
+    tok = word_tokenizer(folder / "_tok")
+    image_token = tok.convert_tokens_to_ids("<image>")
+    cfg = LlavaConfig(
+        vision_config=dict(model_type="clip_vision_model", hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=2, intermediate_size=64, image_size=32, patch_size=8,
+                           projection_dim=16),
+        text_config=dict(model_type="llama", vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, intermediate_size=64,
+                         max_position_embeddings=128, pad_token_id=tok.pad_token_id,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id),
+        image_token_index=image_token, vision_feature_layer=-1, vision_feature_select_strategy="default")
+    model = spread(LlavaForConditionalGeneration(cfg).eval(), std=0.2, seed=seed)
+    ip = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    proc = LlavaProcessor(image_processor=ip, tokenizer=tok, patch_size=8,
+                          vision_feature_select_strategy="default", chat_template=CHAT_TEMPLATE,
+                          image_token="<image>", num_additional_image_tokens=1)
     model.save_pretrained(folder)
     proc.save_pretrained(folder)
     return folder

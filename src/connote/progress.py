@@ -34,8 +34,14 @@ def progress_bar(total: int, description: str, *, enabled: bool = True) -> Itera
         yield _Null()
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     console = Console(file=sys.stderr)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

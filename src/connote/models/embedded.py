@@ -25,7 +25,7 @@ EFFICIENTNET_SHA256 = "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49c
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def verify_file(path: str, sha256: str, package: str) -> str:
     """Check a shipped weight file's hash once per process; refuse to load a different file."""
     h = hashlib.sha256()

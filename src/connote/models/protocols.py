@@ -24,7 +24,11 @@ class Matcher(Protocol):
 
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float]:
-        """p(match) for each ``(image_index, caption_index)`` pair, in order."""
+        """p(match) for each ``(image_index, caption_index)`` pair, in order.
+
+        A backend that can fail per pair (a remote API) puts the exception in that pair's place;
+        the task records it as the item's error and retries it on the next run.
+        """
         ...
 
 

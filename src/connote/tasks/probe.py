@@ -82,7 +82,9 @@ def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_net
             out.extend(_row(it, captions, None, f"model error: {type(exc).__name__}: {exc}") for it in ok)
         else:
             for it, p in zip(ok, probs):
-                if p is None or (isinstance(p, float) and math.isnan(p)):
+                if isinstance(p, BaseException):  # backends report per-pair failures this way
+                    out.append(_row(it, captions, None, f"model error: {type(p).__name__}: {p}"))
+                elif p is None or (isinstance(p, float) and math.isnan(p)):
                     out.append(_row(it, captions, None, "model returned no probability"))
                 else:
                     out.append(_row(it, captions, float(p), None))
@@ -183,6 +185,7 @@ def run_probe(data: str | Path, model: str | None = None, out: str | Path = "run
     store = RunStore(out)
     fp = store.register(description)
     done = store.done_ids(fp)
+    dist.barrier()  # every rank must shard the same to-do list, before any rank writes
     bad = [it for it in items if it.error]
     todo = [it for it in items if not it.error and it.item_id not in done]
     if dist.is_main and bad:

@@ -1,0 +1,98 @@
+"""Chat VLMs (LLaVA, LLaVA-NeXT, Qwen-VL, Idefics families) as matchers.
+
+The model is asked whether the caption matches the image; p(match) is the softmax over the
+logits of the "Yes" and "No" answer tokens at the first answer position. Unlike the paper,
+which could only count the generated answers, this gives generative models a probability,
+so they get Pearson correlations with human votes too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+from connote.models.engine import resolve_device, resolve_dtype
+from connote.models.hf_itm import weights_identity
+from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
+from connote.registry import require
+
+
+def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
+    """Single-token encodings of a word's variants ("Yes", " Yes", "yes", ...)."""
+    ids: set[int] = set()
+    unk = getattr(tokenizer, "unk_token_id", None)
+    for variant in (word, word.capitalize(), word.upper()):
+        for text in (variant, " " + variant):
+            enc = tokenizer.encode(text, add_special_tokens=False)
+            if len(enc) == 1 and enc[0] != unk:
+                ids.add(int(enc[0]))
+    if not ids:
+        raise ValueError(f"the tokenizer has no single token for {word!r}; cannot read a Yes/No answer")
+    return sorted(ids)
+
+
+class YesNoVlmMatcher:
+    """p(match) = softmax(logsumexp(logits[yes ids]), logsumexp(logits[no ids]))[0]."""
+
+    backend = "hf-vlm-yesno"
+
+    def __init__(self, weights: str | None = None, *, revision: str | None = None,
+                 prompt: str = MATCH_PROMPT, device: str | None = None, dtype: str | None = None,
+                 batch_size: int | str = 8) -> None:
+        if not weights:
+            raise ValueError("hf-vlm-yesno needs weights: e.g. llava-hf/llava-v1.6-mistral-7b-hf or a local dir")
+        self.torch = require("torch", "hf")
+        transformers = require("transformers", "hf")
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.weights, self.revision, self.prompt = weights, revision, prompt
+        self.batch_size = int(batch_size)
+        self.model = transformers.AutoModelForImageTextToText.from_pretrained(
+            weights, revision=revision, dtype=self.dtype).to(self.device).eval()
+        self.processor = transformers.AutoProcessor.from_pretrained(weights, revision=revision)
+        tok = self.processor.tokenizer
+        tok.padding_side = "left"  # the answer position is then the last column for every row
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        self.yes_ids = answer_token_ids(tok, "yes")
+        self.no_ids = answer_token_ids(tok, "no")
+
+    @classmethod
+    def from_spec(cls, weights: str | None = None, **options: Any) -> YesNoVlmMatcher:
+        return cls(weights, **options)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, **weights_identity(self.weights, self.revision, self.model),
+                "dtype": str(self.dtype).replace("torch.", ""), "prompt_version": MATCH_PROMPT_VERSION,
+                "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest()[:12],
+                "probability": "softmax over Yes/No answer-token logits"}
+
+    def _texts(self, captions: Sequence[str]) -> list[str]:
+        texts = []
+        for caption in captions:
+            conversation = [{"role": "user", "content": [
+                {"type": "image"}, {"type": "text", "text": match_prompt(caption, self.prompt)}]}]
+            texts.append(self.processor.apply_chat_template(conversation, add_generation_prompt=True,
+                                                            tokenize=False))
+        return texts
+
+    def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
+                          pairs: Sequence[tuple[int, int]]) -> list[float]:
+        torch = self.torch
+        out: list[float] = []
+        for start in range(0, len(pairs), self.batch_size):
+            batch = pairs[start:start + self.batch_size]
+            inputs = self.processor(images=[images[i] for i, _ in batch],
+                                    text=self._texts([captions[c] for _, c in batch]),
+                                    padding=True, return_tensors="pt").to(self.device)
+            if "pixel_values" in inputs and self.dtype != torch.float32:
+                inputs["pixel_values"] = inputs["pixel_values"].to(self.dtype)
+            with torch.inference_mode():
+                logits = self.model(**inputs).logits[:, -1, :].float()
+            yes = torch.logsumexp(logits[:, self.yes_ids], dim=-1)
+            no = torch.logsumexp(logits[:, self.no_ids], dim=-1)
+            out.extend(torch.sigmoid(yes - no).cpu().tolist())
+        return out
