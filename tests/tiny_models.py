@@ -37,10 +37,10 @@ def spread(model, std: float = 0.3, seed: int = 0):
 
 
 def bert_tokenizer(folder: Path):
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
-    return BertTokenizerFast(vocab_file=str(write_bert_vocab(folder)), do_lower_case=True)
+    return BertTokenizer(vocab=str(write_bert_vocab(folder)), do_lower_case=True)
 
 
 def tiny_blip(folder: Path, seed: int = 0) -> Path:
