@@ -1,0 +1,179 @@
+"""``connote metaphor ...`` (video metaphor captioning) and ``connote agreement``.
+
+Heavy dependencies (PyAV, torch, transformers) are imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+metaphor_app = typer.Typer(
+    name="metaphor", no_args_is_help=True, add_completion=False,
+    help="Video metaphor captioning: parse the template, caption videos, score runs, train GIT-LLaVA.",
+)
+
+
+@metaphor_app.command("parse")
+def parse_cmd(
+    texts: Annotated[list[str] | None, typer.Argument(help="Captions; '-' or none reads stdin lines.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON value per input (null: no template).")]
+    = False,
+) -> int:
+    """Split captions into primary concept, property and secondary concept."""
+    from connote.metaphor.template import parse_metaphor
+
+    if not texts or texts == ["-"]:
+        texts = [line.rstrip("\n") for line in sys.stdin]
+    failed = 0
+    for text in texts:
+        parsed = parse_metaphor(text)
+        failed += parsed is None
+        if as_json:
+            print(json.dumps(parsed.to_dict() if parsed else None, ensure_ascii=False))
+        elif parsed is None:
+            print(f"(not in the template)\t{text}")
+        else:
+            neg = " [negated]" if parsed.negated else ""
+            print(f"{parsed.primary}\t{parsed.property}\t{parsed.secondary}{neg}")
+    return 0
+
+
+@metaphor_app.command("caption")
+def caption_cmd(
+    videos: Annotated[Path, typer.Option("--videos", help="Folder of videos, question JSONL or CSV manifest.")],
+    model: Annotated[str, typer.Option("--model", help="Generator spec, e.g. git-llava:runs/x/final.")],
+    out: Annotated[Path, typer.Option("--out", help="Run folder (resumable).")],
+    strategy: Annotated[str | None, typer.Option(help="Frame sampling (default: the model's).")] = None,
+    k: Annotated[int | None, typer.Option(help="Frames (uniform) or clips (clips).")] = None,
+    prompt: Annotated[str | None, typer.Option(help="Override the prompt.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Videos per generate call.")] = 4,
+    max_new_tokens: Annotated[int, typer.Option(help="Caption length limit in tokens.")] = 48,
+    limit: Annotated[int | None, typer.Option(help="Only the first N videos.")] = None,
+) -> int:
+    """Generate one metaphor caption per video; rerunning resumes where it stopped."""
+    from connote.metaphor.captioning import caption_videos
+
+    summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
+                             max_new_tokens=max_new_tokens, limit=limit, log=lambda m: print(m, file=sys.stderr))
+    print(json.dumps(summary))
+    return 1 if summary["errors"] else 0
+
+
+@metaphor_app.command("score")
+def score_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Caption run folder(s); several are shown side by side.")],
+    refs: Annotated[Path, typer.Option("--refs", help="VMC caption table (unique_id, annotator_1..3).")],
+    split: Annotated[Path | None, typer.Option(help="Score only these ids (split file).")] = None,
+    metrics: Annotated[str, typer.Option(help="Comma-separated engine metrics (bertscore needs a model).")]
+    = "bleu,rouge_l,cider",
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for intervals (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    bertscore_model: Annotated[str | None, typer.Option(help="BERTScore encoder (hub id or folder).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with per-video scores).")] = False,
+) -> int:
+    """Paper Table 1 columns (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD) + template share, per run."""
+    from connote.metaphor.scoring import score_runs
+    from connote.runs import write_json
+
+    settings = {"bertscore_model": bertscore_model} if bertscore_model else {}
+    results = score_runs([str(r) for r in runs], refs, split=split,
+                         metrics=[m.strip() for m in metrics.split(",") if m.strip()],
+                         n_boot=bootstrap, seed=seed, **settings)
+    for r in results:
+        write_json(Path(r.run) / "scores.json", r.to_dict())
+    if as_json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    cols = ["BLEU-4", "ROUGE-L", "CIDEr", "BERT-F1", "ACS", "ACD", "template"]
+    table = Table(title=f"VMC scores vs {refs} (95% bootstrap intervals)")
+    table.add_column("run")
+    table.add_column("n", justify="right")
+    for c in cols:
+        table.add_column(c, justify="right")
+    for r in results:
+        cells = []
+        for c in cols:
+            v, ci = r.table.get(c), r.intervals.get(c)
+            digits = 2 if c in ("BLEU-4", "ROUGE-L", "CIDEr") else 3
+            cells.append("n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+                                                                       if ci else ""))
+        table.add_row(r.run, str(r.n), *cells)
+    console = Console()
+    console.print(table)
+    for r in results:
+        if r.outside_template or r.uncaptioned:
+            console.print(f"{r.run}: {len(r.outside_template)} caption(s) outside the template, "
+                          f"{len(r.uncaptioned)} video(s) without a caption")
+    return 0
+
+
+@metaphor_app.command("train")
+def train_cmd(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML); see docs/metaphor.md.")],
+    output_dir: Annotated[str | None, typer.Option(help="Override output_dir.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Override train.max_steps.")] = None,
+) -> int:
+    """Train GIT-LLaVA / GIT-LLaVA-X (stage 1: projector on still images; stage 2: VMC videos).
+
+    Multi-GPU / multi-node: ``accelerate launch -m connote.train --config c.yaml`` or
+    ``torchrun --nproc_per_node N -m connote.train --config c.yaml``.
+    """
+    from connote.train.config import load_config
+    from connote.train.loop import train
+
+    overrides: dict = {}
+    if output_dir is not None:
+        overrides["output_dir"] = output_dir
+    if max_steps is not None:
+        overrides.setdefault("train", {})["max_steps"] = max_steps
+    cfg = load_config(config, overrides)
+    result = train(cfg)
+    print(json.dumps({"final": result.final_dir, "steps": result.steps, "best_val_loss": result.best_val_loss,
+                      "stopped_early": result.stopped_early}))
+    return 0
+
+
+def agreement_cmd(
+    labels: Annotated[Path, typer.Argument(help="CSV with columns item_id, rater, criterion, label.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> int:
+    """Pairwise Cohen's kappa and Fleiss' kappa per human-evaluation criterion (paper Table 3)."""
+    from connote.metaphor.agreement import agreement_table, read_labels
+
+    rows = agreement_table(read_labels(labels))
+    if as_json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    def fmt(x: float) -> str:
+        return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+    table = Table(title=f"Inter-annotator agreement: {labels}")
+    table.add_column("criterion")
+    pairs = list(rows[0].cohen) if rows else []
+    for a, b in pairs:
+        table.add_column(f"Cohen {a}-{b}", justify="right")
+    table.add_column("Fleiss", justify="right")
+    table.add_column("items (all raters)", justify="right")
+    for r in rows:
+        table.add_row(r.criterion, *[fmt(r.cohen[p]) for p in pairs], fmt(r.fleiss),
+                      f"{r.items} ({r.fleiss_items})")
+    Console().print(table)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``metaphor`` (sub-commands) and ``agreement`` to the ``connote`` app."""
+    app.add_typer(metaphor_app, name="metaphor")
+    app.command("agreement")(agreement_cmd)

