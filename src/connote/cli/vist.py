@@ -1,0 +1,489 @@
+"""``connote vist ...`` (data, validation, scoring, analysis) and ``connote story ...`` (train, generate).
+
+Heavy dependencies (torch, transformers, spaCy) are imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+vist_app = typer.Typer(help="Visual storytelling (VIST): read, validate, score and analyse.",
+                       no_args_is_help=True)
+story_app = typer.Typer(help="Visual storytelling models: train the seq2seq baseline, generate stories.",
+                        no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``vist`` and ``story`` command groups to the main app."""
+    app.add_typer(vist_app, name="vist")
+    app.add_typer(story_app, name="story")
+
+
+def _finite(obj: Any) -> Any:
+    """NaN/inf -> None so that the printed JSON is standard."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _echo_json(obj: Any) -> None:
+    typer.echo(json.dumps(_finite(obj), indent=2, ensure_ascii=False, default=str, allow_nan=False))
+
+
+def _exit(code: int) -> None:
+    raise typer.Exit(code)
+
+
+# --------------------------------------------------------------------------- vist info
+
+
+@vist_app.command("info")
+def info_cmd(
+    path: Annotated[Path, typer.Argument(help="An official VIST file (SIS/DII/DIS) or a challenge-format file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    show: Annotated[int, typer.Option(help="List at most this many problems.")] = 10,
+) -> None:
+    """Summarise a VIST file: albums, photos, stories, sequences and problems found."""
+    from connote.vist.data import load_json, parse_submission, read_official
+
+    obj, problems = load_json(path)
+    if isinstance(obj, dict) and "output_stories" in obj:
+        sub = parse_submission(obj, path)
+        probs = problems + sub.problems
+        seqs = sub.by_sequence()
+        summary = {"path": str(path), "format": "challenge", "team_name": sub.team_name,
+                   "stories": len(sub.entries), "photo_sequences": len(seqs),
+                   "albums": len({e.album_id for e in sub.entries}),
+                   "empty_stories": sum(1 for e in sub.entries if not e.text.strip()),
+                   "sequences_with_several_stories": sum(1 for v in seqs.values() if len(v) > 1)}
+    else:
+        vf = read_official(path)
+        probs = vf.problems
+        lengths: dict[int, int] = {}
+        for s in vf.stories:
+            lengths[s.n_storylets] = lengths.get(s.n_storylets, 0) + 1
+        summary = {"path": str(path), "format": "official", "tier": vf.tier, "albums": len(vf.albums),
+                   "images": len(vf.images), "stories": len(vf.stories),
+                   "photo_sequences": len(vf.sequences()),
+                   "described_photos": len(vf.descriptions),
+                   "pairs": len(vf.pairs()), "storylets_per_story": dict(sorted(lengths.items()))}
+    summary["n_problems"] = len(probs)
+    summary["problems"] = [str(p) for p in probs[:show]]
+    if as_json:
+        _echo_json(summary)
+    else:
+        for k, v in summary.items():
+            if k != "problems":
+                typer.echo(f"{k}: {v}")
+        for p in summary["problems"]:
+            typer.echo(f"  problem: {p}")
+
+
+# --------------------------------------------------------------------------- vist validate
+
+
+@vist_app.command("validate")
+def validate_cmd(
+    submission: Annotated[Path, typer.Argument(help="Challenge submission JSON.")],
+    template: Annotated[Path | None, typer.Option("--template", "-t", help="The challenge template JSON.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    show: Annotated[int, typer.Option(help="List at most this many items per kind.")] = 20,
+) -> None:
+    """Check a submission: JSON syntax (exit 2), missing/extra/duplicate sequences (exit 1), valid (0)."""
+    from connote.vist.validate import validate_submission
+
+    report = validate_submission(submission, template)
+    if as_json:
+        _echo_json(report.to_dict())
+    else:
+        stream = sys.stderr if report.malformed else sys.stdout
+        for line in report.lines(limit=show):
+            print(line, file=stream)
+    _exit(report.exit_status)
+
+
+# --------------------------------------------------------------------------- vist score
+
+
+@vist_app.command("score")
+def score_cmd(
+    submission: Annotated[Path, typer.Argument(help="Challenge-format submission (or generation JSONL).")],
+    gold: Annotated[Path, typer.Option("--gold", "-g", help="Official SIS file or challenge-format gold.")],
+    protocol: Annotated[str, typer.Option("--protocol", "-p", help="challenge | album")] = "challenge",
+    template: Annotated[Path | None, typer.Option("--template", "-t", help="Sequences to average over.")] = None,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Score missing sequences 0.")] = False,
+    compare_to: Annotated[Path | None,
+                          typer.Option("--compare", help="A second submission: paired bootstrap test.")] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: no intervals).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    per_item_out: Annotated[Path | None, typer.Option("--per-item", help="Write per-item scores (JSON) here.")] = None,
+    tokenize: Annotated[str | None, typer.Option(help="album protocol: 'ptb' to PTB-tokenize first "
+                                                 "(default: text used as already tokenized).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Score a submission under the ``challenge`` or ``album`` protocol (scores on a 0-1 scale)."""
+    from connote.errors import InputError
+    from connote.vist.data import read_gold, read_submission
+    from connote.vist.protocols import PROTOCOLS, compare, score
+
+    if protocol not in PROTOCOLS:
+        raise InputError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
+    sub = read_submission(submission)
+    g = read_gold(gold)
+    tpl = read_submission(template) if template else None
+    kwargs: dict[str, Any] = {}
+    if tokenize:
+        if protocol != "album":
+            raise InputError("--tokenize applies to the album protocol (the challenge scores text as given)")
+        from connote.vist import protocols
+
+        kwargs["corpus_scorer"] = protocols.default_corpus_scorer(tokenize=tokenize)
+    res = score(protocol, sub, g, template=tpl, allow_missing=allow_missing, n_boot=n_boot, seed=seed, **kwargs)
+    out = res.to_dict()
+    out["submission"] = str(submission)
+    out["gold"] = str(gold)
+    if compare_to is not None:
+        other = score(protocol, read_submission(compare_to), g, template=tpl, allow_missing=allow_missing,
+                      n_boot=n_boot, seed=seed, **kwargs)
+        out["compare"] = {"submission_b": str(compare_to), "scores_b": other.scores,
+                          "paired_bootstrap": compare(res, other, n_boot=max(n_boot, 1), seed=seed)}
+    if per_item_out is not None:
+        from connote.runs import write_json
+
+        write_json(per_item_out, res.per_item)
+    if as_json:
+        _echo_json(out)
+    else:
+        typer.echo(f"protocol: {protocol}  scored {res.n_scored}/{res.n_items} "
+                   f"(missing {len(res.missing)}, errors {len(res.errors)}, empty {res.n_empty})")
+        for m, v in res.scores.items():
+            ci = res.ci.get(m)
+            ci_s = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+            mean = res.item_means.get(m)
+            if ci and mean is not None and abs(mean - v) > 1e-12:
+                ci_s = f"  (per-{'album' if protocol == 'album' else 'item'} mean {mean:.4f}{ci_s})"
+            typer.echo(f"  {m:8s} {v:.4f}{ci_s}")
+        if "compare" in out:
+            for m, t in out["compare"]["paired_bootstrap"].items():
+                typer.echo(f"  B-A {m}: {t['delta']:+.4f} p={t['p_value']:.4g}")
+        if res.missing:
+            typer.echo(f"missing ({len(res.missing)}): " + ", ".join(res.missing[:10])
+                       + (" ..." if len(res.missing) > 10 else ""))
+    _exit(0 if res.complete else 1)
+
+
+# --------------------------------------------------------------------------- vist stats
+
+
+def _tier_texts(path: Path) -> tuple[str, list[str]]:
+    from connote.vist.data import load_json, parse_submission, read_official
+
+    obj, _ = load_json(path)
+    if isinstance(obj, dict) and "output_stories" in obj:
+        name = path.name.removesuffix(".json")
+        return name, [e.text for e in parse_submission(obj, path).entries if e.text.strip()]
+    vf = read_official(path)
+    return vf.tier.upper(), vf.texts()
+
+
+@vist_app.command("stats")
+def stats_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Official VIST files (one per tier) or challenge files.")],
+    lm: Annotated[str | None, typer.Option("--lm", help="Causal LM (hub id or local dir) for perplexity.")] = None,
+    lexicon: Annotated[Path | None, typer.Option(help="Concreteness lexicon CSV/TSV (word, rating).")] = None,
+    threshold: Annotated[float, typer.Option(help="Lexicon rating below which a noun is abstract.")] = 3.0,
+    parse: Annotated[bool, typer.Option("--parse/--no-parse",
+                                        help="Parse with spaCy (abstract, Frazier, Yngve).")] = True,
+    spacy_model: Annotated[str | None, typer.Option("--spacy", help="spaCy pipeline name.")] = None,
+    max_parse: Annotated[int, typer.Option(help="Parse at most this many texts per tier (seeded sample).")] = 2000,
+    min_count: Annotated[int, typer.Option(help="Exclude words seen fewer times (vocabulary, NPMI).")] = 2,
+    top: Annotated[int, typer.Option(help="Top words per tier for Table 3.")] = 10,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Table 2 (pairs, vocabulary, tokens, % abstract, Frazier, Yngve, perplexity) and Table 3 (NPMI)."""
+    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats
+
+    tiers: dict[str, list[str]] = {}
+    for f in files:
+        name, texts = _tier_texts(f)
+        while name in tiers:
+            name += "'"
+        tiers[name] = texts
+    nlp = load_spacy(spacy_model) if parse else None
+    lex = load_lexicon(lexicon) if lexicon else None
+    rows = [tier_stats(name, texts, nlp=nlp, lm=lm, lexicon=lex, lexicon_name=lexicon.name if lexicon else "",
+                       threshold=threshold, min_count=min_count, max_parse=max_parse, seed=seed).to_dict()
+            for name, texts in tiers.items()]
+    table3 = npmi_top_words(tiers, k=top, min_count=min_count) if len(tiers) > 1 else {}
+    if as_json:
+        _echo_json({"table2": rows, "table3": {t: [[w, s] for w, s in ws] for t, ws in table3.items()}})
+        return
+    cols = ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve", "perplexity"]
+    typer.echo("\t".join(cols))
+    for r in rows:
+        typer.echo("\t".join("-" if r[c] is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
+                             for c in cols))
+    if rows and rows[0].get("abstract_method"):
+        typer.echo(f"% abstract: {rows[0]['abstract_method']}")
+    for t, ws in table3.items():
+        typer.echo(f"{t}: " + " ".join(w for w, _ in ws))
+
+
+# --------------------------------------------------------------------------- vist correlate
+
+
+@vist_app.command("correlate")
+def correlate_cmd(
+    ratings: Annotated[Path, typer.Argument(help="Human ratings CSV: story id, rating, rater.")],
+    scores: Annotated[Path | None, typer.Option("--scores", "-s", help="Per-story metric scores (JSON or CSV).")]
+    = None,
+    stories: Annotated[Path | None, typer.Option("--stories", help="Official SIS file: score each rated story "
+                                                  "against the other stories of its photo sequence.")] = None,
+    metrics: Annotated[str, typer.Option(help="Metrics for --stories.")] = "bleu,meteor,rouge_l,cider",
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Pearson/Spearman (p-values, bootstrap intervals) of each metric with the mean human rating."""
+    from connote.errors import InputError
+    from connote.vist.correlate import correlate, leave_one_out_scores, read_metric_scores, read_ratings
+
+    if (scores is None) == (stories is None):
+        raise InputError("give exactly one of --scores (precomputed) and --stories (an SIS file)")
+    human = read_ratings(ratings)
+    if scores is not None:
+        auto = read_metric_scores(scores)
+    else:
+        from connote.vist.data import read_official
+
+        vf = read_official(stories)
+        auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories},
+                                    metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()),
+                                    only=set(human))
+    res = correlate(human, auto, n_boot=n_boot, seed=seed)
+    if as_json:
+        _echo_json(res)
+        return
+    typer.echo("metric\tn\tpearson\tp\tspearman\tp")
+    for m, r in res.items():
+        typer.echo(f"{m}\t{r['n']}\t{r['pearson']:.3f}\t{r['pearson_p']:.3g}\t{r['spearman']:.3f}\t"
+                   f"{r['spearman_p']:.3g}")
+
+
+# --------------------------------------------------------------------------- story train
+
+
+@story_app.command("train")
+def train_cmd(
+    sis: Annotated[Path, typer.Option("--sis", help="Official story-in-sequence training file.")],
+    features: Annotated[Path, typer.Option("--features", help=".npz: photo id -> image feature vector.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trained model.")],
+    steps: Annotated[int, typer.Option(help="Optimisation steps.")] = 1000,
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
+    lr: Annotated[float, typer.Option()] = 1e-3,
+    embed_dim: Annotated[int, typer.Option("--embed-dim")] = 256,
+    hidden_dim: Annotated[int, typer.Option("--hidden-dim")] = 512,
+    min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
+    seed: Annotated[int, typer.Option()] = 0,
+    log_every: Annotated[int, typer.Option("--log-every")] = 100,
+) -> None:
+    """Train the paper's seq2seq baseline (GRU over photo features -> GRU story decoder) on SIS."""
+    from connote.errors import InputError, ItemError
+    from connote.runs import run_metadata, write_json
+    from connote.vist.data import read_official
+    from connote.vist.seq2seq import load_features, sequence_features, train
+
+    vf = read_official(sis)
+    if vf.tier != "sis":
+        raise InputError(f"training needs a story-in-sequence file, this is {vf.tier}", path=sis)
+    feats = load_features(features)
+    examples, skipped = [], {}
+    for s in vf.stories:
+        try:
+            examples.append((sequence_features(s.photo_ids, feats), s.text))
+        except ItemError as exc:
+            skipped[s.id] = str(exc)
+    if not examples:
+        raise InputError(f"no story has features for all its photos ({len(skipped)} skipped)", path=features)
+    model, losses = train(examples, steps=steps, batch_size=batch_size, lr=lr, embed_dim=embed_dim,
+                          hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every)
+    model.save(out)
+    config = {"sis": str(sis), "features": str(features), "steps": steps, "batch_size": batch_size, "lr": lr,
+              "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count}
+    write_json(out / "train.json", {**run_metadata(config, seed=seed), "n_examples": len(examples),
+                                    "n_skipped": len(skipped), "skipped": skipped,
+                                    "final_loss": losses[-1], "losses": losses})
+    typer.echo(f"trained on {len(examples)} stories ({len(skipped)} skipped); final loss {losses[-1]:.4f}; "
+               f"saved to {out}")
+
+
+@story_app.command("features")
+def features_cmd(
+    source: Annotated[Path, typer.Argument(help="Official VIST file (its images/stories) or a challenge file.")],
+    images: Annotated[Path, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output .npz (photo id -> vector).")],
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
+) -> None:
+    """Image features for ``story train``/``seq2seq``, from the embedded image encoder (offline)."""
+    import numpy as np
+
+    from connote.models.embedded import EmbeddedEncoder
+    from connote.vist.data import load_json, parse_submission, read_official
+    from connote.vist.seq2seq import extract_features
+
+    obj, _ = load_json(source)
+    if isinstance(obj, dict) and "output_stories" in obj:
+        ids = [p for e in parse_submission(obj, source).entries for p in e.photo_sequence]
+    else:
+        vf = read_official(source)
+        ids = list(vf.images) or [p for s in vf.stories for p in s.photo_ids]
+    feats, errors = extract_features(ids, images, EmbeddedEncoder(), batch_size=batch_size)
+    np.savez(out, **feats)
+    typer.echo(f"{len(feats)} photos embedded, {len(errors)} missing or unreadable -> {out}")
+    for pid, err in list(errors.items())[:20]:
+        typer.echo(f"  {pid}: {err}")
+    _exit(1 if errors else 0)
+
+
+# --------------------------------------------------------------------------- story generate
+
+
+@story_app.command("generate")
+def generate_cmd(
+    sequences: Annotated[Path, typer.Argument(help="Photo sequences: challenge template/submission or SIS file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumable).")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Generator spec, e.g. retrieval?train=TRAIN.json, "
+                                       "hf-vlm:DIR, caption-llm:CAP?llm=LLM, openai:gpt-4o, "
+                                       "seq2seq:DIR?features=F.npz&decode=greedy-dups.")] = "retrieval",
+    images: Annotated[Path | None, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 8,
+    limit: Annotated[int | None, typer.Option(help="Only the first N sequences.")] = None,
+    team_name: Annotated[str, typer.Option("--team-name")] = "connote",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
+    from connote.progress import progress_bar
+    from connote.vist.generators import load_generator, load_sequences, run_generation
+
+    seqs = load_sequences(sequences)
+    gen = load_generator(model)
+    total = min(len(seqs), limit) if limit else len(seqs)
+    with progress_bar(total, "stories", enabled=progress and sys.stderr.isatty()) as bar:
+        summary = run_generation(gen, seqs, out, image_dir=images, batch_size=batch_size, limit=limit,
+                                 team_name=team_name, meta={"sequences": str(sequences)},
+                                 progress=lambda done, _total: bar.update(completed=done))
+    if as_json:
+        _echo_json(summary.to_dict())
+    else:
+        typer.echo(f"{summary.n_sequences} sequences: {summary.n_generated_now} generated now, "
+                   f"{summary.n_done_before} done before, {summary.n_errors} errors, {summary.n_empty} empty")
+        typer.echo(f"wrote {summary.submission_path} and {summary.stories_path}")
+    _exit(1 if summary.n_errors else 0)
+
+
+@story_app.command("backends")
+def backends_cmd() -> None:
+    """List the story generator backends."""
+    from connote.vist.generators import generator_names
+
+    for name, doc in generator_names():
+        typer.echo(f"{name:12s} {doc}")
+
+
+# --------------------------------------------------------------------------- dataset construction
+
+
+@vist_app.command("filter")
+def filter_cmd(
+    path: Annotated[Path, typer.Argument(help="Official VIST file with images and albums.")],
+    min_photos: Annotated[int, typer.Option("--min-photos")] = 10,
+    max_photos: Annotated[int, typer.Option("--max-photos")] = 50,
+    max_hours: Annotated[float, typer.Option("--max-hours", help="All photos taken within this span.")] = 48.0,
+    require_cc: Annotated[bool, typer.Option("--cc/--any-license", help="Require Creative Commons.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Apply the paper's album filters (10-50 photos, 48 hours, CC licence) and report rejections."""
+    from connote.vist.construct import filter_albums
+    from connote.vist.data import read_official
+
+    vf = read_official(path)
+    kept, rejected = filter_albums(vf.albums, vf.images, min_photos=min_photos, max_photos=max_photos,
+                                   max_span_hours=max_hours, require_cc=require_cc)
+    if as_json:
+        _echo_json({"kept": kept, "rejected": rejected, "n_kept": len(kept), "n_rejected": len(rejected)})
+        return
+    typer.echo(f"{len(kept)} albums kept, {len(rejected)} rejected")
+    for aid, reasons in list(rejected.items())[:50]:
+        typer.echo(f"  {aid}: {'; '.join(reasons)}")
+
+
+@vist_app.command("split")
+def split_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Official files; albums come from the first (SIS).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for <split>.<file name>.")],
+    seed: Annotated[int, typer.Option()] = 0,
+    ratios: Annotated[str, typer.Option(help="train,val,test shares.")] = "0.8,0.1,0.1",
+) -> None:
+    """Split official files 80/10/10 by album (seeded); every file is cut along the same albums."""
+    from connote.errors import InputError
+    from connote.runs import write_json
+    from connote.vist.construct import split_albums
+    from connote.vist.data import load_json, read_official
+
+    try:
+        shares = [float(x) for x in ratios.split(",")]
+    except ValueError:
+        raise InputError(f"--ratios must be three numbers, got {ratios!r}") from None
+    first = read_official(files[0])
+    album_ids = set(first.albums) | {s.album_id for s in first.stories}
+    parts = split_albums(album_ids, ratios=shares, seed=seed)
+    out.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        obj, _ = load_json(f)
+        for name, ids in parts.items():
+            keep = set(ids)
+            sub = dict(obj)
+            sub["images"] = [i for i in obj.get("images") or [] if str(i.get("album_id")) in keep]
+            sub["albums"] = [a for a in obj.get("albums") or [] if str(a.get("id")) in keep]
+            sub["annotations"] = [a for a in obj.get("annotations") or []
+                                  if str((a[0] if isinstance(a, list) and a else a).get("album_id")) in keep]
+            write_json(out / f"{name}.{f.name}", sub)
+    typer.echo(", ".join(f"{k}: {len(v)} albums" for k, v in parts.items()) + f" -> {out}")
+
+
+@vist_app.command("anonymize")
+def anonymize_cmd(
+    path: Annotated[Path, typer.Argument(help="Text file, one text per line.")],
+    names: Annotated[list[Path], typer.Option("--names", help="Names list(s): name,sex,count (SSA format).")],
+    min_count: Annotated[int, typer.Option("--min-count", help="Keep names seen at least this often.")] = 10_000,
+    ner: Annotated[bool, typer.Option("--ner/--no-ner", help="Replace spaCy named entities by their type.")] = True,
+    spacy_model: Annotated[str | None, typer.Option("--spacy", help="spaCy pipeline name.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Replace people's names by [male]/[female] and named entities by their type, line by line."""
+    from connote.vist.construct import NameList, anonymize
+    from connote.vist.data import read_text
+    from connote.vist.stats import load_spacy
+
+    name_list = NameList.read(names, min_count=min_count)
+    nlp = load_spacy(spacy_model) if ner else None
+    text, problems = read_text(path)
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
+    lines = [anonymize(line, name_list, nlp=nlp) for line in text.splitlines()]
+    if out is not None:
+        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        for line in lines:
+            typer.echo(line)

@@ -1,0 +1,33 @@
+"""Visual storytelling (VIST): data, validation, the two scoring protocols, analysis and baselines.
+
+Submodules (import what you need; heavy dependencies load lazily):
+
+* :mod:`connote.vist.data` -- official SIS/DII/DIS files and the challenge format;
+* :mod:`connote.vist.validate` -- submission validation against the challenge template;
+* :mod:`connote.vist.protocols` -- ``challenge`` and ``album`` scoring, bootstrap intervals and tests;
+* :mod:`connote.vist.stats` -- the paper's Table 2 and Table 3 (NPMI);
+* :mod:`connote.vist.correlate` -- metric vs human-rating correlation;
+* :mod:`connote.vist.construct` -- album filters, anonymisation, 80/10/10 split;
+* :mod:`connote.vist.seq2seq` -- the paper's GRU baseline with its decoding heuristics;
+* :mod:`connote.vist.generators` -- story generators for photo sequences and ``generate``.
+"""
+
+from connote.vist.data import (
+    Album,
+    Gold,
+    Image,
+    PhotoSequence,
+    Problem,
+    Story,
+    Storylet,
+    Submission,
+    SubmissionEntry,
+    VistFile,
+    read_gold,
+    read_official,
+    read_submission,
+    seq_id,
+)
+
+__all__ = ["Album", "Gold", "Image", "PhotoSequence", "Problem", "Story", "Storylet", "Submission",
+           "SubmissionEntry", "VistFile", "read_gold", "read_official", "read_submission", "seq_id"]

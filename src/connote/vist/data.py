@@ -1,0 +1,596 @@
+"""Reading the official VIST files (SIS, DII, DIS) and the challenge submission format.
+
+Official files are JSON objects with the keys ``images, info, albums, type, annotations``; each
+``annotations`` item is a one-element list holding one storylet (SIS/DIS) or one description (DII).
+IDs are strings. Ordering rules:
+
+* the photos of an album are ordered by ``datetaken`` (``"%Y-%m-%d %H:%M:%S"``; photos with a
+  missing/unparseable date go last, ties broken by photo id);
+* the storylets of a story are ordered by ``worker_arranged_photo_order`` (DII uses
+  ``photo_order_in_story``; when neither is present, by the numeric ``storylet_id``).
+
+Stories with fewer or more than five storylets are kept and reported (``Problem``); bytes that are
+not UTF-8 are decoded with replacement characters and reported, never a crash. Malformed JSON
+raises :class:`connote.errors.InputError` naming the file, line and column (exit status 2).
+
+The challenge submission format (also used by the challenge template and, with one or more
+stories per photo sequence, as a gold file) is::
+
+    {"team_name": ..., "evaluation_info": {...},
+     "output_stories": [{"album_id": ..., "photo_sequence": [5 photo ids],
+                         "story_text_normalized": ...}]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError
+
+DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
+STORY_LENGTH = 5
+
+TIERS = ("sis", "dii", "dis")
+TIER_NAMES = {
+    "sis": "story-in-sequence",
+    "dii": "descriptions-in-isolation",
+    "dis": "descriptions-in-sequence",
+}
+
+SeqKey = tuple[str, ...]
+"""A photo sequence is identified by its ordered photo ids (the challenge matches on these)."""
+
+
+def seq_id(photo_ids: Iterable[str]) -> str:
+    """A printable id of a photo sequence: its photo ids joined by ``-``.
+
+    >>> seq_id(["1", "2", "3"])
+    '1-2-3'
+    """
+    return "-".join(str(p) for p in photo_ids)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with one item of an input file; reported, not fatal."""
+
+    path: str
+    item: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.item}: {self.message}"
+
+
+@dataclass
+class Image:
+    """One Flickr photo of the VIST images table."""
+
+    id: str
+    album_id: str | None = None
+    datetaken: datetime | None = None
+    datetaken_raw: str | None = None
+    license: str | None = None
+    url: str | None = None
+    title: str | None = None
+    tags: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Album:
+    """One Flickr album: ``photo_ids`` are ordered by ``datetaken``."""
+
+    id: str
+    title: str | None = None
+    description: str | None = None
+    photo_ids: list[str] = field(default_factory=list)
+    n_photos: int | None = None
+    vist_label: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Storylet:
+    """One sentence of a story (SIS/DIS) or one isolated description (DII) of one photo."""
+
+    story_id: str | None
+    storylet_id: str | None
+    album_id: str
+    photo_id: str
+    text: str
+    original_text: str | None = None
+    order: int | None = None
+    tier: str | None = None
+    worker_id: str | None = None
+    setting: str | None = None
+
+
+@dataclass
+class PhotoSequence:
+    """An ordered sequence of photos of one album (normally five)."""
+
+    album_id: str
+    photo_ids: tuple[str, ...]
+
+    @property
+    def key(self) -> SeqKey:
+        return self.photo_ids
+
+    @property
+    def id(self) -> str:
+        return seq_id(self.photo_ids)
+
+
+@dataclass
+class Story:
+    """A story: its storylets ordered by ``worker_arranged_photo_order``."""
+
+    id: str
+    album_id: str
+    tier: str
+    storylets: list[Storylet]
+
+    @property
+    def photo_ids(self) -> tuple[str, ...]:
+        return tuple(s.photo_id for s in self.storylets)
+
+    @property
+    def sequence(self) -> PhotoSequence:
+        return PhotoSequence(self.album_id, self.photo_ids)
+
+    @property
+    def text(self) -> str:
+        """The storylets' normalized texts joined by single spaces."""
+        return " ".join(s.text.strip() for s in self.storylets if s.text.strip())
+
+    @property
+    def original_text(self) -> str:
+        return " ".join((s.original_text or s.text).strip() for s in self.storylets)
+
+    @property
+    def n_storylets(self) -> int:
+        return len(self.storylets)
+
+
+@dataclass
+class VistFile:
+    """The contents of one official VIST file."""
+
+    path: str
+    tier: str
+    images: dict[str, Image]
+    albums: dict[str, Album]
+    stories: list[Story]
+    descriptions: dict[str, list[Storylet]]
+    problems: list[Problem]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def stories_by_album(self) -> dict[str, list[Story]]:
+        out: dict[str, list[Story]] = defaultdict(list)
+        for s in self.stories:
+            out[s.album_id].append(s)
+        return dict(out)
+
+    def sequences(self) -> dict[SeqKey, list[Story]]:
+        """Stories grouped by photo sequence."""
+        out: dict[SeqKey, list[Story]] = defaultdict(list)
+        for s in self.stories:
+            out[s.photo_ids].append(s)
+        return dict(out)
+
+    def texts(self) -> list[str]:
+        """Every (text, image) pair's text of this tier: storylets or isolated descriptions."""
+        if self.stories:
+            return [sl.text for s in self.stories for sl in s.storylets]
+        return [d.text for ds in self.descriptions.values() for d in ds]
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """``(photo_id, text)`` pairs of this tier."""
+        if self.stories:
+            return [(sl.photo_id, sl.text) for s in self.stories for sl in s.storylets]
+        return [(pid, d.text) for pid, ds in self.descriptions.items() for d in ds]
+
+
+@dataclass
+class SubmissionEntry:
+    """One story of a challenge-format file."""
+
+    index: int
+    album_id: str
+    photo_sequence: tuple[str, ...]
+    text: str
+    error: str | None = None
+
+    @property
+    def key(self) -> SeqKey:
+        return self.photo_sequence
+
+
+@dataclass
+class Submission:
+    """A challenge-format file (submission, template or gold)."""
+
+    path: str
+    team_name: str | None
+    evaluation_info: dict[str, Any]
+    entries: list[SubmissionEntry]
+    problems: list[Problem]
+
+    def by_sequence(self) -> dict[SeqKey, list[SubmissionEntry]]:
+        out: dict[SeqKey, list[SubmissionEntry]] = defaultdict(list)
+        for e in self.entries:
+            out[e.key].append(e)
+        return dict(out)
+
+
+# --------------------------------------------------------------------------- low-level reading
+
+
+def read_text(path: str | Path) -> tuple[str, list[Problem]]:
+    """Read a file as UTF-8; undecodable bytes become U+FFFD and are reported with their line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc})", path=path) from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        text = data.decode("utf-8", errors="replace")
+        n_bad = text.count("\ufffd")
+        return text, [Problem(str(path), f"line {line}",
+                              f"not valid UTF-8 (first bad byte at offset {exc.start}); "
+                              f"{n_bad} character(s) replaced with U+FFFD")]
+
+
+def load_json(path: str | Path) -> tuple[Any, list[Problem]]:
+    """Parse a JSON file; malformed JSON raises ``InputError`` with line and column."""
+    text, problems = read_text(path)
+    try:
+        return json.loads(text), problems
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno,
+                         column=exc.colno) from None
+
+
+def _str(x: Any) -> str | None:
+    if x is None:
+        return None
+    return str(x)
+
+
+def _text(x: Any) -> str:
+    if x is None:
+        return ""
+    if not isinstance(x, str):
+        return str(x)
+    return x
+
+
+def parse_datetaken(value: Any) -> datetime | None:
+    """Parse ``datetaken``; ``None`` when absent or not in the VIST format."""
+    if not value:
+        return None
+    s = str(value).strip()
+    for fmt in (DATE_FORMAT, "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(s, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def order_photos(photo_ids: Iterable[str], images: Mapping[str, Image]) -> list[str]:
+    """Order photo ids by ``datetaken``; undated or unknown photos last; ties by numeric id."""
+
+    def key(pid: str) -> tuple[int, datetime, int, str]:
+        img = images.get(pid)
+        dt = img.datetaken if img else None
+        num = int(pid) if pid.isdigit() else 0
+        return (0 if dt else 1, dt or datetime.min, num, pid)
+
+    return sorted(dict.fromkeys(photo_ids), key=key)
+
+
+def _order_key(ann: Mapping[str, Any]) -> int | None:
+    for k in ("worker_arranged_photo_order", "photo_order_in_story"):
+        v = ann.get(k)
+        if v is not None and str(v).strip().lstrip("-").isdigit():
+            return int(v)
+    return None
+
+
+def detect_tier(obj: Mapping[str, Any], path: str | Path = "") -> str:
+    """``sis``, ``dii`` or ``dis`` from the file's ``type``, its annotations' ``tier`` or its name."""
+    candidates: list[str] = []
+    t = obj.get("type")
+    if isinstance(t, str):
+        candidates.append(t)
+    anns = obj.get("annotations") or []
+    if anns:
+        first = anns[0][0] if isinstance(anns[0], list) and anns[0] else anns[0]
+        if isinstance(first, Mapping) and isinstance(first.get("tier"), str):
+            candidates.append(first["tier"])
+    candidates.append(Path(str(path)).name)
+    for c in candidates:
+        c = c.lower()
+        if "story" in c or "sis" in c.split("."):
+            return "sis"
+        if "isolation" in c or "dii" in c.split("."):
+            return "dii"
+        if ("description" in c and "sequence" in c) or "dis" in c.split("."):
+            return "dis"
+    raise InputError("cannot tell the VIST tier (type/tier field says neither story-in-sequence, "
+                     "descriptions-in-isolation nor descriptions-in-sequence)", path=path)
+
+
+# --------------------------------------------------------------------------- official files
+
+
+def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
+    """Read an official VIST file (SIS, DII or DIS) into images, albums and stories.
+
+    Problems (stories with != 5 storylets, annotations missing fields, album photos absent from
+    the images table, non-UTF-8 bytes) are collected in ``VistFile.problems``.
+    """
+    path = Path(path)
+    obj, problems = load_json(path)
+    if not isinstance(obj, Mapping):
+        raise InputError("expected a JSON object with 'images', 'albums' and 'annotations'", path=path)
+    if "annotations" not in obj:
+        raise InputError("no 'annotations' key: not an official VIST file "
+                         "(a challenge-format file has 'output_stories')", path=path)
+    tier = tier or detect_tier(obj, path)
+    p = str(path)
+
+    images: dict[str, Image] = {}
+    for i, raw in enumerate(obj.get("images") or []):
+        if not isinstance(raw, Mapping) or raw.get("id") is None:
+            problems.append(Problem(p, f"images[{i}]", "image without an 'id'"))
+            continue
+        pid = str(raw["id"])
+        known = {"id", "album_id", "datetaken", "license", "url_o", "url", "title", "tags"}
+        dt_raw = _str(raw.get("datetaken"))
+        dt = parse_datetaken(dt_raw)
+        if dt_raw and dt is None:
+            problems.append(Problem(p, f"image {pid}", f"unparseable datetaken {dt_raw!r}"))
+        images[pid] = Image(
+            id=pid, album_id=_str(raw.get("album_id")), datetaken=dt, datetaken_raw=dt_raw,
+            license=_str(raw.get("license")), url=_str(raw.get("url_o") or raw.get("url")),
+            title=_str(raw.get("title")), tags=_str(raw.get("tags")),
+            extra={k: v for k, v in raw.items() if k not in known},
+        )
+
+    album_photos: dict[str, list[str]] = defaultdict(list)
+    for img in images.values():
+        if img.album_id:
+            album_photos[img.album_id].append(img.id)
+
+    albums: dict[str, Album] = {}
+    for i, raw in enumerate(obj.get("albums") or []):
+        if not isinstance(raw, Mapping) or raw.get("id") is None:
+            problems.append(Problem(p, f"albums[{i}]", "album without an 'id'"))
+            continue
+        aid = str(raw["id"])
+        n = raw.get("photos")
+        known = {"id", "title", "description", "photos", "vist_label"}
+        albums[aid] = Album(
+            id=aid, title=_str(raw.get("title")), description=_str(raw.get("description")),
+            n_photos=int(n) if str(n or "").isdigit() else None,
+            vist_label=_str(raw.get("vist_label")),
+            extra={k: v for k, v in raw.items() if k not in known},
+        )
+    for aid in album_photos:
+        albums.setdefault(aid, Album(id=aid))
+    for aid, album in albums.items():
+        album.photo_ids = order_photos(album_photos.get(aid, []), images)
+
+    storylets: list[Storylet] = []
+    for i, item in enumerate(obj.get("annotations") or []):
+        ann = item[0] if isinstance(item, list) and item else item
+        if not isinstance(ann, Mapping):
+            problems.append(Problem(p, f"annotations[{i}]", "not an annotation object"))
+            continue
+        aid, pid = _str(ann.get("album_id")), _str(ann.get("photo_flickr_id"))
+        if aid is None or pid is None:
+            problems.append(Problem(p, f"annotations[{i}]", "missing album_id or photo_flickr_id"))
+            continue
+        storylets.append(Storylet(
+            story_id=_str(ann.get("story_id")), storylet_id=_str(ann.get("storylet_id")),
+            album_id=aid, photo_id=pid, text=_text(ann.get("text")),
+            original_text=_str(ann.get("original_text")), order=_order_key(ann),
+            tier=_str(ann.get("tier")), worker_id=_str(ann.get("worker_id")),
+            setting=_str(ann.get("setting")),
+        ))
+        if pid not in images and images:
+            problems.append(Problem(p, f"annotations[{i}]", f"photo {pid} is not in the images table"))
+
+    stories: list[Story] = []
+    descriptions: dict[str, list[Storylet]] = defaultdict(list)
+    if tier == "dii":
+        for sl in storylets:
+            descriptions[sl.photo_id].append(sl)
+    grouped: dict[str, list[Storylet]] = defaultdict(list)
+    for sl in storylets:
+        if sl.story_id is not None and tier != "dii":
+            grouped[sl.story_id].append(sl)
+    for sid, sls in grouped.items():
+        sls.sort(key=lambda s: (s.order if s.order is not None else 10**9,
+                                int(s.storylet_id) if (s.storylet_id or "").isdigit() else 0))
+        albums_of = {s.album_id for s in sls}
+        story = Story(id=sid, album_id=sls[0].album_id, tier=tier, storylets=sls)
+        if len(albums_of) > 1:
+            problems.append(Problem(p, f"story {sid}", f"storylets from {len(albums_of)} albums"))
+        if story.n_storylets != STORY_LENGTH:
+            problems.append(Problem(p, f"story {sid}",
+                                    f"has {story.n_storylets} storylets, expected {STORY_LENGTH}"))
+        stories.append(story)
+    missing_img = [pid for a in albums.values() for pid in a.photo_ids if pid not in images]
+    for pid in missing_img:
+        problems.append(Problem(p, f"photo {pid}", "listed but missing from the images table"))
+    for aid, album in albums.items():
+        if album.n_photos is not None and album.n_photos != len(album.photo_ids) and images:
+            problems.append(Problem(p, f"album {aid}", f"says {album.n_photos} photos, "
+                                    f"{len(album.photo_ids)} are in the images table"))
+    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
+    return VistFile(path=p, tier=tier, images=images, albums=albums, stories=stories,
+                    descriptions=dict(descriptions), problems=problems, info=info)
+
+
+# --------------------------------------------------------------------------- challenge format
+
+
+def parse_submission(obj: Any, path: str | Path = "<memory>") -> Submission:
+    """Turn a parsed challenge-format object into a :class:`Submission`; entry problems reported."""
+    p = str(path)
+    if not isinstance(obj, Mapping) or "output_stories" not in obj:
+        raise InputError("not a challenge-format file: expected an object with 'output_stories'",
+                         path=path)
+    raw = obj["output_stories"]
+    if not isinstance(raw, list):
+        raise InputError("'output_stories' must be a list", path=path)
+    entries: list[SubmissionEntry] = []
+    problems: list[Problem] = []
+    for i, e in enumerate(raw):
+        where = f"output_stories[{i}]"
+        if not isinstance(e, Mapping):
+            problems.append(Problem(p, where, "not an object"))
+            continue
+        seq = e.get("photo_sequence")
+        if not isinstance(seq, list) or not seq:
+            problems.append(Problem(p, where, "missing or empty 'photo_sequence'"))
+            continue
+        seq_t = tuple(str(x) for x in seq)
+        if len(seq_t) != STORY_LENGTH:
+            problems.append(Problem(p, f"{where} ({seq_id(seq_t)})",
+                                    f"photo_sequence has {len(seq_t)} photos, expected {STORY_LENGTH}"))
+        text = e.get("story_text_normalized")
+        if text is None:
+            problems.append(Problem(p, f"{where} ({seq_id(seq_t)})", "missing 'story_text_normalized'"))
+            text = ""
+        elif not isinstance(text, str):
+            problems.append(Problem(p, f"{where} ({seq_id(seq_t)})",
+                                    "'story_text_normalized' is not a string"))
+            text = str(text)
+        entries.append(SubmissionEntry(index=i, album_id=str(e.get("album_id", "")),
+                                       photo_sequence=seq_t, text=text,
+                                       error=_str(e.get("error"))))
+    info = obj.get("evaluation_info")
+    return Submission(path=p, team_name=_str(obj.get("team_name")),
+                      evaluation_info=dict(info) if isinstance(info, Mapping) else {},
+                      entries=entries, problems=problems)
+
+
+def read_submission(path: str | Path) -> Submission:
+    """Read a challenge-format JSON file (or a JSONL of generation records, see below).
+
+    A ``.jsonl`` file holds one object per line with ``album_id``, ``photo_sequence``, ``story``
+    (or ``story_text_normalized``) and optionally ``error``, as ``connote story generate`` writes.
+    """
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        return read_jsonl_predictions(path)
+    obj, problems = load_json(path)
+    sub = parse_submission(obj, path)
+    sub.problems[:0] = problems
+    return sub
+
+
+def read_jsonl_predictions(path: str | Path) -> Submission:
+    """Read generation records (JSON Lines) as a submission; bad lines raise with their number."""
+    path = Path(path)
+    text, problems = read_text(path)
+    entries: list[SubmissionEntry] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=n, column=exc.colno) from None
+        seq = rec.get("photo_sequence") or []
+        text_ = rec.get("story", rec.get("story_text_normalized")) or ""
+        entries.append(SubmissionEntry(index=n - 1, album_id=str(rec.get("album_id", "")),
+                                       photo_sequence=tuple(str(x) for x in seq), text=str(text_),
+                                       error=_str(rec.get("error"))))
+    return Submission(path=str(path), team_name=None, evaluation_info={}, entries=entries,
+                      problems=problems)
+
+
+def submission_dict(entries: Iterable[tuple[str, Iterable[str], str]], *, team_name: str = "connote",
+                    description: str = "") -> dict[str, Any]:
+    """Build a challenge-format object from ``(album_id, photo_ids, story_text)`` triples."""
+    return {
+        "team_name": team_name,
+        "evaluation_info": {"additional_description": description},
+        "output_stories": [
+            {"album_id": str(a), "photo_sequence": [str(x) for x in seq], "story_text_normalized": t}
+            for a, seq, t in entries
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- gold references
+
+
+@dataclass
+class Gold:
+    """Reference stories: by photo sequence (challenge) and by album (album protocol)."""
+
+    path: str
+    by_sequence: dict[SeqKey, list[str]]
+    sequence_album: dict[SeqKey, str]
+    problems: list[Problem] = field(default_factory=list)
+
+    def by_album(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = defaultdict(list)
+        for key, refs in self.by_sequence.items():
+            out[self.sequence_album[key]].extend(refs)
+        return dict(out)
+
+
+def read_gold(path: str | Path) -> Gold:
+    """Read gold stories from an official SIS file or a challenge-format file.
+
+    Empty reference texts (as in a template) are dropped; a sequence left with none is kept with an
+    empty list so that callers can report it.
+    """
+    path = Path(path)
+    obj, problems = load_json(path)
+    by_seq: dict[SeqKey, list[str]] = defaultdict(list)
+    seq_album: dict[SeqKey, str] = {}
+    if isinstance(obj, Mapping) and "output_stories" in obj:
+        sub = parse_submission(obj, path)
+        problems += sub.problems
+        for e in sub.entries:
+            seq_album.setdefault(e.key, e.album_id)
+            by_seq[e.key]
+            if e.text.strip():
+                by_seq[e.key].append(e.text)
+    elif isinstance(obj, Mapping) and "annotations" in obj:
+        vf = read_official(path)
+        if vf.tier != "sis":
+            raise InputError(f"gold must be a story-in-sequence file, this is {TIER_NAMES[vf.tier]}",
+                             path=path)
+        problems += vf.problems
+        for s in vf.stories:
+            seq_album.setdefault(s.photo_ids, s.album_id)
+            by_seq[s.photo_ids]
+            if s.text.strip():
+                by_seq[s.photo_ids].append(s.text)
+    else:
+        raise InputError("gold must be an official SIS file ('annotations') or a challenge-format "
+                         "file ('output_stories')", path=path)
+    return Gold(path=str(path), by_sequence=dict(by_seq), sequence_album=seq_album, problems=problems)

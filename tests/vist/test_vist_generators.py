@@ -1,0 +1,300 @@
+"""Story generators through their real loading paths (tiny random models), and the resumable run."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from connote.cli import main
+from connote.vist import generators
+from connote.vist.data import read_official, read_submission
+from connote.vist.generators import (
+    RetrievalStoryGenerator,
+    SequenceInput,
+    load_generator,
+    load_sequences,
+    normalize_story,
+    run_generation,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import tiny_models  # noqa: E402
+
+COLOURS = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220)}
+
+
+class ColourEmbedder:
+    """Deterministic stand-in: images -> mean RGB, texts -> the colour word they name."""
+
+    def describe(self):
+        return {"embedder": "colour"}
+
+    def embed_images(self, images):
+        return np.stack([np.asarray(im, dtype=np.float32).reshape(-1, 3).mean(0) / 255 for im in images])
+
+    def embed_texts(self, texts):
+        out = []
+        for t in texts:
+            rgb = next((c for w, c in COLOURS.items() if w in t), (128, 128, 128))
+            out.append(np.asarray(rgb, dtype=np.float32) / 255)
+        return np.stack(out)
+
+
+def img(colour: str, size=(40, 32)) -> Image.Image:
+    return Image.new("RGB", size, COLOURS[colour])
+
+
+@pytest.fixture
+def image_dir(tmp_path: Path, sis_file: Path) -> Path:
+    d = tmp_path / "images"
+    d.mkdir()
+    palette = list(COLOURS)
+    for k, p in enumerate(read_official(sis_file).images):
+        if p == "25":
+            continue  # missing photo
+        img(palette[k % 3]).save(d / f"{p}.jpg")
+    (d / "24.jpg").write_bytes(b"not an image")  # unreadable photo
+    return d
+
+
+def test_retrieval_nearest_hand_checked() -> None:
+    stories = [(("1", "2"), ["a red car", "a red bus"]), (("3", "4"), ["the blue sea", "blue sky"]),
+               (("5", "6"), ["red", "blue"])]
+    gen = RetrievalStoryGenerator(ColourEmbedder(), stories)
+    assert gen.generate_stories([SequenceInput("A", ("x", "y"), [img("blue"), img("blue")])]) == [
+        "the blue sea blue sky"]
+    best, sim = gen.nearest([img("red"), img("blue")])
+    assert best == 2 and sim == pytest.approx(1.0, abs=1e-5)
+    by_image = RetrievalStoryGenerator(ColourEmbedder(), stories, index_by="image",
+                                       train_images=lambda p: img("green" if p in "12" else "red"))
+    assert by_image.nearest([img("green"), img("green")])[0] == 0
+    with pytest.raises(ValueError):
+        RetrievalStoryGenerator(ColourEmbedder(), [])
+
+
+def test_retrieval_cache(tmp_path: Path) -> None:
+    calls = []
+
+    class Counting(ColourEmbedder):
+        def embed_texts(self, texts):
+            calls.append(len(texts))
+            return super().embed_texts(texts)
+
+    stories = [(("1", "2"), ["a red car", "a red bus"]), (("3", "4"), ["the blue sea", "blue sky"])]
+    a = RetrievalStoryGenerator(Counting(), stories, cache=tmp_path)
+    b = RetrievalStoryGenerator(Counting(), stories, cache=tmp_path)
+    assert calls == [4] and np.array_equal(a.index, b.index)
+    RetrievalStoryGenerator(Counting(), stories[:1], cache=tmp_path)  # other stories: other key
+    assert calls == [4, 2] and len(list(tmp_path.glob("*.npz"))) == 2
+
+
+def test_normalize() -> None:
+    assert normalize_story("Hello, World!\nBye.") == "hello , world ! bye ."
+
+
+def test_run_resumable_with_errors(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
+    calls: list[str] = []
+
+    class Fake:
+        needs_images = True
+
+        def describe(self):
+            return {"backend": "fake"}
+
+        def generate_stories(self, seqs):
+            calls.extend(s.id for s in seqs)
+            return ["" if s.album_id == "A2" else f"story of {len(s.images)} photos ." for s in seqs]
+
+    seqs = load_sequences(sis_file)
+    assert [s.id for s in seqs] == ["11-12-13-14-15", "16-15-14-13-12", "21-22-23-24"]
+    out = tmp_path / "run"
+    s1 = run_generation(Fake(), seqs, out, image_dir=image_dir, limit=1)
+    assert s1.n_generated_now == 1 and calls == ["11-12-13-14-15"]
+    s2 = run_generation(Fake(), seqs, out, image_dir=image_dir)
+    assert calls == ["11-12-13-14-15", "16-15-14-13-12"]  # resumed; A2 fails on its photos
+    assert s2.n_done_before == 1 and s2.n_errors == 1
+    recs = [json.loads(x) for x in (out / "stories.jsonl").read_text().splitlines()]
+    assert recs[0]["story"] == "story of 5 photos ." and "cannot read image" in recs[2]["error"]
+    sub = json.loads((out / "submission.json").read_text())
+    assert [e["photo_sequence"] for e in sub["output_stories"]][1] == ["16", "15", "14", "13", "12"]
+    assert sub["output_stories"][2]["error"] == recs[2]["error"]
+    assert read_submission(out / "submission.json").entries[2].error
+    # the errored sequence is retried on rerun, done ones are not
+    run_generation(Fake(), seqs, out, image_dir=image_dir)
+    assert calls[2:] == []
+
+
+def test_seq2seq_backend_and_cli(tmp_path: Path, sis_file: Path, capsys) -> None:
+    vf = read_official(sis_file)
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "f.npz", **{p: rng.normal(size=4).astype(np.float32) for p in vf.images if p != "24"})
+    model_dir = tmp_path / "m"
+    assert main(["story", "train", "--sis", str(sis_file), "--features", str(tmp_path / "f.npz"), "--out",
+                 str(model_dir), "--steps", "2", "--embed-dim", "8", "--hidden-dim", "8"]) == 0
+    capsys.readouterr()
+    spec = f"seq2seq:{model_dir}?features={tmp_path / 'f.npz'}&decode=greedy-dups&beam_size=2"
+    code = main(["story", "generate", str(sis_file), "--out", str(tmp_path / "run"), "--model", spec, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["n_errors"] == 1 and out["n_sequences"] == 3  # photo 24 has no features
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps({"output_stories": [
+        {"album_id": r.album_id, "photo_sequence": list(r.photo_ids), "story_text_normalized": r.text}
+        for r in vf.stories]}))
+    from connote.vist import protocols
+
+    protocols_default = protocols.default_pair_scorer
+    try:
+        protocols.default_pair_scorer = lambda **kw: (lambda h, r: [0.5] * len(h))
+        assert main(["vist", "score", str(tmp_path / "run" / "stories.jsonl"), "--gold", str(gold), "--json",
+                     "--n-boot", "10"]) == 0
+    finally:
+        protocols.default_pair_scorer = protocols_default
+    res = json.loads(capsys.readouterr().out)
+    assert res["n_errors"] == 1 and res["n_scored"] == 2
+    with pytest.raises(ValueError, match="grounding"):
+        load_generator(f"seq2seq:{model_dir}?features={tmp_path / 'f.npz'}&decode=greedy-dups-grounded")
+
+
+def test_hf_vlm_backend(tmp_path: Path) -> None:
+    d = tiny_models.tiny_llava(tmp_path / "llava")
+    gen = load_generator(f"hf-vlm:{d}?max_new_tokens=6")
+    out = gen.generate_stories([SequenceInput("A", tuple("12345"), [img(c) for c in
+                                                                      ("red", "green", "blue", "red", "red")])])
+    assert len(out) == 1 and isinstance(out[0], str)
+    assert gen.describe()["backend"] == "hf-vlm" and gen.describe()["prompt_version"] == 1
+
+
+def test_caption_llm_backend(tmp_path: Path) -> None:
+    from connote.train.tiny import make_tiny_sources
+
+    git_dir, llm_dir = make_tiny_sources(tmp_path / "tiny", ["story", "photos"])
+    gen = load_generator(f"caption-llm:{git_dir}?llm={llm_dir}&max_new_tokens=5&caption_tokens=3")
+    caps = gen.captions([img("red"), img("blue")])
+    assert len(caps) == 2
+    out = gen.generate_stories([SequenceInput("A", ("1", "2"), [img("red"), img("blue")])])
+    assert len(out) == 1 and isinstance(out[0], str)
+
+
+class _Api(BaseHTTPRequestHandler):
+    seen: list[dict] = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Api.seen.append(body)
+        n_images = sum(1 for c in body["messages"][0]["content"] if c["type"] == "image_url")
+        if n_images == 2:
+            self.send_response(400)
+            self.end_headers()
+            self.wfile.write(b"bad request")
+            return
+        reply = {"choices": [{"message": {"content": f"We saw {n_images} Photos. It was Great!"}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_openai_backend(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
+    server = HTTPServer(("127.0.0.1", 0), _Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        gen = load_generator(f"openai:test-model?base_url={url}&max_retries=0")
+        seqs = [SequenceInput("A", tuple("12345"), [img("red")] * 5), SequenceInput("B", ("6", "7"), [img("red")] * 2)]
+        summary = run_generation(gen, load_sequences(sis_file), tmp_path / "run", image_dir=image_dir)
+        assert summary.n_errors == 1 and summary.n_generated_now == 3
+        assert gen.generate_stories(seqs[:1]) == ["we saw 5 photos . it was great !"]
+        assert _Api.seen[-1]["model"] == "test-model" and _Api.seen[-1]["temperature"] == 0
+        from connote.errors import ItemError
+
+        with pytest.raises(ItemError, match="HTTP 400"):
+            gen.generate_stories(seqs[1:])
+    finally:
+        server.shutdown()
+
+
+def test_retrieval_embedded_encoder(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
+    """The offline default through its real loading path (shipped EfficientNet-Lite0 + MiniLM)."""
+    gen = load_generator(f"retrieval?train={sis_file}&cache={tmp_path / 'cache'}")
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 1
+    assert gen.describe()["n_stories"] == 3 and "image_encoder" in gen.describe()["embedder"]
+    texts = gen.generate_stories([SequenceInput("A", tuple("12345"), [img("red")] * 5)])
+    assert texts[0] in {s.text for s in read_official(sis_file).stories}
+
+
+def test_backends_listed(capsys) -> None:
+    assert main(["story", "backends"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == ["caption-llm", "hf-vlm", "openai", "retrieval", "seq2seq"]
+    assert generators.STORY_GENERATORS.names() == names
+
+
+def test_extract_features(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
+    from connote.vist.seq2seq import extract_features
+
+    feats, errors = extract_features(list(read_official(sis_file).images), image_dir, ColourEmbedder(), batch_size=4)
+    assert set(errors) == {"24", "25"} and len(feats) == 9
+    assert feats["11"].shape == (3,)
+
+
+def test_seq2seq_grounded_by_dii(tmp_path: Path, sis_file: Path) -> None:
+    import torch
+    from vist_fixtures import official, write
+
+    from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word
+
+    vf = read_official(sis_file)
+    torch.manual_seed(0)
+    vocab = Vocab.build([s.text for s in vf.stories])
+    cfg = Seq2SeqConfig(feature_dim=4, vocab_size=len(vocab), embed_dim=8, hidden_dim=8, max_len=15)
+    model = StoryModel(cfg, vocab, _build_module(cfg))
+    model.save(tmp_path / "m")
+    np.savez(tmp_path / "f.npz", **{p: np.ones(4, dtype=np.float32) for p in vf.images})
+    dii = [[{"album_id": "A1", "photo_flickr_id": p, "text": "the sea was calm", "tier": "descriptions-in-isolation"}]
+           for p in ("11", "12", "13", "14", "15")]
+    dii_path = write(tmp_path / "x.description-in-isolation.json", official(dii))
+    gen = load_generator(f"seq2seq:{tmp_path / 'm'}?features={tmp_path / 'f.npz'}&decode=greedy-dups-grounded"
+                         f"&grounding={dii_path}")
+    out = gen.generate_stories([SequenceInput("A1", ("11", "12", "13", "14", "15"))])[0]
+    assert {w for w in out.split() if is_content_word(w)} <= {"sea", "calm"}
+
+
+class LabelEmbedder(ColourEmbedder):
+    def __init__(self, top_k: int = 5) -> None:
+        self.top_k = top_k
+
+    def top_labels(self, images):
+        return [[("sea, seashore", 0.9), ("boat", 0.1)] for _ in images]
+
+
+def test_story_features_cli_and_objects_grounding(tmp_path: Path, sis_file: Path, image_dir: Path, monkeypatch,
+                                                  capsys) -> None:
+    import connote.models.embedded as embedded
+    from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word, load_features
+
+    monkeypatch.setattr(embedded, "EmbeddedEncoder", LabelEmbedder)
+    assert main(["story", "features", str(sis_file), "--images", str(image_dir), "--out", str(tmp_path / "f.npz")]) == 1
+    assert "9 photos embedded, 2 missing or unreadable" in capsys.readouterr().out
+    feats = load_features(tmp_path / "f.npz")
+    assert len(feats) == 9 and feats["11"].shape == (3,)
+    vocab = Vocab.build(["the sea was calm . a boat on the seashore . we swam ."])
+    cfg = Seq2SeqConfig(feature_dim=3, vocab_size=len(vocab), embed_dim=8, hidden_dim=8, max_len=12)
+    StoryModel(cfg, vocab, _build_module(cfg)).save(tmp_path / "m")
+    gen = load_generator(f"seq2seq:{tmp_path / 'm'}?features={tmp_path / 'f.npz'}&decode=greedy-dups-grounded"
+                         "&grounding=objects")
+    assert gen.needs_images
+    seq = SequenceInput("A1", ("11", "12", "13", "14", "15"), [img("red")] * 5)
+    out = gen.generate_stories([seq])[0]
+    assert {w for w in out.split() if is_content_word(w)} <= {"sea", "seashore", "boat"}

@@ -1,0 +1,117 @@
+"""The seq2seq baseline: training for a few steps on a tiny synthetic set, and each decoding option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connote.cli import main
+from connote.errors import ItemError
+from connote.vist.data import read_official
+from connote.vist.seq2seq import (
+    DECODERS,
+    StoryModel,
+    Vocab,
+    grounding_vocabulary,
+    is_content_word,
+    sequence_features,
+    sequence_logprob,
+    train,
+)
+
+STORIES = ["the dog ran . the dog ran . we had fun .", "the cat slept . [female] smiled .",
+           "a big boat . the boat sailed away ."]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models train far faster on one thread than with threads contending for shared cores."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def trained(one_thread) -> tuple[StoryModel, list[np.ndarray]]:
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(5, 8)).astype(np.float32) for _ in STORIES]
+    model, losses = train(list(zip(feats, STORIES)), steps=150, batch_size=3, lr=1e-2, embed_dim=16,
+                          hidden_dim=32, seed=0)
+    assert losses[-1] < losses[0] / 5
+    return model, feats
+
+
+def test_vocab() -> None:
+    v = Vocab.build(["b a a", "c"], min_count=1)
+    assert v.words[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"] and v.words[4] == "a"
+    assert v.decode(v.encode("a zz b") + [2, 4]) == "a <unk> b"
+    assert is_content_word("dog") and not is_content_word("the") and not is_content_word("[male]")
+    assert not is_content_word(".")
+
+
+def test_greedy_memorises(trained) -> None:
+    model, feats = trained
+    for f, s in zip(feats, STORIES):
+        assert model.generate(f, method="greedy") == s
+
+
+def test_beam(trained) -> None:
+    model, feats = trained
+    for f in feats:
+        g, b = model.generate(f, method="greedy"), model.generate(f, method="beam", beam_size=3)
+        assert sequence_logprob(model, f, b) >= sequence_logprob(model, f, g) - 1e-5
+
+
+def test_no_dups(trained) -> None:
+    model, feats = trained
+    out = model.generate(feats[0], method="greedy-dups").split()
+    content = [w for w in out if is_content_word(w)]
+    assert len(content) == len(set(content)) and "dog" in content
+    sentences = " ".join(out).split(" . ")
+    assert len(sentences) == len(set(sentences))
+
+
+def test_grounded(trained) -> None:
+    model, feats = trained
+    out = model.generate(feats[1], method="greedy-dups-grounded", grounded={"cat", "smiled"})
+    assert {w for w in out.split() if is_content_word(w)} <= {"cat", "smiled"}
+    with pytest.raises(ValueError, match="licensed words"):
+        model.generate(feats[1], method="greedy-dups-grounded")
+    with pytest.raises(ValueError, match="valid"):
+        model.generate(feats[1], method="sample")
+    assert set(DECODERS) == {"beam", "greedy", "greedy-dups", "greedy-dups-grounded"}
+
+
+def test_save_load(trained, tmp_path: Path) -> None:
+    model, feats = trained
+    model.save(tmp_path / "m")
+    again = StoryModel.load(tmp_path / "m")
+    assert again.generate(feats[2]) == model.generate(feats[2])
+
+
+def test_grounding_vocabulary_and_missing_features() -> None:
+    assert grounding_vocabulary(["1", "2"], {"1": ["A dog", "a ball"], "3": ["cat"]}) == {"a", "dog", "ball"}
+    with pytest.raises(ItemError, match="photo"):
+        sequence_features(["1", "9"], {"1": np.zeros(3)})
+
+
+def test_cli_train(tmp_path: Path, sis_file: Path, capsys) -> None:
+    vf = read_official(sis_file)
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "f.npz", **{p: rng.normal(size=6).astype(np.float32) for p in vf.images if p != "24"})
+    out = tmp_path / "model"
+    assert main(["story", "train", "--sis", str(sis_file), "--features", str(tmp_path / "f.npz"), "--out", str(out),
+                 "--steps", "3", "--embed-dim", "8", "--hidden-dim", "8", "--batch-size", "2"]) == 0
+    meta = json.loads((out / "train.json").read_text())
+    assert meta["n_examples"] == 2 and meta["n_skipped"] == 1 and len(meta["losses"]) == 3
+    m = StoryModel.load(out)
+    f = np.stack([rng.normal(size=6).astype(np.float32) for _ in range(5)])
+    for method in DECODERS:
+        text = m.generate(f, method=method, beam_size=2, grounded={"beach"}, max_len=12)
+        assert isinstance(text, str)
