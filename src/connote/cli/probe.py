@@ -12,13 +12,9 @@ from connote.errors import InputError
 
 
 def _quiet_transformers() -> None:
-    try:
-        import transformers
+    from connote.models.embedded import quiet_transformers
 
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
-    except ImportError:
-        pass
+    quiet_transformers()
 
 
 def probe(

@@ -392,6 +392,40 @@ def generate_cmd(
     _exit(1 if summary.n_errors else 0)
 
 
+@story_app.command("demo")
+def demo_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder.")] = Path("runs/story-demo"),
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Generator spec (default: the offline "
+                                              "retrieval baseline over the sample's training stories).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON.")] = False,
+) -> None:
+    """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
+    from connote.progress import progress_bar
+    from connote.vist.data import read_gold, read_submission
+    from connote.vist.generators import load_generator, load_sequences, run_generation
+    from connote.vist.protocols import score
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(out / "sample")
+    spec = model or f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache=none"
+    seqs = load_sequences(paths["template"])
+    with progress_bar(len(seqs), "stories", enabled=sys.stderr.isatty()) as bar:
+        summary = run_generation(load_generator(spec), seqs, out, image_dir=paths["images"],
+                                 meta={"sequences": str(paths["template"])},
+                                 progress=lambda done, _total: bar.update(completed=done))
+    result = score("album", read_submission(summary.submission_path), read_gold(paths["test"]))
+    if as_json:
+        _echo_json(result.to_dict())
+        return
+    typer.echo(f"sample data: {out / 'sample'}; stories: {summary.stories_path}")
+    for line in Path(summary.stories_path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        typer.echo(f"  {row.get('album_id')}: {row.get('story') or row.get('story_text_normalized') or ''}")
+    typer.echo("album protocol scores (BLEU-1..4, METEOR, ROUGE-L, CIDEr-D; 0-1 scale):")
+    for name, value in result.scores.items():
+        typer.echo(f"  {name:10s} {value:.4f}")
+
+
 @story_app.command("backends")
 def backends_cmd() -> None:
     """List the story generator backends."""

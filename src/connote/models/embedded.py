@@ -25,6 +25,17 @@ EFFICIENTNET_SHA256 = "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49c
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 
+def quiet_transformers() -> None:
+    """Silence transformers' per-load progress bars; connote shows its own progress."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover
+        pass
+
+
 @functools.cache
 def verify_file(path: str, sha256: str, package: str) -> str:
     """Check a shipped weight file's hash once per process; refuse to load a different file."""
@@ -68,6 +79,7 @@ def minilm_path() -> str:
 @functools.lru_cache(maxsize=2)
 def load_text_encoder(device: str = "cpu") -> Any:
     st = require("sentence_transformers", "offline")
+    quiet_transformers()
     return st.SentenceTransformer(minilm_path(), device=device)
 
 
