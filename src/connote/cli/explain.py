@@ -15,7 +15,9 @@ def explain(
     model: str = typer.Option(..., "--model", "-m", help="Model spec, e.g. hf-blip-itm:Salesforce/blip-itm-base-coco"),
     out: Path = typer.Option(Path("runs/explain"), "--out", "-o", help="Run folder (resumes)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Max model calls per pair."),
-    estimator: str = typer.Option("kernel", "--estimator", help="kernel (default) | permutation (MM-SHAP) | exact"),
+    estimator: str = typer.Option("adaptive", "--estimator",
+                                  help="adaptive (default: antithetic permutations until T-SHAP is within 0.01) | "
+                                       "permutation (the MM-SHAP setting) | kernel (paired KernelSHAP) | exact"),
     sample: Optional[int] = typer.Option(None, "--sample", help="Explain a seeded random sample of N pairs."),
     seed: int = typer.Option(0, "--seed"),
     captions: str = typer.Option("simplified", "--captions", help="simplified (as the paper) | original"),

