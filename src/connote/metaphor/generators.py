@@ -320,13 +320,9 @@ GENERATORS.register("nearest", NearestCaptionGenerator.from_spec,
 
 def load_generator(spec: str, **overrides: Any) -> Any:
     """Build a video caption generator from ``backend[:weights][?k=v&...]``."""
-    from connote.models.registry import parse_spec
+    from connote.models.registry import load_model
 
-    s = parse_spec(spec)
-    factory = GENERATORS.get(s.backend)
-    kwargs: dict[str, Any] = dict(s.options)
-    kwargs.update(overrides)
-    return factory(s.weights, **kwargs)
+    return load_model(spec, GENERATORS, **overrides)
 
 
 def default_prompt(generator: Any) -> str:

@@ -38,11 +38,15 @@ def parse_spec(spec: str) -> ModelSpec:
                      options=dict(parse_qsl(query, keep_blank_values=True)))
 
 
-def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
-    """Build a model from its spec: the registered factory gets ``weights`` and the options."""
+def load_model(spec: str | ModelSpec, registry: Registry[Any] | None = None, **overrides: Any) -> Any:
+    """Build a model from its spec: the registered factory gets ``weights`` and the options.
+
+    ``registry`` defaults to the matchers (``MODELS``); the story and video generators keep
+    registries of their own and load through this same function.
+    """
     if isinstance(spec, str):
         spec = parse_spec(spec)
-    factory = MODELS.get(spec.backend)
+    factory = (registry if registry is not None else MODELS).get(spec.backend)
     kwargs: dict[str, Any] = dict(spec.options)
     kwargs.update(overrides)
     return factory(spec.weights, **kwargs)

@@ -483,13 +483,9 @@ def retrieval_from_spec(weights: str | None = None, *, train: str | None = None,
 
 def load_generator(spec: str, **overrides: Any) -> Any:
     """Build a story generator from ``backend[:weights][?k=v]``."""
-    from connote.models.registry import parse_spec
+    from connote.models.registry import load_model
 
-    s = parse_spec(spec)
-    factory = STORY_GENERATORS.get(s.backend)
-    kwargs: dict[str, Any] = dict(s.options)
-    kwargs.update(overrides)
-    return factory(s.weights, **kwargs)
+    return load_model(spec, STORY_GENERATORS, **overrides)
 
 
 def load_sequences(path: str | Path) -> list[SequenceInput]:
