@@ -1,0 +1,124 @@
+"""Speed: connote's caption metrics vs pycocoevalcap (Java) on the same real corpus, in one run.
+
+Corpus: the 2,019 human VIST test stories in ``../shared/data/vist/example-submission-file.test.json``
+(or ``--vist``). For each album with two stories, the first story is the hypothesis; the album's
+other story and the next album's first story are the two references (1,008 multi-sentence items,
+2 references each). Both tools compute BLEU-1..4, METEOR, ROUGE-L and CIDEr-D once on already
+tokenized text. pycocoevalcap's time includes starting its METEOR JVM (as every user pays it);
+connote's includes loading its METEOR resources. connote's one-time paraphrase-table cache is
+built before timing if absent (reported separately).
+
+    python benchmarks/caption_metrics.py [--vist DIR] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_corpus(vist: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    data = json.loads((vist / "example-submission-file.test.json").read_text(encoding="utf-8"))
+    by_album: dict[str, list[str]] = collections.defaultdict(list)
+    for s in data["output_stories"]:
+        by_album[s["album_id"]].append(s["story_text_normalized"])
+    albums = [a for a in by_album if len(by_album[a]) >= 2]
+    res, gts = {}, {}
+    for k, a in enumerate(albums):
+        nxt = albums[(k + 1) % len(albums)]
+        res[a] = [by_album[a][0]]
+        gts[a] = [by_album[a][1], by_album[nxt][0]]
+    return res, gts
+
+
+def run_pycocoevalcap(res, gts) -> tuple[dict[str, float], dict[str, float]]:
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.meteor.meteor import Meteor
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    times, scores = {}, {}
+    t = time.perf_counter()
+    b, _ = Bleu(4).compute_score(gts, res, verbose=0)
+    times["bleu"] = time.perf_counter() - t
+    scores.update({f"Bleu_{k + 1}": b[k] for k in range(4)})
+    t = time.perf_counter()
+    m = Meteor()
+    scores["METEOR"], _ = m.compute_score(gts, res)
+    times["meteor"] = time.perf_counter() - t
+    del m
+    t = time.perf_counter()
+    scores["ROUGE_L"], _ = Rouge().compute_score(gts, res)
+    times["rouge_l"] = time.perf_counter() - t
+    t = time.perf_counter()
+    scores["CIDEr"], _ = Cider().compute_score(gts, res)
+    times["cider"] = time.perf_counter() - t
+    return times, {k: float(v) for k, v in scores.items()}
+
+
+def run_connote(res, gts, jobs: int) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+    from connote.metrics import compute_scores
+
+    times, scores, sigs = {}, {}, {}
+    for name in ("bleu", "meteor", "rouge_l", "cider"):
+        t = time.perf_counter()
+        out = compute_scores(res, gts, [name], n_jobs=jobs)
+        times[name] = time.perf_counter() - t
+        scores.update(out.scores)
+        sigs.update(out.signatures)
+    return times, scores, sigs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vist", type=Path, default=ROOT.parent / "shared" / "data" / "vist")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="connote METEOR processes")
+    args = ap.parse_args(argv)
+    if not (args.vist / "example-submission-file.test.json").is_file():
+        print(f"VIST stories not found under {args.vist}", file=sys.stderr)
+        return 2
+    res, gts = load_corpus(args.vist)
+    n_refs = sum(len(v) for v in gts.values())
+    words = sum(len(v[0].split()) for v in res.values()) / len(res)
+    print(f"corpus: {len(res)} stories (avg {words:.1f} tokens), {n_refs} references "
+          f"({n_refs / len(res):.1f} per story); cpus: {os.cpu_count()}")
+
+    t = time.perf_counter()
+    from connote.metrics.meteor import Meteor
+
+    Meteor()  # builds the one-time caches (paraphrase table, WordNet) if they are absent
+    print(f"connote one-time cache check/build: {time.perf_counter() - t:.2f} s (not timed below)")
+    from connote.metrics import _core
+
+    _core._METEOR_CACHE.clear()
+    from connote.metrics.meteor import _resources
+
+    _resources._TABLES.clear()
+    _resources.function_words.cache_clear()
+    _resources.synonym_tables.cache_clear()
+
+    pt, ps = run_pycocoevalcap(res, gts)
+    ct, cs, sigs = run_connote(res, gts, args.jobs)
+    print(f"\n{'metric':<10}{'pycocoevalcap s':>17}{'connote s':>12}{'speed-up':>10}")
+    for k in ("bleu", "meteor", "rouge_l", "cider"):
+        print(f"{k:<10}{pt[k]:>17.2f}{ct[k]:>12.2f}{pt[k] / ct[k]:>9.1f}x")
+    tp, tc = sum(pt.values()), sum(ct.values())
+    print(f"{'total':<10}{tp:>17.2f}{tc:>12.2f}{tp / tc:>9.1f}x   (connote METEOR jobs={args.jobs})")
+    print("\nscores (pycocoevalcap vs connote, |diff|):")
+    for k in ps:
+        print(f"  {k:<8} {ps[k]:.9f} {cs[k]:.9f} {abs(ps[k] - cs[k]):.1e}")
+    print("\nconnote signatures:")
+    for k, v in sigs.items():
+        print(f"  {k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,447 @@
+"""METEOR 1.5 without Java.
+
+A re-implementation of the ``meteor-1.5.jar`` scorer as pycocoevalcap and the VIST challenge run
+it: normalization (``-norm``), the exact / stem / synonym / paraphrase matching modules, the
+alignment beam search, the fragmentation penalty, the per-task parameters, the choice of the best
+reference per segment and the corpus aggregate (sums of sufficient statistics, not the mean of
+segment scores).
+
+>>> m = Meteor(task="hter")                                   # doctest: +SKIP
+>>> m.score("the cat sat on the mat", ["a cat sat on the mat"])  # doctest: +SKIP
+0.83...
+
+Resources: function words, non-breaking prefixes and the paraphrase table are read from the
+``meteor-1.5.jar``/``paraphrase-en.gz`` of an installed ``pycocoevalcap`` (or ``meteor_data=``);
+synonyms from WordNet 3.0 files (see :mod:`connote.metrics.wordnet`). A missing resource disables
+its module with a warning and is written into :meth:`Meteor.signature` - never silently.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from connote.metrics.meteor import _resources
+from connote.metrics.meteor._align import (
+    MODULE_NAMES,
+    PARAPHRASE,
+    STEM,
+    SYNONYM,
+    Aligner,
+    ParaphraseIndex,
+    SynonymIndex,
+    count_alignment,
+)
+from connote.metrics.meteor._normalize import java_tokens, java_trim, normalize_line, parse_nonbreaking_prefixes
+from connote.metrics.meteor._stem import stem as snowball_stem
+
+__all__ = ["Meteor", "MeteorStats", "TASKS", "PRESETS", "MeteorResourceWarning"]
+
+# (alpha, beta, gamma, delta) and module weights (exact, stem, synonym, paraphrase) for English.
+TASKS: dict[str, tuple[tuple[float, float, float, float], tuple[float, float, float, float]]] = {
+    "rank": ((0.85, 0.2, 0.6, 0.75), (1.0, 0.6, 0.8, 0.6)),
+    "adq": ((0.75, 1.4, 0.45, 0.7), (1.0, 1.0, 0.6, 0.8)),
+    "hter": ((0.4, 1.5, 0.35, 0.55), (1.0, 0.2, 0.6, 0.8)),
+    "util": ((0.65, 0.1, 0.55, 0.65), (1.0, 0.0, 0.0, 0.8)),
+    "li": ((0.75, 1.4, 0.7, 0.5), (1.0, 0.5, 0.5, 0.5)),
+    "tune": ((0.5, 1.0, 0.5, 0.5), (1.0, 0.5, 0.5, 0.5)),
+}
+TASKS["default"] = TASKS["rank"]
+_LANGUAGES = {"en": "english", "english": "english"}
+
+
+class MeteorResourceWarning(UserWarning):
+    """A METEOR resource (paraphrases, synonyms, ...) is missing: scores differ from the jar's."""
+
+
+def _jdiv(a: float, b: float) -> float:
+    """Java double division (x/0 -> inf or NaN instead of an exception)."""
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * (math.copysign(1.0, b))
+    return a / b
+
+
+@dataclass
+class MeteorStats:
+    """Sufficient statistics of one segment (or of a corpus, once added up)."""
+
+    test_length: float = 0.0
+    ref_length: float = 0.0
+    test_function_words: float = 0.0
+    ref_function_words: float = 0.0
+    test_content: list[float] = field(default_factory=lambda: [0.0] * 4)
+    ref_content: list[float] = field(default_factory=lambda: [0.0] * 4)
+    test_function: list[float] = field(default_factory=lambda: [0.0] * 4)
+    ref_function: list[float] = field(default_factory=lambda: [0.0] * 4)
+    chunks: float = 0.0
+    test_word_matches: float = 0.0
+    ref_word_matches: float = 0.0
+    precision: float = 0.0
+    recall: float = 0.0
+    fmean: float = 0.0
+    frag_penalty: float = 0.0
+    score: float = 0.0
+
+    @property
+    def test_total_matches(self) -> float:
+        return sum(self.test_content) + sum(self.test_function)
+
+    @property
+    def ref_total_matches(self) -> float:
+        return sum(self.ref_content) + sum(self.ref_function)
+
+    def is_perfect(self) -> bool:
+        return (self.test_total_matches == self.test_length and self.ref_total_matches == self.ref_length
+                and self.chunks == 1.0)
+
+    def add(self, other: MeteorStats) -> None:
+        """Add another segment's statistics (the jar skips the chunks of perfect segments)."""
+        self.test_length += other.test_length
+        self.ref_length += other.ref_length
+        self.test_function_words += other.test_function_words
+        self.ref_function_words += other.ref_function_words
+        for mine, theirs in ((self.test_content, other.test_content), (self.ref_content, other.ref_content),
+                             (self.test_function, other.test_function),
+                             (self.ref_function, other.ref_function)):
+            for k in range(4):
+                mine[k] += theirs[k]
+        if not other.is_perfect():
+            self.chunks += other.chunks
+        self.test_word_matches += other.test_word_matches
+        self.ref_word_matches += other.ref_word_matches
+
+    def to_jar_string(self) -> str:
+        """The 23 numbers the jar prints for a ``SCORE`` request."""
+        vals = [self.test_length, self.ref_length, self.test_function_words, self.ref_function_words]
+        for k in range(4):
+            vals += [self.test_content[k], self.ref_content[k], self.test_function[k], self.ref_function[k]]
+        vals += [self.chunks, self.test_word_matches, self.ref_word_matches]
+        return " ".join(repr(float(v)) for v in vals)
+
+
+def compute_metrics(stats: MeteorStats, parameters: Sequence[float], weights: Sequence[float]) -> MeteorStats:
+    """Precision, recall, Fmean, fragmentation penalty and score, in the jar's arithmetic."""
+    alpha, beta, gamma, delta = parameters
+    t_len = delta * (stats.test_length - stats.test_function_words) + (1.0 - delta) * stats.test_function_words
+    r_len = delta * (stats.ref_length - stats.ref_function_words) + (1.0 - delta) * stats.ref_function_words
+    t_match = 0.0
+    r_match = 0.0
+    for k, w in enumerate(weights):
+        t_match += stats.test_content[k] * w * delta
+    for k, w in enumerate(weights):
+        r_match += stats.ref_content[k] * w * delta
+    for k, w in enumerate(weights):
+        t_match += stats.test_function[k] * w * (1.0 - delta)
+    for k, w in enumerate(weights):
+        r_match += stats.ref_function[k] * w * (1.0 - delta)
+    p = _jdiv(t_match, t_len)
+    r = _jdiv(r_match, r_len)
+    denom = _jdiv(1.0 - alpha, p) + _jdiv(alpha, r)
+    fmean = _jdiv(1.0, denom)
+    if stats.is_perfect():
+        frag = 0.0
+    else:
+        frag = _jdiv(stats.chunks, (stats.test_word_matches + stats.ref_word_matches) / 2.0)
+    try:
+        pen = gamma * math.pow(frag, beta) if not math.isnan(frag) else math.nan
+    except (OverflowError, ValueError):
+        pen = math.nan
+    score = fmean * (1.0 - pen)
+    stats.precision, stats.recall, stats.fmean, stats.frag_penalty = p, r, fmean, pen
+    stats.score = 0.0 if math.isnan(score) else max(score, 0.0)
+    return stats
+
+
+PRESETS: dict[str, dict[str, object]] = {
+    # pycocoevalcap: java -jar meteor-1.5.jar - - -stdio -l en -norm
+    "pycocoevalcap": {"task": "rank", "norm": True},
+    # VIST challenge evaluation: java -jar meteor-1.5.jar - - -stdio -t hter (no -norm, no lower-casing)
+    "vist": {"task": "hter", "norm": False},
+}
+
+
+class Meteor:
+    """METEOR 1.5 scorer (the jar's algorithm, no Java).
+
+    Presets: ``Meteor.from_preset("pycocoevalcap")`` (= ``Meteor()``) and ``Meteor.from_preset("vist")``
+    (task ``hter`` without ``-norm``, as the VIST challenge scorer runs the jar; its protocol scores
+    each single reference with :meth:`score_pairs` and keeps the maximum).
+
+    Args:
+        language: ``"en"`` (the languages pycocoevalcap and VIST use).
+        task: parameter set of the jar: ``"rank"`` (= ``"default"``, what ``-l en -norm`` in
+            pycocoevalcap uses), ``"hter"`` (VIST challenge), ``"adq"``, ``"util"``, ``"li"``, ``"tune"``.
+        norm: apply the jar's ``-norm`` tokenization/normalization and lower-casing.
+        lowercase: lower-case only (the jar's ``-lower``); without ``norm`` and ``lowercase`` the text
+            is compared as it is (the jar's behaviour without either option).
+        modules: subset/order of ``("exact", "stem", "synonym", "paraphrase")``.
+        parameters: override (alpha, beta, gamma, delta); weights: override module weights.
+        beam_size: alignment beam (jar default 40).
+        meteor_data: directory holding ``meteor-1.5.jar`` and ``data/paraphrase-en.gz`` (default: the
+            installed pycocoevalcap); paraphrase_file: explicit paraphrase table.
+        wordnet: WordNet 3.0 directory; synonym_source: ``"auto"`` (WordNet, else the jar's tables),
+            ``"wordnet"`` or ``"jar"``.
+        strict: raise instead of warning when a resource is missing.
+    """
+
+    def __init__(self, language: str = "en", task: str = "rank", norm: bool = True, *,
+                 lowercase: bool = False, modules: Sequence[str] | None = None,
+                 parameters: Sequence[float] | None = None, weights: Sequence[float] | None = None,
+                 beam_size: int = 40, meteor_data: str | os.PathLike[str] | None = None,
+                 paraphrase_file: str | os.PathLike[str] | None = None,
+                 wordnet: str | os.PathLike[str] | None = None, synonym_source: str = "auto",
+                 strict: bool = False) -> None:
+        lang = _LANGUAGES.get(language.lower())
+        if lang is None:
+            raise ValueError(f"METEOR language {language!r} is not supported yet; supported: en")
+        task = task.lower()
+        if task not in TASKS:
+            raise ValueError(f"unknown METEOR task {task!r}; valid tasks: {', '.join(sorted(TASKS))}")
+        if synonym_source not in ("auto", "wordnet", "jar"):
+            raise ValueError("synonym_source must be 'auto', 'wordnet' or 'jar'")
+        self.language, self.task, self.norm = "en", task, norm
+        self.lowercase = lowercase or norm
+        names = tuple(m.lower() for m in (modules or MODULE_NAMES))
+        for m in names:
+            if m not in MODULE_NAMES:
+                raise ValueError(f"unknown METEOR module {m!r}; valid modules: {', '.join(MODULE_NAMES)}")
+        self.module_names = names
+        params, task_weights = TASKS[task]
+        self.parameters = tuple(float(x) for x in (parameters or params))
+        if weights is None:
+            weights = [task_weights[MODULE_NAMES.index(m)] for m in names]
+        self.weights = tuple(float(w) for w in weights)
+        if len(self.parameters) != 4 or len(self.weights) != len(names):
+            raise ValueError("parameters need 4 values (alpha beta gamma delta) and one weight per module")
+        self.beam_size = beam_size
+        self.strict = strict
+        self.missing: list[str] = []
+        self._meteor_dir = _resources.find_meteor_dir(meteor_data)
+        fw = _resources.function_words(self._meteor_dir, lang)
+        if fw is None:
+            self._missing("function words (meteor-1.5.jar not found: install pycocoevalcap or pass meteor_data)")
+            fw = frozenset()
+        self.function_words = fw
+        prefixes_text = _resources.nonbreaking_prefixes_text(self._meteor_dir, lang)
+        if prefixes_text is None and norm:
+            self._missing("non-breaking prefixes for -norm (meteor-1.5.jar not found)")
+        self._prefixes = parse_nonbreaking_prefixes(prefixes_text or "")
+        module_ids = tuple(MODULE_NAMES.index(m) for m in names)
+        self.synonym_source = "none"
+        synonyms = None
+        if SYNONYM in module_ids:
+            tables = _resources.synonym_tables(synonym_source, self._meteor_dir,
+                                               str(wordnet) if wordnet else None)
+            if tables is None:
+                self._missing("synonym module disabled: no WordNet 3.0 files (apt-get install wordnet-base) "
+                              "and no meteor-1.5.jar synonym tables")
+            else:
+                synonyms = SynonymIndex(tables)
+                self.synonym_source = tables.source.split(":", 1)[0]
+        stem = None
+        if STEM in module_ids:
+            stem = snowball_stem
+        self._table = None
+        self.paraphrase_digest = "none"
+        if PARAPHRASE in module_ids:
+            path = _resources.find_paraphrase_file(self._meteor_dir, "en", paraphrase_file)
+            if path is None:
+                self._missing("paraphrase module disabled: paraphrase-en.gz not found (install pycocoevalcap "
+                              "or pass paraphrase_file)")
+            else:
+                self._table = _resources.load_paraphrase_table(path)
+                self.paraphrase_digest = self._table.digest[:12]
+        self._aligner = Aligner(module_ids, fw, stem, synonyms, None, beam_size)
+        self._prepared: set[frozenset[tuple[str, ...]]] = set()
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: object) -> Meteor:
+        """A scorer configured as a known tool runs the jar (see :data:`PRESETS`)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown METEOR preset {name!r}; valid presets: {', '.join(sorted(PRESETS))}")
+        return cls(**{**PRESETS[name], **overrides})  # type: ignore[arg-type]
+
+    # ----------------------------------------------------------------------------------------
+    def _missing(self, what: str) -> None:
+        if self.strict:
+            raise FileNotFoundError(f"METEOR: {what}")
+        self.missing.append(what)
+        warnings.warn(f"METEOR scores will differ from meteor-1.5.jar: {what}", MeteorResourceWarning,
+                      stacklevel=3)
+
+    def signature(self) -> str:
+        """Every setting that changes a METEOR number, sacrebleu-style."""
+        from connote import __version__
+
+        a, b, g, d = self.parameters
+        parts = [
+            "meteor:1.5", f"lang:{self.language}", f"task:{self.task}", f"norm:{'yes' if self.norm else 'no'}",
+            f"lc:{'yes' if self.lowercase else 'no'}", f"modules:{'+'.join(self.module_names)}",
+            f"params:{a:g},{b:g},{g:g},{d:g}", f"weights:{','.join(f'{w:g}' for w in self.weights)}",
+            f"beam:{self.beam_size}", f"syn:{self.synonym_source}", f"para:{self.paraphrase_digest}",
+        ]
+        if self.missing:
+            parts.append("MISSING:" + ";".join(m.split(" ")[0] for m in self.missing))
+        parts.append(f"version:connote-{__version__}")
+        return "|".join(parts)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Normalize (``-norm``) and lower-case one sentence as the jar does, then split."""
+        if self.norm:
+            text = normalize_line(text, self._prefixes, keep_punctuation=True)
+        if self.lowercase:
+            text = text.lower()
+        return java_tokens(text)
+
+    def prepare(self, texts: Iterable[str | Sequence[str]]) -> None:
+        """Load the paraphrase entries relevant to these texts (raw strings or token lists).
+
+        Scoring calls this by itself for the texts it scores; a pair is covered when its two
+        sentences were prepared in the same call.
+        """
+        if self._table is None:
+            return
+        sents = [list(t) if not isinstance(t, str) else self.tokenize(t) for t in texts]
+        # entries are selected per call (both phrases must occur among this call's sentences), so
+        # a call is skipped only when the very same group of sentences was prepared before
+        group = frozenset(tuple(s) for s in sents)
+        if group in self._prepared:
+            return
+        if len(self._prepared) > 100000:
+            self._prepared.clear()
+        self._prepared.add(group)
+        if self._aligner.paraphrases is None:
+            self._aligner.paraphrases = ParaphraseIndex()
+        self._aligner.paraphrases.add(self._table.select(sents))
+
+    def _stats_tokens(self, hyp: list[str], ref: list[str]) -> MeteorStats:
+        matches = self._aligner.align(hyp, ref)
+        c = count_alignment(hyp, ref, matches, len(self.module_names), self.function_words)
+        pad = [0.0] * (4 - len(self.module_names))
+        st = MeteorStats(c.test_length, c.ref_length, c.test_function_words, c.ref_function_words,
+                         [float(x) for x in c.test_content] + pad, [float(x) for x in c.ref_content] + pad,
+                         [float(x) for x in c.test_function] + pad, [float(x) for x in c.ref_function] + pad,
+                         float(c.chunks), float(c.test_word_matches), float(c.ref_word_matches))
+        return compute_metrics(st, self.parameters, list(self.weights) + pad)
+
+    def segment_stats(self, hypothesis: str, references: Sequence[str]) -> MeteorStats:
+        """Statistics of the best reference (highest score, first on ties), as the jar's ``SCORE``."""
+        hyp = self.tokenize(java_trim(hypothesis))
+        refs = [self.tokenize(java_trim(r)) for r in references]
+        self.prepare([hyp, *refs])
+        best: MeteorStats | None = None
+        for ref in refs:
+            st = self._stats_tokens(hyp, ref)
+            if best is None or st.score > best.score:
+                best = st
+        if best is None:
+            raise ValueError("METEOR needs at least one reference")
+        return best
+
+    def score(self, hypothesis: str, references: str | Sequence[str]) -> float:
+        """Segment score of one hypothesis against one reference or the best of several."""
+        refs = [references] if isinstance(references, str) else list(references)
+        return self.segment_stats(hypothesis, refs).score
+
+    def score_pairs(self, pairs: Iterable[tuple[str, str]]) -> list[float]:
+        """Segment scores of many (hypothesis, single reference) pairs; shares all set-up work.
+
+        This is what VIST's challenge protocol needs (score each reference, take the max).
+        """
+        pairs = list(pairs)
+        toks = [(self.tokenize(java_trim(h)), self.tokenize(java_trim(r))) for h, r in pairs]
+        self.prepare([t for pair in toks for t in pair])
+        cache: dict[tuple[tuple[str, ...], tuple[str, ...]], float] = {}
+        out = []
+        for h, r in toks:
+            k = (tuple(h), tuple(r))
+            if k not in cache:
+                cache[k] = self._stats_tokens(h, r).score
+            out.append(cache[k])
+        return out
+
+    def _chunk_stats(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[MeteorStats]:
+        hyps = [self.tokenize(java_trim(h)) for h in hypotheses]
+        refs = [[self.tokenize(java_trim(r)) for r in rs] for rs in references]
+        self.prepare([*hyps, *(r for rs in refs for r in rs)])
+        return [self._best(h, rs) for h, rs in zip(hyps, refs)]
+
+    def _best(self, hyp: list[str], refs: list[list[str]]) -> MeteorStats:
+        best: MeteorStats | None = None
+        for r in refs:
+            st = self._stats_tokens(hyp, r)
+            if best is None or st.score > best.score:
+                best = st
+        if best is None:
+            raise ValueError("METEOR needs at least one reference per segment")
+        return best
+
+    def corpus(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], *,
+               n_jobs: int | None = 1) -> tuple[float, list[float]]:
+        """Corpus score (aggregated statistics, as pycocoevalcap reports) and segment scores.
+
+        ``n_jobs`` > 1 (or ``0``/``None`` = all cores) aligns segments in forked worker processes
+        (Linux/macOS); results are identical to ``n_jobs=1``.
+        """
+        if len(hypotheses) != len(references):
+            raise ValueError("hypotheses and references differ in length")
+        jobs = _resolve_jobs(n_jobs, len(hypotheses))
+        if jobs > 1:  # workers tokenize, select paraphrases and align their own share
+            stats = _parallel_best(self, list(hypotheses), [list(r) for r in references], jobs)
+        else:
+            stats = self._chunk_stats(hypotheses, references)
+        total = MeteorStats()
+        for st in stats:
+            total.add(st)
+        compute_metrics(total, self.parameters, list(self.weights) + [0.0] * (4 - len(self.weights)))
+        return total.score, [st.score for st in stats]
+
+
+def _resolve_jobs(n_jobs: int | None, n_items: int) -> int:
+    import multiprocessing as mp
+
+    if n_jobs is None or n_jobs <= 0:
+        try:
+            n_jobs = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - macOS / Windows
+            n_jobs = os.cpu_count() or 1
+    if n_items < 64 or "fork" not in mp.get_all_start_methods():
+        return 1
+    return max(1, min(n_jobs, n_items // 32))
+
+
+_WORKER: tuple | None = None
+
+
+def _work(bounds: tuple[int, int]) -> list[MeteorStats]:
+    assert _WORKER is not None
+    meteor, hyps, refs = _WORKER
+    a, b = bounds
+    return meteor._chunk_stats(hyps[a:b], refs[a:b])
+
+
+def _parallel_best(meteor: Meteor, hyps: list[str], refs: list[list[str]], jobs: int) -> list[MeteorStats]:
+    import multiprocessing as mp
+
+    global _WORKER
+    _WORKER = (meteor, hyps, refs)
+    try:
+        n = len(hyps)
+        step = max(1, -(-n // (jobs * 2)))
+        chunks = [(a, min(n, a + step)) for a in range(0, n, step)]
+        with mp.get_context("fork").Pool(jobs) as pool:
+            parts = pool.map(_work, chunks)
+    finally:
+        _WORKER = None
+    return [st for part in parts for st in part]
+
+
+def default_meteor_dir() -> Path | None:
+    """Where the jar's data files were found (``None`` if nowhere)."""
+    return _resources.find_meteor_dir()

@@ -1,0 +1,478 @@
+"""METEOR 1.5 word alignment: matching stages and the beam search over partial alignments.
+
+Conventions follow the jar: ``words1`` is the hypothesis, ``words2`` the reference; a match is
+``(start, length, match_start, match_length, module)`` with ``start``/``length`` on the reference
+and ``match_*`` on the hypothesis. Candidate matches are collected per reference position by each
+module in order (exact, stem, synonym, paraphrase); matches that are the only candidate for every
+word they cover are fixed up front; the rest is resolved by a beam search (beam 40) that prefers
+more (weighted) matched words, then fewer chunks, then a smaller distance term, keeping the jar's
+stable ordering of equal candidates (and the way it accumulates the distance term) so that the
+chosen alignment is the same.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+from connote.metrics.wordnet import SynonymTables
+
+EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
+MODULE_NAMES = ("exact", "stem", "synonym", "paraphrase")
+
+_MORPH_RULES = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
+                ("men", "man"), ("ies", "y"), ("s", ""), ("ies", "y"), ("es", "e"), ("es", ""),
+                ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""), ("er", ""), ("est", ""),
+                ("er", "e"), ("est", "e"))
+
+Match = tuple[int, int, int, int, int]
+_MASK32 = 0xFFFFFFFF
+
+
+def java_hash(word: str) -> int:
+    """``java.lang.String.hashCode`` (over UTF-16 code units, as an unsigned 32-bit value).
+
+    The jar compares words (and stems) by this hash, so distinct words with equal hashes match
+    exactly there - and such pairs occur in real text (``"n't"`` and ``"let"``).
+    """
+    h = 0
+    for ch in word:
+        o = ord(ch)
+        if o > 0xFFFF:
+            o -= 0x10000
+            h = (31 * h + (0xD800 + (o >> 10))) & _MASK32
+            h = (31 * h + (0xDC00 + (o & 0x3FF))) & _MASK32
+        else:
+            h = (31 * h + o) & _MASK32
+    return h
+
+
+class SynonymIndex:
+    """Synset sets per word form, including the base forms of inflected words (cached)."""
+
+    def __init__(self, tables: SynonymTables) -> None:
+        self.tables = tables
+        self._cache: dict[str, frozenset[int]] = {}
+
+    def _morph(self, word: str) -> str:
+        if word.endswith("ss") or len(word) <= 2:
+            return word
+        synsets = self.tables.synsets
+        for suffix, addition in _MORPH_RULES:
+            if word.endswith(suffix):
+                cand = word[: len(word) - len(suffix)] + addition
+                if cand in synsets:
+                    return cand
+        return ""
+
+    def synsets(self, word: str) -> frozenset[int]:
+        got = self._cache.get(word)
+        if got is not None:
+            return got
+        syn = self.tables.synsets
+        out = set(syn.get(word, ()))
+        bases = self.tables.bases.get(word)
+        if bases is not None:
+            for b in bases:
+                out.update(syn.get(b, ()))
+        else:
+            out.update(syn.get(self._morph(word), ()))
+        got = frozenset(out)
+        self._cache[word] = got
+        return got
+
+
+class ParaphraseIndex:
+    """Phrase -> paraphrases (table order) for the table entries relevant to the texts seen so far."""
+
+    def __init__(self) -> None:
+        # phrase -> [(entry number, paraphrase)], kept in table order across incremental additions
+        self.entries: dict[tuple[str, ...], list[tuple[int, tuple[str, ...]]]] = {}
+        self.prefixes: set[tuple[str, ...]] = set()
+        self._seen: set[int] = set()
+        self.paras: set[tuple[str, ...]] = set()
+        self.para_prefixes: set[tuple[str, ...]] = set()
+        self._paths: dict[tuple[str, ...], list[list[tuple[int, tuple[str, ...]]]]] = {}
+        self._ngrams: dict[tuple[str, ...], dict[tuple[str, ...], list[int]]] = {}
+
+    def add(self, entries: list[tuple[int, tuple[str, ...], tuple[str, ...]]]) -> None:
+        """Add ``(entry number, phrase, paraphrase)`` rows; rows already present are skipped."""
+        grew = False
+        for number, key, para in sorted(entries):
+            if number in self._seen:
+                continue
+            self._seen.add(number)
+            bisect.insort(self.entries.setdefault(key, []), (number, para))
+            for n in range(1, len(para) + 1):
+                self.para_prefixes.add(para[:n])
+            self.paras.add(para)
+            for n in range(1, len(key) + 1):
+                self.prefixes.add(key[:n])
+            grew = True
+        if grew:
+            self._paths.clear()
+            self._ngrams.clear()
+
+    def ngram_positions(self, words: tuple[str, ...]) -> dict[tuple[str, ...], list[int]]:
+        """Start positions (ascending) of the sentence's n-grams that are paraphrases in the index (cached)."""
+        got = self._ngrams.get(words)
+        if got is not None:
+            return got
+        out: dict[tuple[str, ...], list[int]] = {}
+        prefixes, paras = self.para_prefixes, self.paras
+        n = len(words)
+        for start in range(n):
+            for end in range(start + 1, n + 1):
+                key = words[start:end]
+                if key not in prefixes:
+                    break
+                if key in paras:
+                    out.setdefault(key, []).append(start)
+        if len(self._ngrams) > 50000:
+            self._ngrams.clear()
+        self._ngrams[words] = out
+        return out
+
+    def sentence_paths(self, words: tuple[str, ...]) -> list[list[tuple[int, tuple[str, ...]]]]:
+        """For each start position: (phrase length, paraphrase) of every table phrase starting there."""
+        got = self._paths.get(words)
+        if got is not None:
+            return got
+        prefixes, entries = self.prefixes, self.entries
+        out = []
+        n = len(words)
+        for start in range(n):
+            row: list[tuple[int, tuple[str, ...]]] = []
+            for end in range(start + 1, n + 1):
+                key = words[start:end]
+                if key not in prefixes:
+                    break
+                for _number, para in entries.get(key, ()):
+                    row.append((end - start, para))
+            out.append(row)
+        if len(self._paths) > 50000:
+            self._paths.clear()
+        self._paths[words] = out
+        return out
+
+
+@dataclass
+class Aligner:
+    """Everything the alignment needs; one instance serves many sentence pairs."""
+
+    modules: tuple[int, ...]
+    function_words: frozenset[str]
+    stem: Callable[[str], str] | None = None
+    synonyms: SynonymIndex | None = None
+    paraphrases: ParaphraseIndex | None = None
+    beam_size: int = 40
+    _stem_cache: dict[str, int] = field(default_factory=dict, repr=False)
+    _hash_cache: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def _hashes(self, words: Sequence[str]) -> list[int]:
+        cache = self._hash_cache
+        out = []
+        for w in words:
+            h = cache.get(w)
+            if h is None:
+                h = cache[w] = java_hash(w)
+            out.append(h)
+        return out
+
+    def _stems(self, words: Sequence[str]) -> list[int]:
+        """Java hashes of the stems (the jar compares stems by hash too)."""
+        cache, stem = self._stem_cache, self.stem
+        out = []
+        for w in words:
+            s = cache.get(w)
+            if s is None:
+                s = java_hash(stem(w) if stem is not None else w)
+                cache[w] = s
+            out.append(s)
+        return out
+
+    def candidates(self, hyp: Sequence[str], ref: Sequence[str]) -> tuple[list[list[Match]], list[int], list[int]]:
+        """Candidate matches per reference position and coverage counts (hyp, ref)."""
+        n1, n2 = len(hyp), len(ref)
+        stage: list[list[Match]] = [[] for _ in range(n2)]
+        cov1, cov2 = [0] * n1, [0] * n2
+        modules = self.modules
+        k1, k2 = self._hashes(hyp), self._hashes(ref)
+        if n1 == n2 and k1 == k2:
+            modules = modules[:1]
+        pos1: dict[int, list[int]] = {}
+        for j, w in enumerate(k1):
+            pos1.setdefault(w, []).append(j)
+        for mi, module in enumerate(modules):
+            if module == EXACT:
+                for i, w in enumerate(k2):
+                    for j in pos1.get(w, ()):
+                        stage[i].append((i, 1, j, 1, mi))
+                        cov1[j] += 1
+                        cov2[i] += 1
+            elif module == STEM:
+                s1, s2 = self._stems(hyp), self._stems(ref)
+                spos: dict[int, list[int]] = {}
+                for j, s in enumerate(s1):
+                    spos.setdefault(s, []).append(j)
+                for i, s in enumerate(s2):
+                    w = k2[i]
+                    for j in spos.get(s, ()):
+                        if k1[j] != w:
+                            stage[i].append((i, 1, j, 1, mi))
+                            cov1[j] += 1
+                            cov2[i] += 1
+            elif module == SYNONYM:
+                if self.synonyms is None:
+                    continue
+                syn = self.synonyms.synsets
+                by_set: dict[int, list[int]] = {}
+                for j, w in enumerate(hyp):
+                    for sid in syn(w):
+                        by_set.setdefault(sid, []).append(j)
+                for i, w in enumerate(ref):
+                    hits: set[int] = set()
+                    for sid in syn(w):
+                        got = by_set.get(sid)
+                        if got:
+                            hits.update(got)
+                    wk = k2[i]
+                    for j in sorted(hits):
+                        if k1[j] != wk:
+                            stage[i].append((i, 1, j, 1, mi))
+                            cov1[j] += 1
+                            cov2[i] += 1
+            elif module == PARAPHRASE:
+                if self.paraphrases is None:
+                    continue
+                self._paraphrase_matches(hyp, ref, mi, stage, cov1, cov2)
+        return stage, cov1, cov2
+
+    def _paraphrase_matches(self, hyp: Sequence[str], ref: Sequence[str], mi: int,
+                            stage: list[list[Match]], cov1: list[int], cov2: list[int]) -> None:
+        idx = self.paraphrases
+        assert idx is not None
+        t1, t2 = tuple(hyp), tuple(ref)
+        paths2 = idx.sentence_paths(t2)
+        if any(paths2):
+            where1 = idx.ngram_positions(t1)
+            for k, row in enumerate(paths2):
+                for length, para in row:
+                    plen = len(para)
+                    for ms in where1.get(para, ()):
+                        stage[k].append((k, length, ms, plen, mi))
+                        for x in range(ms, ms + plen):
+                            cov1[x] += 1
+                        for x in range(k, k + length):
+                            cov2[x] += 1
+        paths1 = idx.sentence_paths(t1)
+        if any(paths1):
+            where2 = idx.ngram_positions(t2)
+            for ms, row in enumerate(paths1):
+                for mlen, para in row:
+                    plen = len(para)
+                    for st in where2.get(para, ()):
+                        stage[st].append((st, plen, ms, mlen, mi))
+                        for x in range(ms, ms + mlen):
+                            cov1[x] += 1
+                        for x in range(st, st + plen):
+                            cov2[x] += 1
+
+    def align(self, hyp: Sequence[str], ref: Sequence[str]) -> list[Match]:
+        """The jar's alignment of ``hyp`` to ``ref``: the chosen matches, by reference position."""
+        n2 = len(ref)
+        stage, cov1, cov2 = self.candidates(hyp, ref)
+        fixed: list[Match | None] = [None] * n2
+        used2 = [False] * n2
+        used1_mask = 0
+        for j in range(n2):
+            if len(stage[j]) == 1:
+                m = stage[j][0]
+                if all(cov2[j + k] == 1 for k in range(m[1])) and all(cov1[m[2] + k] == 1 for k in range(m[3])):
+                    fixed[j] = m
+                    for k in range(m[1]):
+                        used2[j + k] = True
+                    for k in range(m[3]):
+                        used1_mask |= 1 << (m[2] + k)
+        # Weighted match count used to rank partial alignments: (int)(len * w), w = 1 exact, 0.5 else.
+        modules = self.modules
+
+        def weight(m: Match) -> int:
+            w = 1.0 if modules[m[4]] == EXACT else 0.5
+            return int(m[3] * w) + int(m[1] * w)
+
+        # The jar ranks partial alignments by (more weighted matches, fewer chunks, smaller distance),
+        # stable among equals. The three are packed into one integer key (fields sized from the input
+        # so they cannot overflow into each other), so ranking is one integer compare.
+        n_opts = max((len(x) for x in stage), default=0)
+        dist_bits = max(26, (n2 * (n_opts + 1) * max(len(hyp), n2, 1)).bit_length() + 1)
+        wc = 1 << dist_bits
+        wm = wc << max(20, (n2 + 2).bit_length())
+        options: list[list[tuple]] = []
+        for i in range(n2):
+            opts = []
+            if not used2[i]:
+                for m in stage[i]:
+                    if any(used2[i + k] for k in range(m[1])):
+                        continue
+                    mask = ((1 << m[3]) - 1) << m[2]
+                    opts.append((m, mask, abs(m[0] - m[2]), weight(m) * wm, m[2], m[2] + m[3], m[0] + m[1]))
+            options.append(opts)
+
+        key = itemgetter(0)
+        beam_size = self.beam_size
+        # partial: (packed key, idx, last match end, hyp-used mask, chain of chosen matches)
+        beam: list[tuple] = [(0, 0, -1, used1_mask, None)]
+        i = 0
+        while i <= n2:
+            beam.sort(key=key)
+            prev = beam[:beam_size]
+            beam = []
+            append = beam.append
+            if i < n2 and (used2[i] or not options[i]):
+                # When every partial is in the same state (position, end of last match), the steps up
+                # to the next position with a choice change all of them alike: their order (and so
+                # every re-sort of the jar) stays as it is, and the steps are taken at once.
+                idx0, last0 = prev[0][1], prev[0][2]
+                if all(p[1] == idx0 and p[2] == last0 for p in prev):
+                    idx, last, pos, delta, ok = idx0, last0, i, 0, True
+                    while pos < n2:
+                        if pos < idx:
+                            pos += 1
+                        elif used2[pos]:
+                            m = fixed[pos]
+                            if m is None:
+                                ok = False
+                                break
+                            if last != -1 and m[2] != last:
+                                delta += wc
+                            delta += abs(m[0] - m[2]) - weight(m) * wm
+                            idx, last = m[0] + m[1], m[2] + m[3]
+                            pos += 1
+                        elif not options[pos]:
+                            if last != -1:
+                                delta += wc
+                            idx, last = pos + 1, -1
+                            pos += 1
+                        else:
+                            break
+                    if ok:
+                        beam = [(p[0] + delta, idx, last, p[3], p[4]) for p in prev]
+                        i = pos
+                        continue
+            if i == n2:
+                for p in prev:
+                    if p[2] != -1:
+                        p = (p[0] + wc,) + p[1:]
+                    append(p)
+                break
+            opts = options[i]
+            if not opts and not used2[i]:
+                # A run of reference words without candidates: every partial at this position just
+                # closes its chunk and moves on. The jar's per-position re-sorts are no-ops here
+                # (keys do not change again), so the run is taken in one step.
+                j = i + 1
+                while j < n2 and not used2[j] and not options[j]:
+                    j += 1
+                for p in prev:
+                    if i < p[1] < j:
+                        j = p[1]
+                for p in prev:
+                    if p[1] > i:
+                        append(p)
+                    else:
+                        append((p[0] + wc if p[2] != -1 else p[0], j, -1, p[3], p[4]))
+                i = j
+                continue
+            for p in prev:
+                k, idx, last, used1, chain = p
+                if i < idx:
+                    append(p)
+                elif used2[i]:
+                    m = fixed[idx]
+                    if m is None:
+                        continue
+                    if last != -1 and m[2] != last:
+                        k += wc
+                    append((k - weight(m) * wm + abs(m[0] - m[2]), m[0] + m[1], m[2] + m[3], used1, chain))
+                else:
+                    for m, mask, off, w, ms, mend, nidx in opts:
+                        if used1 & mask:
+                            continue
+                        append((k - w + wc if last != -1 and ms != last else k - w, nidx, mend, used1 | mask,
+                                (m, chain)))
+                        k += off  # the jar adds the child's distance to the parent
+                    if last != -1:
+                        k += wc
+                    append((k, idx + 1, -1, used1, chain))
+            if not beam:
+                beam = [prev[0]]
+            i += 1
+        beam.sort(key=key)
+        best = beam[0]
+        chosen: list[Match] = [m for m in fixed if m is not None]
+        chain = best[4]
+        while chain is not None:
+            chosen.append(chain[0])
+            chain = chain[1]
+        chosen.sort(key=itemgetter(0))
+        return chosen
+
+
+@dataclass
+class AlignmentCounts:
+    """The sufficient statistics METEOR derives from one alignment."""
+
+    test_length: int
+    ref_length: int
+    test_function_words: int
+    ref_function_words: int
+    test_content: list[int]
+    ref_content: list[int]
+    test_function: list[int]
+    ref_function: list[int]
+    chunks: int
+    test_word_matches: int
+    ref_word_matches: int
+
+
+def count_alignment(hyp: Sequence[str], ref: Sequence[str], matches: Sequence[Match], n_modules: int,
+                    function_words: frozenset[str]) -> AlignmentCounts:
+    """Content/function matches per module and chunks, as the jar counts them."""
+    f1 = [w.lower() in function_words for w in hyp]
+    f2 = [w.lower() in function_words for w in ref]
+    tc, rc, tf, rf = [0] * n_modules, [0] * n_modules, [0] * n_modules, [0] * n_modules
+    for start, length, ms, ml, mod in matches:
+        for k in range(ml):
+            if f1[ms + k]:
+                tf[mod] += 1
+            else:
+                tc[mod] += 1
+        for k in range(length):
+            if f2[start + k]:
+                rf[mod] += 1
+            else:
+                rc[mod] += 1
+    # chunks: walk reference positions; a gap or a jump in the hypothesis starts a new chunk
+    by_start = {m[0]: m for m in matches}
+    chunks, i, last = 0, 0, -1
+    n2 = len(ref)
+    while i < n2:
+        m = by_start.get(i)
+        if m is None:
+            if last != -1:
+                chunks += 1
+                last = -1
+            i += 1
+        else:
+            if last != -1 and m[2] != last:
+                chunks += 1
+            i = m[0] + m[1]
+            last = m[2] + m[3]
+    if last != -1:
+        chunks += 1
+    t_matches = sum(tc) + sum(tf)
+    r_matches = sum(rc) + sum(rf)
+    return AlignmentCounts(len(hyp), len(ref), sum(f1), sum(f2), tc, rc, tf, rf, chunks, t_matches, r_matches)

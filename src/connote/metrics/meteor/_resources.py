@@ -1,0 +1,289 @@
+"""Data files METEOR 1.5 needs, read without Java.
+
+* function words and non-breaking prefixes: read from ``meteor-1.5.jar`` (a zip archive) of an
+  installed ``pycocoevalcap`` or a directory/jar the user names;
+* paraphrase table ``paraphrase-en.gz``: same places; converted once into a compact NumPy cache
+  (``~/.cache/connote/meteor`` or ``$CONNOTE_CACHE``) so later runs load it in a fraction of a second;
+* synonyms: WordNet 3.0 (see :mod:`connote.metrics.wordnet`), else the WordNet-derived tables
+  inside the jar.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from connote.metrics.wordnet import SynonymTables, find_wordnet, load_wordnet_tables
+
+JAR_NAME = "meteor-1.5.jar"
+
+
+def find_meteor_dir(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """Directory holding ``meteor-1.5.jar`` (and ``data/paraphrase-*.gz``), or ``None``.
+
+    Searches an explicit path (a directory or the jar itself), ``$CONNOTE_METEOR_DATA`` and the
+    installed ``pycocoevalcap`` package.
+    """
+    cands: list[Path] = []
+    if path:  # an explicit location is authoritative
+        p = Path(path)
+        c = p.parent if p.is_file() else p
+        return c if (c / JAR_NAME).is_file() or (c / "data").is_dir() else None
+    if os.environ.get("CONNOTE_METEOR_DATA"):
+        cands.append(Path(os.environ["CONNOTE_METEOR_DATA"]))
+    spec = importlib.util.find_spec("pycocoevalcap")
+    if spec is not None:
+        for loc in spec.submodule_search_locations or []:
+            cands.append(Path(loc) / "meteor")
+    for c in cands:
+        if (c / JAR_NAME).is_file() or (c / "data").is_dir():
+            return c
+    return None
+
+
+def _read_from_jar(meteor_dir: Path | None, member: str) -> str | None:
+    if meteor_dir is None:
+        return None
+    loose = meteor_dir / member
+    if loose.is_file():
+        return loose.read_text(encoding="utf-8")
+    jar = meteor_dir / JAR_NAME
+    if jar.is_file():
+        with zipfile.ZipFile(jar) as zf:
+            if member in zf.namelist():
+                return zf.read(member).decode("utf-8")
+    return None
+
+
+@lru_cache(maxsize=8)
+def function_words(meteor_dir: Path | None, language: str) -> frozenset[str] | None:
+    text = _read_from_jar(meteor_dir, f"function/{language}.words")
+    return None if text is None else frozenset(line.rstrip("\r") for line in text.split("\n") if line)
+
+
+@lru_cache(maxsize=8)
+def nonbreaking_prefixes_text(meteor_dir: Path | None, language: str) -> str | None:
+    return _read_from_jar(meteor_dir, f"nonbreaking/{language}.prefixes")
+
+
+@lru_cache(maxsize=4)
+def synonym_tables(source: str, meteor_dir: Path | None, wordnet_path: str | None) -> SynonymTables | None:
+    """Synonym tables from WordNet 3.0 files (``source='wordnet'``), the jar (``'jar'``) or either."""
+    if source in ("auto", "wordnet"):
+        wn = find_wordnet(wordnet_path)
+        if wn is not None:
+            return load_wordnet_tables(wn)
+        if source == "wordnet":
+            return None
+    syn = _read_from_jar(meteor_dir, "synonym/english.synsets")
+    exc = _read_from_jar(meteor_dir, "synonym/english.exceptions")
+    if syn is None or exc is None:
+        return None
+    lines = syn.split("\n")
+    synsets = {w: tuple(int(o) for o in offs.split()) for w, offs in zip(lines[0::2], lines[1::2])}
+    bases: dict[str, list[str]] = {}
+    elines = exc.split("\n")
+    for base, inflected in zip(elines[0::2], elines[1::2]):
+        for form in inflected.split():
+            bases.setdefault(form, []).append(base)
+    return SynonymTables(synsets, bases, f"meteor-jar:{meteor_dir}")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("CONNOTE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "connote")
+    return Path(root) / "meteor"
+
+
+_HASH_P = np.uint64(0x9E3779B97F4A7C15)
+MAX_PHRASE = 7
+
+
+def phrase_hashes(tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A 64-bit polynomial hash per phrase (token ids + 1), equal to :func:`ngram_hashes`' values."""
+    lengths = np.diff(offsets)
+    h = np.zeros(len(lengths), dtype=np.uint64)
+    starts = offsets[:-1]
+    with np.errstate(over="ignore"):
+        for pos in range(int(lengths.max(initial=0))):
+            m = lengths > pos
+            h[m] = h[m] * _HASH_P + (tokens[starts[m] + pos].astype(np.uint64) + np.uint64(1))
+    return h
+
+
+def ngram_hashes(ids: np.ndarray, max_n: int = MAX_PHRASE) -> np.ndarray:
+    """Sorted hashes (with repeats) of every n-gram (n <= max_n) of a token-id array (ids < 0: unknown)."""
+    vals = (ids + 1).astype(np.uint64)  # unknown (-1) -> 0, which no table phrase contains
+    out = [vals]
+    h = vals
+    with np.errstate(over="ignore"):
+        for n in range(2, max_n + 1):
+            if len(h) <= 1:
+                break
+            h = h[:-1] * _HASH_P + vals[n - 1:]
+            out.append(h)
+    out_arr = np.concatenate(out)
+    out_arr.sort()
+    return out_arr
+
+
+@dataclass
+class ParaphraseTable:
+    """All entries of a METEOR paraphrase table as token-id arrays (file order kept)."""
+
+    vocab: list[str]
+    word_ids: dict[str, int]
+    ref_tokens: np.ndarray  # int32, concatenated phrase-1 tokens
+    ref_offsets: np.ndarray  # int64, len = entries + 1
+    para_tokens: np.ndarray
+    para_offsets: np.ndarray
+    ref_hash_sorted: np.ndarray  # uint64, phrase-1 hashes, sorted
+    ref_hash_order: np.ndarray  # entry index of each sorted hash
+    para_hash: np.ndarray  # uint64 per entry
+    source: str
+    digest: str
+
+    def __len__(self) -> int:
+        return len(self.ref_offsets) - 1
+
+    def select(self, sentences: list[list[str]]) -> list[tuple[int, tuple[str, ...], tuple[str, ...]]]:
+        """Entries whose two phrases both occur among the n-grams of ``sentences`` (file order)."""
+        get = self.word_ids.get
+        ids = np.fromiter((get(w, -1) for s in sentences for w in (*s, None)), dtype=np.int64)
+        if len(ids) == 0:
+            return []
+        grams = ngram_hashes(ids)
+        grams = grams[np.concatenate(([True], grams[1:] != grams[:-1]))]  # sorted -> distinct
+        grams_all = grams
+        lo = np.searchsorted(self.ref_hash_sorted, grams, "left")
+        hi = np.searchsorted(self.ref_hash_sorted, grams, "right")
+        keep = hi > lo
+        if not keep.any():
+            return []
+        lo, hi = lo[keep], hi[keep]
+        counts = hi - lo
+        idx = np.repeat(lo - np.cumsum(np.concatenate(([0], counts[:-1]))), counts) + np.arange(counts.sum())
+        entries = self.ref_hash_order[idx]
+        h2 = self.para_hash[entries]
+        pos = np.searchsorted(grams_all, h2).clip(max=len(grams_all) - 1)
+        entries = np.sort(entries[grams_all[pos] == h2])
+        vocab = self.vocab
+
+        def phrases(tokens: np.ndarray, offsets: np.ndarray) -> list[tuple[str, ...]]:
+            starts = np.asarray(offsets[entries])
+            lens = np.asarray(offsets[entries + 1]) - starts
+            flat = np.asarray(tokens[np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+                                     + np.arange(int(lens.sum()))]).tolist()
+            words = [vocab[t] for t in flat]
+            out_p, pos = [], 0
+            for n in lens.tolist():
+                out_p.append(tuple(words[pos:pos + n]))
+                pos += n
+            return out_p
+
+        if len(entries) == 0:
+            return []
+        ref_p = phrases(self.ref_tokens, self.ref_offsets)
+        para_p = phrases(self.para_tokens, self.para_offsets)
+        out = list(zip(entries.tolist(), ref_p, para_p))
+        return out
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _parse_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    with gzip.open(path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    n = len(lines) // 3
+    vocab: dict[bytes, int] = {}
+
+    def encode(phrases: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        lengths = np.fromiter((len(p.split()) for p in phrases), dtype=np.int64, count=len(phrases))
+        toks = b" ".join(phrases).split()
+        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), dtype=np.int32, count=len(toks))
+        offsets = np.zeros(len(phrases) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return ids, offsets
+
+    ref_ids, ref_off = encode(lines[1:3 * n:3])
+    para_ids, para_off = encode(lines[2:3 * n:3])
+    words = [w.decode("utf-8", errors="replace") for w in vocab]
+    return words, ref_ids, ref_off, para_ids, para_off
+
+
+_TABLES: dict[str, ParaphraseTable] = {}
+
+
+def load_paraphrase_table(path: str | os.PathLike[str]) -> ParaphraseTable:
+    """Load a METEOR paraphrase table, building the NumPy cache on first use (~30 s once)."""
+    p = Path(path).resolve()
+    st = p.stat()
+    key = f"{p}:{st.st_size}:{int(st.st_mtime)}"
+    if key in _TABLES:
+        return _TABLES[key]
+    tag = hashlib.sha1(key.encode()).hexdigest()[:16]
+    cache = cache_dir() / f"paraphrase-v3-{tag}"
+    names = ("ref_tokens", "ref_offsets", "para_tokens", "para_offsets", "ref_hash_sorted", "ref_hash_order",
+             "para_hash")
+    table: ParaphraseTable | None = None
+    if (cache / "complete").is_file():
+        try:  # memory-mapped: loading costs nothing, pages are read when touched
+            arrays = {n: np.load(cache / f"{n}.npy", mmap_mode="r") for n in names}
+            words = (cache / "vocab.txt").read_text(encoding="utf-8").split("\n")
+            digest = (cache / "digest.txt").read_text(encoding="utf-8").strip()
+            table = ParaphraseTable(words, {w: i for i, w in enumerate(words)}, *(arrays[n] for n in names),
+                                    str(p), digest)
+        except (OSError, ValueError):
+            table = None
+    if table is None:
+        words, r, ro, pa, po = _parse_table(p)
+        digest = _file_digest(p)
+        h1 = phrase_hashes(r, ro)
+        order = np.argsort(h1, kind="stable").astype(np.int64)
+        h2 = phrase_hashes(pa, po)
+        table = ParaphraseTable(words, {w: i for i, w in enumerate(words)}, r, ro, pa, po, h1[order], order, h2,
+                                str(p), digest)
+        try:
+            tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+            tmp.mkdir(parents=True, exist_ok=True)
+            for n in names:
+                np.save(tmp / f"{n}.npy", getattr(table, n))
+            (tmp / "vocab.txt").write_text("\n".join(words), encoding="utf-8")
+            (tmp / "digest.txt").write_text(digest, encoding="utf-8")
+            (tmp / "complete").write_text("ok", encoding="utf-8")
+            if cache.exists():
+                shutil.rmtree(cache, ignore_errors=True)
+            os.replace(tmp, cache)
+        except OSError:  # a read-only home still scores, just without the cache
+            pass
+    _TABLES[key] = table
+    return table
+
+
+def find_paraphrase_file(meteor_dir: Path | None, short_language: str,
+                         explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    if explicit:
+        p = Path(explicit)
+        return p if p.is_file() else None
+    if meteor_dir is None:
+        return None
+    p = meteor_dir / "data" / f"paraphrase-{short_language}.gz"
+    return p if p.is_file() else None

@@ -1,0 +1,163 @@
+"""Locate (and prepare) WordNet 3.0 without a network connection.
+
+METEOR's synonym module needs, for every word form, the WordNet synsets it belongs to and the
+base forms of irregular inflections. Both come from the plain WordNet 3.0 database files
+(``index.{noun,verb,adj,adv}`` and ``{noun,verb,adj,adv}.exc``), which Debian ships in
+``wordnet-base`` (``/usr/share/wordnet``) and NLTK keeps under ``corpora/wordnet``.
+
+``find_wordnet()`` returns the first directory holding those files, searching, in order: an
+explicit path, ``$CONNOTE_WORDNET``, ``$WNSEARCHDIR``, every NLTK data path (``corpora/wordnet``),
+and ``/usr/share/wordnet``. ``prepare_nltk_wordnet()`` copies a Debian installation into an NLTK
+data directory (adding the ``lexnames`` file Debian lacks) so ``nltk.corpus.wordnet`` works too.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+POS_FILES = ("noun", "verb", "adj", "adv")
+_REQUIRED = tuple(f"index.{p}" for p in POS_FILES) + tuple(f"{p}.exc" for p in POS_FILES)
+
+# The 45 lexicographer file names of WordNet 3.0, in file-number order (a fixed public format).
+LEXNAMES = (
+    "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
+    "noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location "
+    "noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process "
+    "noun.quantity noun.relation noun.shape noun.state noun.substance noun.time verb.body verb.change "
+    "verb.cognition verb.communication verb.competition verb.consumption verb.contact verb.creation "
+    "verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather "
+    "adj.ppl"
+).split()
+
+
+def nltk_data_paths() -> list[str]:
+    """NLTK's default data search path, computed without importing NLTK (a multi-second import)."""
+    paths = [p for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+    paths.append(os.path.expanduser("~/nltk_data"))
+    for base in (sys.prefix, getattr(sys, "base_prefix", sys.prefix)):
+        paths += [os.path.join(base, "nltk_data"), os.path.join(base, "share", "nltk_data"),
+                  os.path.join(base, "lib", "nltk_data")]
+    paths += ["/usr/share/nltk_data", "/usr/local/share/nltk_data", "/usr/lib/nltk_data", "/usr/local/lib/nltk_data"]
+    return list(dict.fromkeys(paths))
+
+
+def _candidates(explicit: str | os.PathLike[str] | None) -> list[Path]:
+    out: list[Path] = []
+    if explicit:
+        out.append(Path(explicit))
+    for var in ("CONNOTE_WORDNET", "WNSEARCHDIR"):
+        if os.environ.get(var):
+            out.append(Path(os.environ[var]))
+    out.extend(Path(p) / "corpora" / "wordnet" for p in nltk_data_paths())
+    out.append(Path("/usr/share/wordnet"))
+    return out
+
+
+def find_wordnet(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """The first directory with the WordNet 3.0 index and exception files, or ``None``."""
+    if path:  # an explicit location is authoritative
+        p = Path(path)
+        return p if all((p / name).is_file() for name in _REQUIRED) else None
+    for cand in _candidates(path):
+        if all((cand / name).is_file() for name in _REQUIRED):
+            return cand
+    return None
+
+
+@dataclass
+class SynonymTables:
+    """Word -> synset ids and inflected form -> base forms (METEOR's synonym dictionary)."""
+
+    synsets: dict[str, tuple[int, ...]]
+    bases: dict[str, list[str]]
+    source: str
+
+
+def _cache_file(d: Path) -> Path:
+    stamp = "-".join(str(int((d / n).stat().st_mtime)) + ":" + str((d / n).stat().st_size) for n in _REQUIRED)
+    import hashlib
+
+    tag = hashlib.sha1(f"{d.resolve()}|{stamp}".encode()).hexdigest()[:16]
+    root = os.environ.get("CONNOTE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "connote")
+    return Path(root) / "wordnet" / f"synonyms-v2-{tag}.pickle"
+
+
+def load_wordnet_tables(directory: str | os.PathLike[str]) -> SynonymTables:
+    """Read lemma -> synset offsets and the exception lists from WordNet database files.
+
+    Synsets are identified by their byte offset without the part of speech, as METEOR 1.5 does.
+    The parsed tables are cached (``~/.cache/connote/wordnet``) keyed by the files' sizes and times.
+    """
+    d = Path(directory)
+    cache = _cache_file(d)
+    if cache.is_file():
+        try:
+            with open(cache, "rb") as fh:
+                synsets, bases = pickle.load(fh)
+            return SynonymTables(synsets, bases, f"wordnet-3.0:{d}")
+        except (OSError, pickle.UnpicklingError, ValueError, EOFError):
+            pass
+    tables = _parse_wordnet(d)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump((tables.synsets, tables.bases), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return tables
+
+
+def _parse_wordnet(d: Path) -> SynonymTables:
+    synsets: dict[str, set[int]] = {}
+    for pos in POS_FILES:
+        with open(d / f"index.{pos}", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(" "):
+                    continue  # licence header
+                parts = line.split()
+                n_pointers = int(parts[3])
+                offsets = parts[4 + n_pointers + 2:]
+                synsets.setdefault(parts[0], set()).update(int(o) for o in offsets)
+    bases: dict[str, list[str]] = {}
+    for pos in POS_FILES:
+        with open(d / f"{pos}.exc", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 2:
+                    bases.setdefault(parts[0], []).extend(parts[1:])
+    return SynonymTables({w: tuple(sorted(s)) for w, s in synsets.items()}, bases, f"wordnet-3.0:{d}")
+
+
+def prepare_nltk_wordnet(target: str | os.PathLike[str], source: str | os.PathLike[str] | None = None) -> Path:
+    """Copy WordNet database files into ``<target>/corpora/wordnet`` so NLTK can read them.
+
+    ``source`` defaults to the first directory :func:`find_wordnet` finds (Debian's
+    ``/usr/share/wordnet`` after ``apt-get install wordnet-base wordnet-sense-index``). Writes the
+    ``lexnames`` file Debian does not ship. Returns the ``corpora/wordnet`` directory.
+    """
+    src = Path(source) if source else find_wordnet()
+    if src is None or not src.is_dir():
+        raise FileNotFoundError(
+            "no WordNet 3.0 files found; install them with: apt-get install -y wordnet-base wordnet-sense-index"
+        )
+    dest = Path(target) / "corpora" / "wordnet"
+    dest.mkdir(parents=True, exist_ok=True)
+    for item in src.iterdir():
+        if item.is_file():
+            shutil.copy2(item, dest / item.name)
+    lexnames = dest / "lexnames"
+    if not lexnames.exists():
+        lines = []
+        for number, name in enumerate(LEXNAMES):
+            pos = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}[name.split(".")[0]]
+            lines.append(f"{number:02d}\t{name}\t{pos}")
+        lexnames.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest

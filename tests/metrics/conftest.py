@@ -1,0 +1,163 @@
+"""Fixtures for the metric tests: reference implementations (pycocoevalcap + Java), real VIST text,
+generated text, a tiny BERT model."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import random
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+
+def _pycoco_dir() -> Path | None:
+    spec = importlib.util.find_spec("pycocoevalcap")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+PYCOCO = _pycoco_dir()
+HAVE_JAVA = shutil.which("java") is not None
+
+
+@pytest.fixture(scope="session")
+def pycoco() -> Path:
+    if PYCOCO is None:
+        pytest.skip("pycocoevalcap is not installed")
+    return PYCOCO
+
+
+@pytest.fixture(scope="session")
+def java(pycoco: Path) -> str:
+    if not HAVE_JAVA:
+        pytest.skip("java is not installed (apt-get install default-jre-headless)")
+    return shutil.which("java") or "java"
+
+
+class JarMeteor:
+    """One meteor-1.5.jar process speaking pycocoevalcap's stdio protocol (reference implementation)."""
+
+    def __init__(self, java: str, meteor_dir: Path, task: str) -> None:
+        if task == "vist":  # the VIST challenge scorer's command line
+            cmd = [java, "-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-t", "hter"]
+        else:
+            cmd = [java, "-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
+            if task != "rank":
+                cmd += ["-t", task]
+        self.p = subprocess.Popen(cmd, cwd=meteor_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        self.lock = threading.Lock()
+
+    def _ask(self, line: str) -> str:
+        self.p.stdin.write((line + "\n").encode("utf-8"))
+        self.p.stdin.flush()
+        return self.p.stdout.readline().decode("utf-8").strip()
+
+    def stats(self, hyp: str, refs: list[str]) -> str:
+        hyp = hyp.replace("|||", "").replace("  ", " ")
+        return self._ask(" ||| ".join(("SCORE", " ||| ".join(refs), hyp)))
+
+    def corpus(self, hyps: list[str], refs: list[list[str]]) -> tuple[float, list[float]]:
+        with self.lock:
+            stats = [self.stats(h, r) for h, r in zip(hyps, refs)]
+            self.p.stdin.write(("EVAL ||| " + " ||| ".join(stats) + "\n").encode("utf-8"))
+            self.p.stdin.flush()
+            seg = [float(self.p.stdout.readline()) for _ in stats]
+            return float(self.p.stdout.readline()), seg
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.kill()
+        self.p.wait()
+
+
+@pytest.fixture(scope="session")
+def jar_meteor(java: str, pycoco: Path):
+    """``jar_meteor(task)`` -> a running jar for that task (``"vist"``: the VIST challenge command line)."""
+    started: dict[str, JarMeteor] = {}
+
+    def get(task: str = "rank") -> JarMeteor:
+        if task not in started:
+            started[task] = JarMeteor(java, pycoco / "meteor", task)
+        return started[task]
+
+    yield get
+    for j in started.values():
+        j.close()
+
+
+@pytest.fixture(scope="session")
+def vist_album_corpus(vist_dir: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Real stories: for each album one story as the hypothesis, the album's other story and the next
+    album's first story as references (COCO-style res/gts dicts)."""
+    data = json.loads((vist_dir / "example-submission-file.test.json").read_text(encoding="utf-8"))
+    by_album: dict[str, list[str]] = collections.defaultdict(list)
+    for s in data["output_stories"]:
+        by_album[s["album_id"]].append(s["story_text_normalized"])
+    albums = [a for a in by_album if len(by_album[a]) >= 2]
+    res, gts = {}, {}
+    for k, a in enumerate(albums):
+        nxt = albums[(k + 1) % len(albums)]
+        res[a] = [by_album[a][0]]
+        gts[a] = [by_album[a][1], by_album[nxt][0]]
+    return res, gts
+
+
+_WORDS = ("a the an man men woman women dog dogs cat cats run runs running ran sit sits sitting sat "
+          "on in at of with and big large small little happy glad red blue car cars automobile street "
+          "road park beautiful pretty house home we they he she is are was were to go went going "
+          "picture photo photos friend friends family had fun great good").split()
+_PUNCT = [".", ",", "!", "?", "'s", "n't", '"', "(", ")", "-", "...", "caf\u00e9", "na\u00efve", "u.s."]
+
+
+def generated_corpus(n: int, seed: int = 0, punct: bool = False) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Seeded random captions sharing words, stems and synonyms with their references."""
+    rng = random.Random(seed)
+
+    def sent(lo: int, hi: int) -> str:
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(lo, hi))]
+        if punct:
+            for _ in range(rng.randint(0, 3)):
+                words.insert(rng.randint(0, len(words)), rng.choice(_PUNCT))
+        return " ".join(words)
+
+    res, gts = {}, {}
+    for i in range(n):
+        ref = [sent(4, 14) for _ in range(rng.randint(1, 4))]
+        base = rng.choice(ref).split()
+        hyp = [w if rng.random() < 0.6 else rng.choice(_WORDS) for w in base]
+        if rng.random() < 0.3:
+            rng.shuffle(hyp)
+        res[f"g{i}"] = [" ".join(hyp[: rng.randint(1, len(hyp))])]
+        gts[f"g{i}"] = ref
+    return res, gts
+
+
+@pytest.fixture(scope="session")
+def gen_corpus():
+    """``gen_corpus(n, seed, punct)`` -> generated (res, gts) dicts."""
+    return generated_corpus
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory):
+    """A tiny random BERT (3 layers, hidden 32) with a word vocabulary, saved like a real model."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("tiny_bert")
+    words = ("[PAD] [UNK] [CLS] [SEP] [MASK] a the cat dog sat on mat is sitting runs fast kitten big small "
+             "red blue as strong ox car rocket power - packed ##s").split()
+    (d / "vocab.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    tok = transformers.BertTokenizer(str(d / "vocab.txt"), model_max_length=64)
+    tok.save_pretrained(str(d))
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=3,
+                                  num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+    transformers.BertModel(cfg).save_pretrained(str(d))
+    return d

@@ -1,0 +1,201 @@
+"""METEOR 1.5 without Java, compared with meteor-1.5.jar as pycocoevalcap and VIST run it."""
+
+from __future__ import annotations
+
+import subprocess
+import warnings
+
+import pytest
+
+from connote.metrics.meteor import Meteor, MeteorResourceWarning
+from connote.metrics.meteor._normalize import normalize_line, parse_nonbreaking_prefixes
+from connote.metrics.meteor._stem import stem
+
+
+@pytest.fixture(scope="module")
+def meteor_rank(pycoco):
+    return Meteor()
+
+
+def _compare(ours: Meteor, jar, res, gts, *, exact: bool = False):
+    ids = list(gts)
+    hyps = [res[i][0] for i in ids]
+    refs = [gts[i] for i in ids]
+    jc, jseg = jar.corpus(hyps, refs)
+    c, seg = ours.corpus(hyps, refs)
+    assert c == pytest.approx(jc, abs=1e-12 if exact else 1e-3)
+    close = sum(abs(a - b) <= 0.01 for a, b in zip(seg, jseg))
+    assert close >= 0.99 * len(ids)
+    if exact:
+        assert max(abs(a - b) for a, b in zip(seg, jseg)) < 1e-12
+    return seg
+
+
+def test_vist_stories_rank_task_matches_jar(meteor_rank, jar_meteor, vist_album_corpus):
+    res, gts = vist_album_corpus
+    ids = list(gts)[:250]
+    _compare(meteor_rank, jar_meteor("rank"), res, {i: gts[i] for i in ids})
+
+
+def test_vist_stories_hter_task_exact_with_jar_synonym_tables(jar_meteor, vist_album_corpus):
+    res, gts = vist_album_corpus
+    ids = list(gts)[250:400]
+    m = Meteor(task="hter", synonym_source="jar")
+    _compare(m, jar_meteor("hter"), res, {i: gts[i] for i in ids}, exact=True)
+
+
+def test_generated_text_with_punctuation_matches_jar(meteor_rank, jar_meteor, gen_corpus):
+    res, gts = gen_corpus(300, seed=7, punct=True)
+    _compare(meteor_rank, jar_meteor("rank"), res, gts)
+
+
+def test_segment_api_agrees_with_corpus(meteor_rank, gen_corpus):
+    res, gts = gen_corpus(40, seed=11)
+    ids = list(gts)
+    _, seg = meteor_rank.corpus([res[i][0] for i in ids], [gts[i] for i in ids])
+    for i, s in zip(ids, seg):
+        assert meteor_rank.score(res[i][0], gts[i]) == pytest.approx(s, abs=1e-12)
+        singles = meteor_rank.score_pairs([(res[i][0], r) for r in gts[i]])
+        assert max(singles) == pytest.approx(s, abs=1e-12)
+
+
+def test_parallel_alignment_gives_identical_scores(meteor_rank, gen_corpus):
+    res, gts = gen_corpus(200, seed=12)
+    ids = list(gts)
+    hyps, refs = [res[i][0] for i in ids], [gts[i] for i in ids]
+    assert meteor_rank.corpus(hyps, refs, n_jobs=2) == meteor_rank.corpus(hyps, refs, n_jobs=1)
+
+
+def test_empty_hypothesis_and_identical_sentences(meteor_rank):
+    assert meteor_rank.score("", ["a cat sits on the mat"]) == 0.0
+    assert meteor_rank.score("a cat sits on the mat", ["a cat sits on the mat"]) > 0.99
+
+
+def test_normalizer_matches_jar(java, pycoco, tmp_path):
+    lines = [
+        "Don't stop, Mr. Smith... it's 3,000 dollars (or $3.50)!",
+        "He said \u201chello\u201d \u2013 and left -- quickly; e-mail: me@x.org",
+        "the U.S.A. team won 5-3 at 10.30 a.m. in St. Louis.",
+        "l'homme ''quoted'' `tick' rock'n'roll 90's x.y.z. Nos. 1 and 2",
+        "caf\u00e9 na\u00efve \u00fcber ...and then.... end.",
+    ]
+    jar = pycoco / "meteor" / "meteor-1.5.jar"
+    out = subprocess.run([java, "-Dfile.encoding=UTF-8", "-cp", str(jar), "edu.cmu.meteor.util.Normalizer", "en",
+                          "true"], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                         encoding="utf-8", timeout=60).stdout.splitlines()
+    import zipfile
+
+    with zipfile.ZipFile(jar) as zf:
+        prefixes = parse_nonbreaking_prefixes(zf.read("nonbreaking/english.prefixes").decode("utf-8"))
+    assert [normalize_line(x, prefixes) for x in lines] == out
+
+
+def test_stemmer_matches_jar_snowball(java, pycoco, vist_album_corpus):
+    res, gts = vist_album_corpus
+    words = sorted({w for v in list(gts.values())[:300] for s in v for w in s.split() if w.isalpha()})
+    words += ["realization", "generously", "skies", "dying", "communism", "arsenal", "hopefully", "agreed"]
+    jar = pycoco / "meteor" / "meteor-1.5.jar"
+    out = subprocess.run([java, "-cp", str(jar), "Stemmer", "en"], input="\n".join(words) + "\n",
+                         capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert [stem(w) for w in words] == out
+
+
+def test_missing_resources_warn_and_show_in_signature(tmp_path):
+    with pytest.warns(MeteorResourceWarning):
+        m = Meteor(meteor_data=tmp_path, wordnet=tmp_path, synonym_source="wordnet")
+    sig = m.signature()
+    assert "MISSING" in sig and "para:none" in sig and "syn:none" in sig
+    assert m.score("a cat", ["a cat"]) > 0.9  # still scores, with fewer modules
+
+
+def test_signature_names_every_setting(pycoco):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeteorResourceWarning)
+        sig = Meteor(task="hter").signature()
+    for part in ("meteor:1.5", "lang:en", "task:hter", "norm:yes", "modules:exact+stem+synonym+paraphrase",
+                 "params:0.4,1.5,0.35,0.55", "weights:1,0.2,0.6,0.8", "beam:40", "syn:", "para:", "version:"):
+        assert part in sig
+
+
+def test_unknown_task_lists_valid_ones():
+    with pytest.raises(ValueError, match="hter"):
+        Meteor(task="nope")
+
+
+def test_pairs_prepared_in_separate_calls_still_find_paraphrases(pycoco):
+    m1 = Meteor()
+    m2 = Meteor()
+    a, b = "the kids had a great time at the party", "the children enjoyed themselves at the celebration"
+    m1.score(a, ["an unrelated sentence about cars"])
+    m1.score("another unrelated line", [b])
+    assert m1.score(a, [b]) == pytest.approx(m2.corpus([a], [[b]])[1][0], abs=1e-12)
+
+
+def test_non_ascii_and_mixed_case_text_matches_jar(meteor_rank, jar_meteor):
+    hyps = ["Un caf\u00e9 tr\u00e8s na\u00efve \u00e0 Paris.", "The \u201cBig\u201d Dog's bone \u2013 isn't it?",
+            "\u041c\u043e\u0441\u043a\u0432\u0430 is a city", "Stra\u00dfe und Gr\u00fc\u00dfe!"]
+    refs = [["un caf\u00e9 \u00e0 paris", "caf\u00e9s are naive"], ["the big dog has a bone"],
+            ["\u041c\u043e\u0441\u043a\u0432\u0430 is big"], ["strasse and greetings"]]
+    jc, jseg = jar_meteor("rank").corpus(hyps, refs)
+    c, seg = meteor_rank.corpus(hyps, refs)
+    assert c == pytest.approx(jc, abs=1e-3)
+    assert seg == pytest.approx(jseg, abs=0.01)
+
+
+def test_pycocoevalcap_separator_handling_matches_jar(jar_meteor, pycoco):
+    from connote.metrics import compute_scores
+
+    res = {"1": ["a cat|||sits on the mat"], "2": ["a dog  runs"]}
+    gts = {"1": ["a cat sits ||| on a mat"], "2": ["the dog runs fast"]}
+    jc, jseg = jar_meteor("rank").corpus([res[i][0] for i in gts], [gts[i] for i in gts])
+    out = compute_scores(res, gts, ["meteor"], per_item=True)
+    assert out.scores["METEOR"] == pytest.approx(jc, abs=1e-9)
+    assert [out.per_item[i]["METEOR"] for i in gts] == pytest.approx(jseg, abs=1e-9)
+
+
+def test_vist_preset_matches_the_challenge_command_line(jar_meteor, vist_album_corpus):
+    """VIST scores with ``-t hter`` and no ``-norm``; the protocol takes the max over single references."""
+    res, gts = vist_album_corpus
+    ids = list(gts)[400:500]
+    m = Meteor.from_preset("vist", synonym_source="jar")
+    assert "task:hter" in m.signature() and "norm:no" in m.signature() and "lc:no" in m.signature()
+    jar = jar_meteor("vist")
+    jc, jseg = jar.corpus([res[i][0] for i in ids], [gts[i] for i in ids])
+    c, seg = m.corpus([res[i][0] for i in ids], [gts[i] for i in ids])
+    assert c == pytest.approx(jc, abs=1e-12)
+    assert seg == pytest.approx(jseg, abs=1e-12)
+    singles = m.score_pairs([(res[i][0], r) for i in ids[:20] for r in gts[i]])
+    assert [max(singles[2 * k], singles[2 * k + 1]) for k in range(20)] == pytest.approx(seg[:20], abs=1e-12)
+    # text that is not lower-cased is compared as it is under this preset, as by the jar
+    h, r = "A Dog runs .", "a dog runs ."
+    assert m.score(h, [r]) == pytest.approx(jar.corpus([h], [[r]])[1][0], abs=1e-12)
+
+
+def test_java_string_hash_collisions_are_reproduced():
+    from connote.metrics.meteor._align import java_hash
+
+    assert java_hash("Aa") == java_hash("BB")
+    assert java_hash("n't") == java_hash("let")  # a collision that occurs in real VIST stories
+    assert java_hash("\U0001f600") == (31 * 0xD83D + 0xDE00)  # UTF-16 surrogate pair
+    m = Meteor(norm=False, modules=["exact"])
+    assert m.score("let", ["n't"]) == m.score("let", ["let"])  # the jar matches them exactly
+
+
+def test_paraphrase_index_keeps_table_order_across_additions():
+    from connote.metrics.meteor._align import ParaphraseIndex
+
+    idx = ParaphraseIndex()
+    idx.add([(7, ("a", "b"), ("x",)), (2, ("a",), ("y",))])
+    idx.add([(3, ("a",), ("z",)), (1, ("a",), ("w",)), (7, ("a", "b"), ("x",))])
+    paths = idx.sentence_paths(("a", "b"))
+    assert paths[0] == [(1, ("w",)), (1, ("y",)), (1, ("z",)), (2, ("x",))]
+    assert idx.ngram_positions(("q", "x", "w"))[("x",)] == [1]
+
+
+def test_blank_texts_match_jar(meteor_rank, jar_meteor):
+    hyps = ["", "a cat sits", " ", "the dog"]
+    refs = [["a cat"], ["", "a cat is sitting"], ["a dog runs"], ["the dog", "a dog"]]
+    jc, jseg = jar_meteor("rank").corpus(hyps, refs)
+    c, seg = meteor_rank.corpus(hyps, refs)
+    assert c == pytest.approx(jc, abs=1e-12)
+    assert seg == pytest.approx(jseg, abs=1e-12)
