@@ -62,19 +62,20 @@ def _chunks_by_image(items: Sequence[ProbeItem], pairs_per_chunk: int) -> list[l
 
 def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_network: bool) -> list[dict]:
     """Score one chunk; image and model failures become per-item errors, never exceptions."""
-    images, slots, rows = [], {}, {}
+    images: list[Any] = []
+    slots: dict[str, int] = {}  # image path -> index in ``images``
+    image_errors: dict[str, str] = {}
     for it in chunk:
-        if it.image in slots or it.image in rows:
+        if it.image in slots or it.image in image_errors:
             continue
         try:
-            slots[it.image] = len(images)
             images.append(load_image(it.image, allow_network=allow_network))
+            slots[it.image] = len(images) - 1
         except ItemError as exc:
-            del slots[it.image]
-            rows[it.image] = str(exc)
+            image_errors[it.image] = str(exc)
     ok = [it for it in chunk if it.image in slots]
     texts = [it.text(captions) for it in ok]
-    out = [_row(it, captions, None, rows[it.image]) for it in chunk if it.image in rows]
+    out = [_row(it, captions, None, image_errors[it.image]) for it in chunk if it.image in image_errors]
     if ok:
         try:
             probs = model.match_probability(images, texts, [(slots[it.image], k) for k, it in enumerate(ok)])
