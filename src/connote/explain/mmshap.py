@@ -232,7 +232,7 @@ def explain_pair(value_fn: ValueFn, n_text: int, n_patches: int, *, estimator: s
     }
     if extra:
         row.update(extra)
-    if estimator == "adaptive" and "statistic" not in estimator_options:
+    if estimator in ("adaptive", "stratified") and "statistic" not in estimator_options:
         def t_shap_of(v: np.ndarray) -> float:  # the adaptive estimator stops on T-SHAP's accuracy
             return mm_shap_scores(v[:n_text], v[n_text:])[0]
 
