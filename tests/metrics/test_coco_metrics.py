@@ -136,3 +136,21 @@ def test_blank_texts_match_pycocoevalcap(pycoco, gen_corpus):
     res["g1"] = [""]
     gts["g2"] = ["", "a cat sits"]
     _check(res, gts)
+
+
+def test_shared_ngram_counts_change_no_number(gen_corpus):
+    """BLEU and CIDEr-D computed from one shared n-gram cache (as compute_scores does) are
+    bit-identical to each computed on its own, with evaluated-set and fixed document frequencies."""
+    from connote.metrics import corpus_bleu
+    from connote.metrics.bleu import NgramCache
+
+    res, gts = gen_corpus(200, seed=31, punct=True)
+    hyps = [res[i][0] for i in gts]
+    refs = [gts[i] for i in gts]
+    cache = NgramCache(4)
+    assert corpus_bleu(hyps, refs, ngrams=cache) == corpus_bleu(hyps, refs)
+    assert corpus_cider(hyps, refs, ngrams=cache) == corpus_cider(hyps, refs)
+    dfs = DocumentFrequencies.from_references(refs[:120])
+    assert (corpus_cider(hyps, refs, document_frequencies=dfs, ngrams=cache)
+            == corpus_cider(hyps, refs, document_frequencies=dfs))
+    assert corpus_bleu(hyps, refs, 2, ngrams=cache) == corpus_bleu(hyps, refs, 2)

@@ -199,3 +199,44 @@ def test_blank_texts_match_jar(meteor_rank, jar_meteor):
     c, seg = meteor_rank.corpus(hyps, refs)
     assert c == pytest.approx(jc, abs=1e-12)
     assert seg == pytest.approx(jseg, abs=1e-12)
+
+
+def test_beam_pruning_and_sentence_caches_change_no_alignment(pycoco, gen_corpus, vist_album_corpus):
+    """The pruned beam search (and the per-sentence caches) choose exactly the alignments of the
+    plain search, on generated text and on real stories."""
+    from connote.metrics.meteor._align import Aligner
+
+    m = Meteor()
+    res, gts = gen_corpus(150, seed=21, punct=True)
+    vres, vgts = vist_album_corpus
+    pairs = [(res[i][0], r) for i in gts for r in gts[i]]
+    pairs += [(vres[i][0], r) for i in list(vgts)[:60] for r in vgts[i]]
+    toks = [(m.tokenize(h), m.tokenize(r)) for h, r in pairs]
+    m.prepare([t for pair in toks for t in pair])
+    fast = m._aligner
+    plain = Aligner(fast.modules, fast.function_words, fast.stem, fast.synonyms, fast.paraphrases,
+                    fast.beam_size, prune=False)
+    for beam in (40, 3):
+        fast.beam_size = plain.beam_size = beam
+        for h, r in toks:
+            assert fast.align(h, r) == plain.align(list(h), list(r))
+
+
+def test_one_call_with_workers_equals_separate_calls(pycoco, gen_corpus):
+    """All metrics in one call (METEOR workers running while BLEU/CIDEr/ROUGE-L are computed, shared
+    n-gram counts) give bit-identical numbers to one metric per call without workers."""
+    from connote.metrics import compute_scores
+
+    res, gts = gen_corpus(160, seed=23, punct=True)
+    names = ["bleu", "meteor", "rouge_l", "cider"]
+    together = compute_scores(res, gts, names, per_item=True, n_jobs=2)
+    separate = {}
+    per: dict[str, dict[str, float]] = {i: {} for i in gts}
+    for name in names:
+        out = compute_scores(res, gts, [name], per_item=True, n_jobs=1)
+        separate.update(out.scores)
+        for i, v in out.per_item.items():
+            per[i].update(v)
+    assert together.scores == separate
+    assert list(together.scores) == list(separate)
+    assert together.per_item == per

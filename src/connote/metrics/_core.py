@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from connote.metrics._gc import gc_paused
 from connote.metrics._inputs import check_inputs
 from connote.metrics.tokenize import tokenize_corpus
 from connote.registry import Registry
@@ -38,6 +39,16 @@ class _Batch:
     tokenize: str
     per_item: bool
     settings: dict[str, Any]
+    cache: dict[Any, Any] = field(default_factory=dict)  # work shared between metrics of one call
+
+    def ngrams(self, n: int):
+        """The n-gram counts of this batch's texts, shared by BLEU and CIDEr."""
+        from connote.metrics.bleu import NgramCache
+
+        got = self.cache.get(("ngrams", n))
+        if got is None:
+            got = self.cache[("ngrams", n)] = NgramCache(n)
+        return got
 
 
 MetricFn = Any  # (batch) -> (scores, per-item {id: {name: value}}, signature, warnings)
@@ -60,7 +71,7 @@ def _bleu(batch: _Batch):
     from connote.metrics.bleu import corpus_bleu
 
     n = int(batch.settings.get("bleu_n", 4))
-    corpus, items = corpus_bleu(batch.hyps, batch.refs, n)
+    corpus, items = corpus_bleu(batch.hyps, batch.refs, n, ngrams=batch.ngrams(n))
     scores = {f"Bleu_{k + 1}": corpus[k] for k in range(n)}
     per = {i: {f"Bleu_{k + 1}": v[k] for k in range(n)} for i, v in zip(batch.ids, items)}
     sig = f"bleu|n:{n}|ref:closest|smooth:pycoco|tok:{_tok(batch)}|version:{_version()}"
@@ -114,7 +125,8 @@ def _cider(batch: _Batch):
 
     sigma = float(batch.settings.get("cider_sigma", 6.0))
     dfs = resolve_document_frequencies(batch.settings.get("df_corpus"), batch.tokenize)
-    mean, items = corpus_cider(batch.hyps, batch.refs, sigma=sigma, document_frequencies=dfs)
+    mean, items = corpus_cider(batch.hyps, batch.refs, sigma=sigma, document_frequencies=dfs,
+                               ngrams=batch.ngrams(4))
     per = {i: {"CIDEr": v} for i, v in zip(batch.ids, items)}
     if dfs is None:
         df = f"refs({len(batch.ids)})"
@@ -169,6 +181,11 @@ def pycoco_meteor_inputs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> 
 
 @METRICS.register("meteor", help="METEOR 1.5 without Java (default: -l en -norm, task rank, as pycocoevalcap)")
 def _meteor(batch: _Batch):
+    return _meteor_start(batch)()
+
+
+def _meteor_start(batch: _Batch):
+    """Start METEOR (its worker processes, if any, run while the caller computes other metrics)."""
     import warnings
 
     from connote.metrics.meteor import MeteorResourceWarning
@@ -181,9 +198,15 @@ def _meteor(batch: _Batch):
         warnings.warn(msg, MeteorResourceWarning, stacklevel=4)
     n_jobs = batch.settings.get("n_jobs")
     hyps, refs = pycoco_meteor_inputs(batch.hyps, batch.refs)
-    score, items = m.corpus(hyps, refs, n_jobs=n_jobs)
-    per = {i: {"METEOR": v} for i, v in zip(batch.ids, items)}
-    return {"METEOR": score}, per, f"{m.signature()}|tok:{_tok(batch)}", msgs
+    pending = m._corpus_start(hyps, refs, n_jobs=n_jobs)
+
+    def finish():
+        score, items = pending.result()
+        per = {i: {"METEOR": v} for i, v in zip(batch.ids, items)}
+        return {"METEOR": score}, per, f"{m.signature()}|tok:{_tok(batch)}", msgs
+
+    finish.cancel = pending.cancel  # type: ignore[attr-defined]
+    return finish
 
 
 METRICS.register("bertscore", "connote.metrics.bertscore:_registry_entry",
@@ -233,8 +256,27 @@ def compute_scores(hyps: Mapping[str, str | Sequence[str]], refs: Mapping[str, S
     signatures: dict[str, str] = {}
     per: dict[str, dict[str, float]] = {i: {} for i in ids}
     warns: list[str] = []
-    for name, fn in fns:
-        s, p, sig, w = fn(batch)
+    results: dict[str, Any] = {}
+    with gc_paused():
+        # METEOR's worker processes (n_jobs > 1) align while the other metrics are computed here
+        started = None
+        if len(fns) > 1 and any(name == "meteor" and fn is _meteor for name, fn in fns):
+            started = _meteor_start(batch)
+        try:
+            for name, fn in fns:
+                if started is not None and name == "meteor":
+                    continue
+                results[name] = fn(batch)
+            if started is not None:
+                results["meteor"] = started()
+                started = None
+        finally:
+            if started is not None:
+                started.cancel()
+            # freed while the collector is paused: otherwise its first pass walks all of it
+            batch.cache.clear()
+    for name, _fn in fns:
+        s, p, sig, w = results[name]
         scores.update(s)
         signatures[name] = sig
         warns.extend(w)

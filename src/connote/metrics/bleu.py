@@ -11,6 +11,17 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from connote.metrics._gc import gc_paused
+
+try:  # the C helper behind Counter.update, without its per-call Python overhead
+    from collections import _count_elements  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - other Python implementations
+
+    def _count_elements(mapping, iterable):  # type: ignore[no-redef]
+        get = mapping.get
+        for x in iterable:
+            mapping[x] = get(x, 0) + 1
+
 _TINY = 1e-15
 _SMALL = 1e-9
 
@@ -23,25 +34,63 @@ def ngram_counts(words: Sequence[str], n: int = 4) -> Counter:
     return counts
 
 
-def bleu_stats(hyp: str, refs: Sequence[str], n: int = 4) -> tuple[int, int, list[int], list[int]]:
-    """(hyp length, closest reference length, guesses per n, clipped matches per n) for one item."""
-    words = hyp.split()
-    testlen = len(words)
-    maxcounts: dict[tuple[str, ...], int] = {}
-    reflens = []
-    for ref in refs:
-        rw = ref.split()
-        reflens.append(len(rw))
-        for g, c in ngram_counts(rw, n).items():
-            if c > maxcounts.get(g, 0):
-                maxcounts[g] = c
-    reflen = min((abs(r - testlen), r) for r in reflens)[1]
+def ngram_counts_by_order(words: Sequence[str], n: int = 4) -> list[Counter]:
+    """Counts of the 1-grams, 2-grams, ... n-grams (as tuples) of a token list, one Counter per order.
+
+    Each Counter lists its n-grams in the order :func:`ngram_counts` does (first occurrence).
+    """
+    out = []
+    for k in range(1, n + 1):
+        c: Counter = Counter()
+        _count_elements(c, zip(*[words[j:] for j in range(k)]))
+        out.append(c)
+    return out
+
+
+class NgramCache:
+    """Token counts and n-gram counts per text, computed once and shared (BLEU and CIDEr use the same)."""
+
+    def __init__(self, n: int = 4) -> None:
+        self.n = n
+        self._counts: dict[str, tuple[int, list[Counter]]] = {}
+
+    def get(self, text: str) -> tuple[int, list[Counter]]:
+        got = self._counts.get(text)
+        if got is None:
+            words = text.split()
+            got = self._counts[text] = (len(words), ngram_counts_by_order(words, self.n))
+        return got
+
+
+def _stats_from_counts(testlen: int, hyp_counts: list[Counter], refs: Sequence[tuple[int, list[Counter]]],
+                       n: int) -> tuple[int, int, list[int], list[int]]:
     guess = [max(0, testlen - k + 1) for k in range(1, n + 1)]
     correct = [0] * n
-    for g, c in ngram_counts(words, n).items():
-        m = maxcounts.get(g, 0)
-        correct[len(g) - 1] += c if c < m else m
+    for k in range(n):
+        if len(refs) == 1:
+            maxcounts = refs[0][1][k]
+        else:
+            maxcounts = dict(refs[0][1][k])
+            for _, rc in refs[1:]:
+                mget = maxcounts.get
+                for g, c in rc[k].items():
+                    if c > mget(g, 0):
+                        maxcounts[g] = c
+        get = maxcounts.get
+        acc = 0
+        for g, c in hyp_counts[k].items():
+            m = get(g, 0)
+            acc += c if c < m else m
+        correct[k] = acc
+    reflen = min((abs(r - testlen), r) for r, _ in refs)[1]
     return testlen, reflen, guess, correct
+
+
+def bleu_stats(hyp: str, refs: Sequence[str], n: int = 4) -> tuple[int, int, list[int], list[int]]:
+    """(hyp length, closest reference length, guesses per n, clipped matches per n) for one item."""
+    cache = NgramCache(n)
+    testlen, hc = cache.get(hyp)
+    return _stats_from_counts(testlen, hc, [cache.get(r) for r in refs], n)
 
 
 def _bleu_from(testlen: float, reflen: float, guess: Sequence[int], correct: Sequence[int], n: int) -> list[float]:
@@ -58,19 +107,31 @@ def _bleu_from(testlen: float, reflen: float, guess: Sequence[int], correct: Seq
 
 
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]],
-                n: int = 4) -> tuple[list[float], list[list[float]]]:
+                n: int = 4, *, ngrams: NgramCache | None = None) -> tuple[list[float], list[list[float]]]:
     """Corpus BLEU-1..n and per-item BLEU-1..n (pycocoevalcap's ``Bleu(n).compute_score``).
+
+    ``ngrams``: an :class:`NgramCache` (for this ``n``) shared with other metrics of the same texts.
 
     >>> corpus_bleu(["a cat on a mat"], [["a cat on the mat"]])[0][0]  # doctest: +ELLIPSIS
     0.79999...
     """
+    with gc_paused():
+        return _corpus_bleu(hyps, refs, n, ngrams)
+
+
+def _corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int,
+                 ngrams: NgramCache | None) -> tuple[list[float], list[list[float]]]:
+    if ngrams is None or ngrams.n != n:
+        ngrams = NgramCache(n)
+    get = ngrams.get
     tl_sum = 0
     rl_sum = 0
     g_sum = [0] * n
     c_sum = [0] * n
     items = []
     for h, rs in zip(hyps, refs):
-        testlen, reflen, guess, correct = bleu_stats(h, rs, n)
+        hl, hc = get(h)
+        testlen, reflen, guess, correct = _stats_from_counts(hl, hc, [get(r) for r in rs], n)
         tl_sum += testlen
         rl_sum += reflen
         for k in range(n):

@@ -17,12 +17,14 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from connote.metrics.bleu import ngram_counts
+from connote.metrics._gc import gc_paused
+from connote.metrics.bleu import NgramCache, _count_elements, ngram_counts
 
 SIGMA = 6.0
 
@@ -72,24 +74,26 @@ class DocumentFrequencies:
         return cls(df, int(data["n_documents"]), data.get("source", str(path)))
 
 
-def _vec(counts: dict[tuple[str, ...], int], df: dict[tuple[str, ...], float], ref_len: float, n: int,
-         log_cache: dict[float, float]):
-    vec: list[dict[tuple[str, ...], float]] = [{} for _ in range(n)]
-    norm = [0.0] * n
-    length = 0
-    get = df.get
-    for g, tf in counts.items():
-        k = len(g) - 1
-        d = get(g, 0.0)
-        lg = log_cache.get(d)
-        if lg is None:
-            lg = log_cache[d] = math.log(max(1.0, d))
-        v = float(tf) * (ref_len - lg)
-        vec[k][g] = v
-        norm[k] += v * v
-        if k == 1:  # pycocoevalcap's length: the number of bigrams
-            length += tf
-    return vec, [math.sqrt(x) for x in norm], length
+def _vec(counts: list[Counter], idf: dict[tuple[str, ...], float], default_idf: float, n: int):
+    """TF-IDF vectors per order (dicts in n-gram order), their norms and the number of bigrams.
+
+    Same arithmetic and accumulation order as pycocoevalcap's ``counts2vec``; ``idf`` holds
+    ``log(N) - log(max(1, df))`` per n-gram, ``default_idf`` (= ``log(N)``) is for df = 0.
+    """
+    vec: list[dict[tuple[str, ...], float]] = []
+    norm = []
+    get = idf.get
+    for k in range(n):
+        vk = {}
+        acc = 0.0
+        for g, tf in counts[k].items():
+            v = float(tf) * get(g, default_idf)
+            vk[g] = v
+            acc += v * v
+        vec.append(vk)
+        norm.append(math.sqrt(acc))
+    length = sum(counts[1].values()) if n > 1 else 0  # pycocoevalcap's length: the number of bigrams
+    return vec, norm, length
 
 
 def _sim(vh, vr, nh, nr, lh, lr, n: int, sigma: float) -> list[float]:
@@ -98,11 +102,21 @@ def _sim(vh, vr, nh, nr, lh, lr, n: int, sigma: float) -> list[float]:
     val = []
     for k in range(n):
         ref_k = vr[k]
+        hyp_k = vh[k]
         acc = 0.0
-        for g, x in vh[k].items():
-            y = ref_k.get(g)
-            if y is not None:
-                acc += (x if x < y else y) * y
+        if len(hyp_k) <= len(ref_k):
+            get = ref_k.get
+            for g, x in hyp_k.items():
+                y = get(g)
+                if y is not None:
+                    acc += (x if x < y else y) * y
+        else:  # visit the common n-grams in the hypothesis' order, from the smaller side
+            common = ref_k.keys() & hyp_k.keys()
+            if common:
+                for g, x in hyp_k.items():
+                    if g in common:
+                        y = ref_k[g]
+                        acc += (x if x < y else y) * y
         if nh[k] != 0 and nr[k] != 0:
             acc /= nh[k] * nr[k]
         val.append(acc * penalty)
@@ -110,32 +124,79 @@ def _sim(vh, vr, nh, nr, lh, lr, n: int, sigma: float) -> list[float]:
 
 
 def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int = 4, sigma: float = SIGMA,
-                 document_frequencies: DocumentFrequencies | None = None) -> tuple[float, list[float]]:
+                 document_frequencies: DocumentFrequencies | None = None,
+                 ngrams: NgramCache | None = None) -> tuple[float, list[float]]:
     """Corpus CIDEr-D (mean of item scores) and per-item scores.
 
-    ``document_frequencies=None`` takes them from ``refs`` (as pycocoevalcap does).
+    ``document_frequencies=None`` takes them from ``refs`` (as pycocoevalcap does). ``ngrams``: an
+    :class:`~connote.metrics.bleu.NgramCache` shared with other metrics of the same texts.
     """
-    hyp_counts = [ngram_counts(h.split(), n) for h in hyps]
-    ref_counts = [[ngram_counts(r.split(), n) for r in rs] for rs in refs]
+    with gc_paused():
+        return _corpus_cider(hyps, refs, n, sigma, document_frequencies, ngrams)
+
+
+def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, sigma: float,
+                  document_frequencies: DocumentFrequencies | None,
+                  ngrams: NgramCache | None) -> tuple[float, list[float]]:
+    if ngrams is None or ngrams.n != n:
+        ngrams = NgramCache(n)
+    get_counts = ngrams.get
+    hyp_counts = [get_counts(h)[1] for h in hyps]
+    ref_counts = [[get_counts(r)[1] for r in rs] for rs in refs]
     if document_frequencies is None:
-        df: dict[tuple[str, ...], float] = {}
+        # in how many items' reference sets each n-gram occurs (counted in C; exact integers)
+        df_counts: Counter = Counter()
         for rcs in ref_counts:
-            seen = set()
-            for c in rcs:
-                seen.update(c)
-            for g in seen:
-                df[g] = df.get(g, 0.0) + 1.0
+            if len(rcs) == 1:
+                for ck in rcs[0]:
+                    _count_elements(df_counts, ck)
+            else:
+                seen: set[tuple[str, ...]] = set()
+                for c in rcs:
+                    for ck in c:
+                        seen.update(ck)
+                _count_elements(df_counts, seen)
+        df = df_counts
         n_docs = len(ref_counts)
     else:
         df, n_docs = document_frequencies.df, document_frequencies.n_documents
     ref_len = math.log(float(n_docs)) if n_docs > 0 else 0.0
-    log_cache: dict[float, float] = {}
+    # ref_len - log(max(1, df)) per n-gram, the same double pycocoevalcap computes each time
+    default_idf = ref_len - math.log(max(1.0, 0.0))
+    if document_frequencies is None:  # df holds exactly the references' n-grams
+        by_df = {d: ref_len - math.log(max(1.0, float(d))) for d in set(df.values())}
+        idf = {g: by_df[d] for g, d in df.items()}
+    else:  # a fixed (possibly large) corpus: only the n-grams of the evaluated texts
+        by_df = {}
+        idf = {}
+        df_get = df.get
+        texts = {id(c): c for c in hyp_counts}
+        texts.update((id(c), c) for rcs in ref_counts for c in rcs)
+        for counts in texts.values():
+            for ck in counts:
+                for g in ck:
+                    d = df_get(g)
+                    if d is None or g in idf:
+                        continue
+                    x = by_df.get(d)
+                    if x is None:
+                        x = by_df[d] = ref_len - math.log(max(1.0, float(d)))
+                    idf[g] = x
+
+    vec_cache: dict[int, tuple] = {}
+
+    def vec_of(counts: list[Counter]):
+        got = vec_cache.get(id(counts))
+        if got is None:
+            got = vec_cache[id(counts)] = (_vec(counts, idf, default_idf, n), counts)
+        return got[0]
+
     scores = []
     for hc, rcs in zip(hyp_counts, ref_counts):
-        vh, nh, lh = _vec(hc, df, ref_len, n, log_cache)
+        vh, nh, lh = vec_of(hc)
         total = [0.0] * n
         for rc in rcs:
-            vr, nr, lr = _vec(rc, df, ref_len, n, log_cache)
+            vr, nr, lr = vec_of(rc)
             for k, v in enumerate(_sim(vh, vr, nh, nr, lh, lr, n, sigma)):
                 total[k] += v
         s = sum(total) / n

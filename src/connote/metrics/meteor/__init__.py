@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from connote.metrics._gc import gc_paused
 from connote.metrics.meteor import _resources
 from connote.metrics.meteor._align import (
     MODULE_NAMES,
@@ -259,6 +260,7 @@ class Meteor:
                 self.paraphrase_digest = self._table.digest[:12]
         self._aligner = Aligner(module_ids, fw, stem, synonyms, None, beam_size)
         self._prepared: set[frozenset[tuple[str, ...]]] = set()
+        self._token_cache: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def from_preset(cls, name: str, **overrides: object) -> Meteor:
@@ -293,11 +295,19 @@ class Meteor:
 
     def tokenize(self, text: str) -> list[str]:
         """Normalize (``-norm``) and lower-case one sentence as the jar does, then split."""
+        got = self._token_cache.get(text)
+        if got is not None:
+            return list(got)
+        raw = text
         if self.norm:
             text = normalize_line(text, self._prefixes, keep_punctuation=True)
         if self.lowercase:
             text = text.lower()
-        return java_tokens(text)
+        toks = java_tokens(text)
+        if len(self._token_cache) > 200000:
+            self._token_cache.clear()
+        self._token_cache[raw] = tuple(toks)
+        return toks
 
     def prepare(self, texts: Iterable[str | Sequence[str]]) -> None:
         """Load the paraphrase entries relevant to these texts (raw strings or token lists).
@@ -354,7 +364,10 @@ class Meteor:
 
         This is what VIST's challenge protocol needs (score each reference, take the max).
         """
-        pairs = list(pairs)
+        with gc_paused():
+            return self._score_pairs(list(pairs))
+
+    def _score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
         toks = [(self.tokenize(java_trim(h)), self.tokenize(java_trim(r))) for h, r in pairs]
         self.prepare([t for pair in toks for t in pair])
         cache: dict[tuple[tuple[str, ...], tuple[str, ...]], float] = {}
@@ -389,13 +402,21 @@ class Meteor:
         ``n_jobs`` > 1 (or ``0``/``None`` = all cores) aligns segments in forked worker processes
         (Linux/macOS); results are identical to ``n_jobs=1``.
         """
+        return self._corpus_start(hypotheses, references, n_jobs).result()
+
+    def _corpus_start(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                      n_jobs: int | None = 1) -> _PendingCorpus:
+        """Start :meth:`corpus`; with worker processes the caller can work while they align."""
         if len(hypotheses) != len(references):
             raise ValueError("hypotheses and references differ in length")
         jobs = _resolve_jobs(n_jobs, len(hypotheses))
         if jobs > 1:  # workers tokenize, select paraphrases and align their own share
-            stats = _parallel_best(self, list(hypotheses), [list(r) for r in references], jobs)
-        else:
+            return _PendingCorpus(self, _ParallelRun(self, list(hypotheses), [list(r) for r in references], jobs))
+        with gc_paused():
             stats = self._chunk_stats(hypotheses, references)
+        return _PendingCorpus(self, stats)
+
+    def _aggregate(self, stats: list[MeteorStats]) -> tuple[float, list[float]]:
         total = MeteorStats()
         for st in stats:
             total.add(st)
@@ -426,20 +447,61 @@ def _work(bounds: tuple[int, int]) -> list[MeteorStats]:
     return meteor._chunk_stats(hyps[a:b], refs[a:b])
 
 
-def _parallel_best(meteor: Meteor, hyps: list[str], refs: list[list[str]], jobs: int) -> list[MeteorStats]:
-    import multiprocessing as mp
+class _ParallelRun:
+    """Forked workers aligning chunks of a corpus; :meth:`stats` waits for them."""
 
-    global _WORKER
-    _WORKER = (meteor, hyps, refs)
-    try:
+    def __init__(self, meteor: Meteor, hyps: list[str], refs: list[list[str]], jobs: int) -> None:
+        import multiprocessing as mp
+
+        global _WORKER
+        _WORKER = (meteor, hyps, refs)  # inherited by the forked workers
         n = len(hyps)
         step = max(1, -(-n // (jobs * 2)))
         chunks = [(a, min(n, a + step)) for a in range(0, n, step)]
-        with mp.get_context("fork").Pool(jobs) as pool:
-            parts = pool.map(_work, chunks)
-    finally:
+        try:
+            with gc_paused():  # the workers inherit the paused collector
+                self._pool = mp.get_context("fork").Pool(jobs)
+            self._async = self._pool.map_async(_work, chunks)
+        except BaseException:
+            _WORKER = None
+            raise
+
+    def stats(self) -> list[MeteorStats]:
+        global _WORKER
+        try:
+            parts = self._async.get()
+            self._pool.close()
+        finally:
+            self._pool.terminate()
+            self._pool.join()
+            _WORKER = None
+        return [st for part in parts for st in part]
+
+    def cancel(self) -> None:
+        global _WORKER
+        self._pool.terminate()
+        self._pool.join()
         _WORKER = None
-    return [st for part in parts for st in part]
+
+
+class _PendingCorpus:
+    """A corpus METEOR computation that may still be running in worker processes."""
+
+    def __init__(self, meteor: Meteor, work: list[MeteorStats] | _ParallelRun) -> None:
+        self._meteor = meteor
+        self._work = work
+
+    def result(self) -> tuple[float, list[float]]:
+        stats = self._work.stats() if isinstance(self._work, _ParallelRun) else self._work
+        return self._meteor._aggregate(stats)
+
+    def cancel(self) -> None:
+        if isinstance(self._work, _ParallelRun):
+            self._work.cancel()
+
+
+def _parallel_best(meteor: Meteor, hyps: list[str], refs: list[list[str]], jobs: int) -> list[MeteorStats]:
+    return _ParallelRun(meteor, hyps, refs, jobs).stats()
 
 
 def default_meteor_dir() -> Path | None:

@@ -96,6 +96,7 @@ class ParaphraseIndex:
         self.para_prefixes: set[tuple[str, ...]] = set()
         self._paths: dict[tuple[str, ...], list[list[tuple[int, tuple[str, ...]]]]] = {}
         self._ngrams: dict[tuple[str, ...], dict[tuple[str, ...], list[int]]] = {}
+        self._phrases: dict[tuple[str, ...], dict[tuple[str, ...], list[tuple[int, int, int]]]] = {}
 
     def add(self, entries: list[tuple[int, tuple[str, ...], tuple[str, ...]]]) -> None:
         """Add ``(entry number, phrase, paraphrase)`` rows; rows already present are skipped."""
@@ -114,6 +115,7 @@ class ParaphraseIndex:
         if grew:
             self._paths.clear()
             self._ngrams.clear()
+            self._phrases.clear()
 
     def ngram_positions(self, words: tuple[str, ...]) -> dict[tuple[str, ...], list[int]]:
         """Start positions (ascending) of the sentence's n-grams that are paraphrases in the index (cached)."""
@@ -133,6 +135,33 @@ class ParaphraseIndex:
         if len(self._ngrams) > 50000:
             self._ngrams.clear()
         self._ngrams[words] = out
+        return out
+
+    def phrase_index(self, words: tuple[str, ...]) -> dict[tuple[str, ...], list[tuple[int, int, int]]]:
+        """Paraphrase -> (start, phrase length, entry number) of every table phrase of the sentence (cached)."""
+        got = self._phrases.get(words)
+        if got is not None:
+            return got
+        prefixes, entries = self.prefixes, self.entries
+        out: dict[tuple[str, ...], list[tuple[int, int, int]]] = {}
+        n = len(words)
+        for start in range(n):
+            for end in range(start + 1, n + 1):
+                key = words[start:end]
+                if key not in prefixes:
+                    break
+                got_e = entries.get(key)
+                if got_e:
+                    length = end - start
+                    for number, para in got_e:
+                        row = out.get(para)
+                        if row is None:
+                            out[para] = [(start, length, number)]
+                        else:
+                            row.append((start, length, number))
+        if len(self._phrases) > 50000:
+            self._phrases.clear()
+        self._phrases[words] = out
         return out
 
     def sentence_paths(self, words: tuple[str, ...]) -> list[list[tuple[int, tuple[str, ...]]]]:
@@ -168,8 +197,10 @@ class Aligner:
     synonyms: SynonymIndex | None = None
     paraphrases: ParaphraseIndex | None = None
     beam_size: int = 40
+    prune: bool = True  # skip children that provably cannot enter the beam (same result; tests compare)
     _stem_cache: dict[str, int] = field(default_factory=dict, repr=False)
     _hash_cache: dict[str, int] = field(default_factory=dict, repr=False)
+    _feature_cache: dict[tuple[str, ...], list] = field(default_factory=dict, repr=False)
 
     def _hashes(self, words: Sequence[str]) -> list[int]:
         cache = self._hash_cache
@@ -193,51 +224,104 @@ class Aligner:
             out.append(s)
         return out
 
+    def _features(self, words: Sequence[str]) -> list:
+        """Per-sentence data shared by all pairs the sentence is in (cached):
+        [word hashes, hash -> positions, stem hashes, stem hash -> positions, synsets per word,
+        synset -> positions, all synsets]; the stem and synonym parts are filled on first use."""
+        key = words if isinstance(words, tuple) else tuple(words)
+        f = self._feature_cache.get(key)
+        if f is None:
+            k = self._hashes(key)
+            pos: dict[int, list[int]] = {}
+            for j, w in enumerate(k):
+                got = pos.get(w)
+                if got is None:
+                    pos[w] = [j]
+                else:
+                    got.append(j)
+            f = [k, pos, None, None, None, None, None]
+            if len(self._feature_cache) > 50000:
+                self._feature_cache.clear()
+            self._feature_cache[key] = f
+        return f
+
+    def _stem_features(self, f: list, words: Sequence[str]) -> None:
+        s = self._stems(words)
+        spos: dict[int, list[int]] = {}
+        for j, x in enumerate(s):
+            spos.setdefault(x, []).append(j)
+        f[2], f[3] = s, spos
+
+    def _synonym_features(self, f: list, words: Sequence[str]) -> None:
+        assert self.synonyms is not None
+        syn = self.synonyms.synsets
+        f[4] = [syn(w) for w in words]
+
+    @staticmethod
+    def _synonym_positions(f: list) -> None:
+        by_set: dict[int, list[int]] = {}
+        for j, ss in enumerate(f[4]):
+            for sid in ss:
+                got = by_set.get(sid)
+                if got is None:
+                    by_set[sid] = [j]
+                else:
+                    got.append(j)
+        f[5], f[6] = by_set, frozenset(by_set)
+
     def candidates(self, hyp: Sequence[str], ref: Sequence[str]) -> tuple[list[list[Match]], list[int], list[int]]:
         """Candidate matches per reference position and coverage counts (hyp, ref)."""
         n1, n2 = len(hyp), len(ref)
         stage: list[list[Match]] = [[] for _ in range(n2)]
         cov1, cov2 = [0] * n1, [0] * n2
         modules = self.modules
-        k1, k2 = self._hashes(hyp), self._hashes(ref)
+        f1, f2 = self._features(hyp), self._features(ref)
+        k1, k2 = f1[0], f2[0]
         if n1 == n2 and k1 == k2:
             modules = modules[:1]
-        pos1: dict[int, list[int]] = {}
-        for j, w in enumerate(k1):
-            pos1.setdefault(w, []).append(j)
+        pos1: dict[int, list[int]] = f1[1]
         for mi, module in enumerate(modules):
             if module == EXACT:
                 for i, w in enumerate(k2):
-                    for j in pos1.get(w, ()):
-                        stage[i].append((i, 1, j, 1, mi))
-                        cov1[j] += 1
-                        cov2[i] += 1
-            elif module == STEM:
-                s1, s2 = self._stems(hyp), self._stems(ref)
-                spos: dict[int, list[int]] = {}
-                for j, s in enumerate(s1):
-                    spos.setdefault(s, []).append(j)
-                for i, s in enumerate(s2):
-                    w = k2[i]
-                    for j in spos.get(s, ()):
-                        if k1[j] != w:
-                            stage[i].append((i, 1, j, 1, mi))
+                    got = pos1.get(w)
+                    if got:
+                        row = stage[i]
+                        for j in got:
+                            row.append((i, 1, j, 1, mi))
                             cov1[j] += 1
-                            cov2[i] += 1
+                        cov2[i] += len(got)
+            elif module == STEM:
+                if f1[2] is None:
+                    self._stem_features(f1, hyp)
+                if f2[2] is None:
+                    self._stem_features(f2, ref)
+                spos = f1[3]
+                for i, s in enumerate(f2[2]):
+                    got = spos.get(s)
+                    if got:
+                        w = k2[i]
+                        for j in got:
+                            if k1[j] != w:
+                                stage[i].append((i, 1, j, 1, mi))
+                                cov1[j] += 1
+                                cov2[i] += 1
             elif module == SYNONYM:
                 if self.synonyms is None:
                     continue
-                syn = self.synonyms.synsets
-                by_set: dict[int, list[int]] = {}
-                for j, w in enumerate(hyp):
-                    for sid in syn(w):
-                        by_set.setdefault(sid, []).append(j)
-                for i, w in enumerate(ref):
+                if f1[4] is None:
+                    self._synonym_features(f1, hyp)
+                if f1[5] is None:
+                    self._synonym_positions(f1)
+                if f2[4] is None:
+                    self._synonym_features(f2, ref)
+                by_set, all1 = f1[5], f1[6]
+                for i, ss in enumerate(f2[4]):
+                    common = all1 & ss
+                    if not common:
+                        continue
                     hits: set[int] = set()
-                    for sid in syn(w):
-                        got = by_set.get(sid)
-                        if got:
-                            hits.update(got)
+                    for sid in common:
+                        hits.update(by_set[sid])
                     wk = k2[i]
                     for j in sorted(hits):
                         if k1[j] != wk:
@@ -252,28 +336,36 @@ class Aligner:
 
     def _paraphrase_matches(self, hyp: Sequence[str], ref: Sequence[str], mi: int,
                             stage: list[list[Match]], cov1: list[int], cov2: list[int]) -> None:
+        # Matches in the jar's order: first every table phrase of the reference (by start, length,
+        # table order) against the hypothesis' occurrences of its paraphrase (by position), then every
+        # table phrase of the hypothesis against the reference likewise. Only the paraphrases found
+        # on both sides are visited (a set intersection of the cached per-sentence indexes).
         idx = self.paraphrases
         assert idx is not None
         t1, t2 = tuple(hyp), tuple(ref)
-        paths2 = idx.sentence_paths(t2)
-        if any(paths2):
+        src2 = idx.phrase_index(t2)
+        if src2:
             where1 = idx.ngram_positions(t1)
-            for k, row in enumerate(paths2):
-                for length, para in row:
+            common = src2.keys() & where1.keys()
+            if common:
+                found = sorted([(k, length, number, para) for para in common for k, length, number in src2[para]])
+                for k, length, _number, para in found:
                     plen = len(para)
-                    for ms in where1.get(para, ()):
+                    for ms in where1[para]:
                         stage[k].append((k, length, ms, plen, mi))
                         for x in range(ms, ms + plen):
                             cov1[x] += 1
                         for x in range(k, k + length):
                             cov2[x] += 1
-        paths1 = idx.sentence_paths(t1)
-        if any(paths1):
+        src1 = idx.phrase_index(t1)
+        if src1:
             where2 = idx.ngram_positions(t2)
-            for ms, row in enumerate(paths1):
-                for mlen, para in row:
+            common = src1.keys() & where2.keys()
+            if common:
+                found = sorted([(ms, mlen, number, para) for para in common for ms, mlen, number in src1[para]])
+                for ms, mlen, _number, para in found:
                     plen = len(para)
-                    for st in where2.get(para, ()):
+                    for st in where2[para]:
                         stage[st].append((st, plen, ms, mlen, mi))
                         for x in range(ms, ms + mlen):
                             cov1[x] += 1
@@ -290,7 +382,12 @@ class Aligner:
         for j in range(n2):
             if len(stage[j]) == 1:
                 m = stage[j][0]
-                if all(cov2[j + k] == 1 for k in range(m[1])) and all(cov1[m[2] + k] == 1 for k in range(m[3])):
+                if m[1] == 1 and m[3] == 1:
+                    ok = cov2[j] == 1 and cov1[m[2]] == 1
+                else:
+                    ok = (all(cov2[j + k] == 1 for k in range(m[1]))
+                          and all(cov1[m[2] + k] == 1 for k in range(m[3])))
+                if ok:
                     fixed[j] = m
                     for k in range(m[1]):
                         used2[j + k] = True
@@ -310,19 +407,29 @@ class Aligner:
         dist_bits = max(26, (n2 * (n_opts + 1) * max(len(hyp), n2, 1)).bit_length() + 1)
         wc = 1 << dist_bits
         wm = wc << max(20, (n2 + 2).bit_length())
+        exact_mod = [mod == EXACT for mod in modules]
         options: list[list[tuple]] = []
+        maxw = []  # the largest weight a child can gain at each position
         for i in range(n2):
             opts = []
+            best_w = 0
             if not used2[i]:
                 for m in stage[i]:
-                    if any(used2[i + k] for k in range(m[1])):
+                    ln, ms, ml = m[1], m[2], m[3]
+                    if ln > 1 and any(used2[i + k] for k in range(1, ln)):
                         continue
-                    mask = ((1 << m[3]) - 1) << m[2]
-                    opts.append((m, mask, abs(m[0] - m[2]), weight(m) * wm, m[2], m[2] + m[3], m[0] + m[1]))
+                    # = weight(m) * wm; int(x * 0.5) == x // 2 for these small non-negative ints
+                    w = ((ml + ln) if exact_mod[m[4]] else (ml // 2 + ln // 2)) * wm
+                    if w > best_w:
+                        best_w = w
+                    opts.append((m, ((1 << ml) - 1) << ms, abs(i - ms), w, ms, ms + ml, i + ln))
             options.append(opts)
+            maxw.append(best_w)
+        no_limit = 1 << 4096  # above every key
 
         key = itemgetter(0)
         beam_size = self.beam_size
+        prune = self.prune
         # partial: (packed key, idx, last match end, hyp-used mask, chain of chosen matches)
         beam: list[tuple] = [(0, 0, -1, used1_mask, None)]
         i = 0
@@ -386,27 +493,57 @@ class Aligner:
                         append((p[0] + wc if p[2] != -1 else p[0], j, -1, p[3], p[4]))
                 i = j
                 continue
-            for p in prev:
-                k, idx, last, used1, chain = p
-                if i < idx:
-                    append(p)
-                elif used2[i]:
+            if used2[i]:
+                for p in prev:
+                    k, idx, last, used1, chain = p
+                    if i < idx:
+                        append(p)
+                        continue
                     m = fixed[idx]
                     if m is None:
                         continue
                     if last != -1 and m[2] != last:
                         k += wc
                     append((k - weight(m) * wm + abs(m[0] - m[2]), m[0] + m[1], m[2] + m[3], used1, chain))
-                else:
-                    for m, mask, off, w, ms, mend, nidx in opts:
-                        if used1 & mask:
-                            continue
-                        append((k - w + wc if last != -1 and ms != last else k - w, nidx, mend, used1 | mask,
-                                (m, chain)))
-                        k += off  # the jar adds the child's distance to the parent
-                    if last != -1:
+            else:
+                # Children are appended parent by parent (parents in ascending key order), then
+                # stable-sorted and cut to ``beam_size``. Once ``beam_size`` children with keys <= thr
+                # exist, a later child with key >= thr can never enter the beam (equal keys keep
+                # insertion order), so it is not built; and a parent whose smallest possible child key
+                # (its key minus the largest option weight here) is >= thr ends the step, since the
+                # parents' bounds only grow. The beam that survives the cut is exactly the same.
+                thr = no_limit
+                check_at = beam_size if prune else no_limit
+                bound_w = maxw[i]
+                for p in prev:
+                    k, idx, last, used1, chain = p
+                    if len(beam) >= check_at:  # (re)computed as the children accumulate: only tightens
+                        thr = sorted([b[0] for b in beam])[beam_size - 1]
+                        check_at = len(beam) + (beam_size + 1) // 2
+                    if k - bound_w >= thr:
+                        break
+                    if i < idx:
+                        append(p)
+                        continue
+                    if last == -1:
+                        for m, mask, off, w, _ms, mend, nidx in opts:
+                            if used1 & mask:
+                                continue
+                            c = k - w
+                            if c < thr:
+                                append((c, nidx, mend, used1 | mask, (m, chain)))
+                            k += off  # the jar adds the child's distance to the parent
+                    else:
+                        for m, mask, off, w, ms, mend, nidx in opts:
+                            if used1 & mask:
+                                continue
+                            c = k - w if ms == last else k - w + wc  # a jump starts a new chunk
+                            if c < thr:
+                                append((c, nidx, mend, used1 | mask, (m, chain)))
+                            k += off
                         k += wc
-                    append((k, idx + 1, -1, used1, chain))
+                    if k < thr:
+                        append((k, idx + 1, -1, used1, chain))
             if not beam:
                 beam = [prev[0]]
             i += 1
