@@ -40,7 +40,7 @@ def build_model(size: str, folder: Path) -> Path:
         cfg = BlipConfig(text_config={"vocab_size": tok.vocab_size, "pad_token_id": tok.pad_token_id},
                          vision_config={"image_size": 384, "patch_size": 16})
         image_size = 384
-    else:  # a small config for CPU: 4 layers, width 256, 128 px
+    else:  # a small config for CPU: 4 layers of width 256 on both sides, 128 px images (64 patches)
         layer = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024}
         cfg = BlipConfig(text_config={**layer, "vocab_size": tok.vocab_size, "encoder_hidden_size": 256,
                                       "pad_token_id": tok.pad_token_id},

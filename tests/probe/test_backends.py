@@ -78,3 +78,13 @@ def test_yes_no_ids_exclude_unknown_token(tiny_dirs):
     unk = matcher.processor.tokenizer.unk_token_id
     assert unk not in matcher.yes_ids and unk not in matcher.no_ids
     assert set(matcher.processor.tokenizer.convert_ids_to_tokens(matcher.yes_ids)) == {"Yes", "yes"}
+
+
+def test_blip_cross_attention_cache_gives_the_same_numbers(tiny_dirs):
+    cached = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}")
+    plain = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?cache_cross_attention=false")
+    assert len(cached._projections) == 4 and not plain._projections  # 2 layers x key/value
+    states = cached.image_states(IMAGES)
+    assert states.shape[-1] == 32 * 5  # vision width + 4 projections of width 32
+    assert cached.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(
+        plain.match_probability(IMAGES, CAPTIONS, PAIRS), abs=1e-6)

@@ -93,20 +93,72 @@ class HFMatcher(TensorMatcher):
         return logits.float().softmax(dim=-1)[:, 1]
 
 
+class _ImageSideLinear:
+    """Wraps a cross-attention key/value projection so its output can be read from the image state.
+
+    The projection of the image tokens is the same for every caption of an image, so the engine
+    computes it once per image (in ``encode_images``) and the wrapped layer returns that slice when it
+    is called on the image tokens of the current batch.
+    """
+
+    def __init__(self, linear: Any) -> None:
+        self.linear = linear
+        self.source: Any = None
+        self.projected: Any = None
+
+    def __call__(self, x: Any) -> Any:
+        if self.source is not None and x is self.source:
+            return self.projected
+        return self.linear(x)
+
+
 class BlipItmMatcher(HFMatcher):
-    """BLIP ITM head: p(match) = softmax(itm_head(text_encoder(text | image)[CLS]))[1]."""
+    """BLIP ITM head: p(match) = softmax(itm_head(text_encoder(text | image)[CLS]))[1].
+
+    The image state holds the vision tokens and, per text layer, their cross-attention keys and
+    values, so captions of the same image share all image-side work (``cache_cross_attention=false``
+    keeps only the vision tokens, for less memory per image).
+    """
 
     backend = "hf-blip-itm"
     model_class = "BlipForImageTextRetrieval"
     default_weights = "Salesforce/blip-itm-base-coco"
 
+    def __init__(self, weights: str | None = None, *, cache_cross_attention: bool | str = True, **kw: Any) -> None:
+        super().__init__(weights, **kw)
+        self.cache_cross_attention = str(cache_cross_attention).lower() not in ("false", "0", "no")
+        self._projections: list[_ImageSideLinear] = []
+        if self.cache_cross_attention:
+            for layer in self.model.text_encoder.encoder.layer:
+                cross = getattr(layer, "crossattention", None)
+                if cross is None:
+                    continue
+                for name in ("key", "value"):
+                    wrapped = _ImageSideLinear(getattr(cross.self, name))
+                    cross.self.__dict__[name] = wrapped  # shadows the submodule for calls only
+                    self._projections.append(wrapped)
+
     def encode_images(self, pixel_values: Any) -> Any:
-        return self.model.vision_model(pixel_values=pixel_values).last_hidden_state
+        vision = self.model.vision_model(pixel_values=pixel_values).last_hidden_state
+        if not self._projections:
+            return vision
+        return self.torch.cat([vision] + [p.linear(vision) for p in self._projections], dim=-1)
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        out = self.model.text_encoder(input_ids=input_ids, attention_mask=attention_mask,
-                                      encoder_hidden_states=image_states,
-                                      encoder_attention_mask=self._ones(image_states))
+        width = self.model.config.vision_config.hidden_size
+        vision = image_states[..., :width]
+        offset = width
+        for p in self._projections:
+            size = p.linear.out_features
+            p.source, p.projected = vision, image_states[..., offset:offset + size]
+            offset += size
+        try:
+            out = self.model.text_encoder(input_ids=input_ids, attention_mask=attention_mask,
+                                          encoder_hidden_states=vision,
+                                          encoder_attention_mask=self._ones(vision))
+        finally:
+            for p in self._projections:
+                p.source = p.projected = None
         return self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
 
 
