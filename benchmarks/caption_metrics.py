@@ -14,8 +14,6 @@ built before timing if absent (reported separately).
 from __future__ import annotations
 
 import argparse
-import collections
-import json
 import os
 import sys
 import time
@@ -25,17 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_corpus(vist: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    data = json.loads((vist / "example-submission-file.test.json").read_text(encoding="utf-8"))
-    by_album: dict[str, list[str]] = collections.defaultdict(list)
-    for s in data["output_stories"]:
-        by_album[s["album_id"]].append(s["story_text_normalized"])
-    albums = [a for a in by_album if len(by_album[a]) >= 2]
-    res, gts = {}, {}
-    for k, a in enumerate(albums):
-        nxt = albums[(k + 1) % len(albums)]
-        res[a] = [by_album[a][0]]
-        gts[a] = [by_album[a][1], by_album[nxt][0]]
-    return res, gts
+    from connote.vist.data import album_story_pairs
+
+    return album_story_pairs(vist / "example-submission-file.test.json")
 
 
 def run_pycocoevalcap(res, gts) -> tuple[dict[str, float], dict[str, float]]:

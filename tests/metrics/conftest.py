@@ -3,9 +3,7 @@ generated text, a tiny BERT model."""
 
 from __future__ import annotations
 
-import collections
 import importlib.util
-import json
 import random
 import shutil
 import subprocess
@@ -96,17 +94,9 @@ def jar_meteor(java: str, pycoco: Path):
 def vist_album_corpus(vist_dir: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Real stories: for each album one story as the hypothesis, the album's other story and the next
     album's first story as references (COCO-style res/gts dicts)."""
-    data = json.loads((vist_dir / "example-submission-file.test.json").read_text(encoding="utf-8"))
-    by_album: dict[str, list[str]] = collections.defaultdict(list)
-    for s in data["output_stories"]:
-        by_album[s["album_id"]].append(s["story_text_normalized"])
-    albums = [a for a in by_album if len(by_album[a]) >= 2]
-    res, gts = {}, {}
-    for k, a in enumerate(albums):
-        nxt = albums[(k + 1) % len(albums)]
-        res[a] = [by_album[a][0]]
-        gts[a] = [by_album[a][1], by_album[nxt][0]]
-    return res, gts
+    from connote.vist.data import album_story_pairs
+
+    return album_story_pairs(vist_dir / "example-submission-file.test.json")
 
 
 _WORDS = ("a the an man men woman women dog dogs cat cats run runs running ran sit sits sitting sat "

@@ -594,3 +594,26 @@ def read_gold(path: str | Path) -> Gold:
         raise InputError("gold must be an official SIS file ('annotations') or a challenge-format "
                          "file ('output_stories')", path=path)
     return Gold(path=str(path), by_sequence=dict(by_seq), sequence_album=seq_album, problems=problems)
+
+
+def album_story_pairs(path: str | Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Human stories as a scoring corpus: COCO-style ``(hypotheses, references)`` by album.
+
+    From a challenge-format file with several stories per album: for each album with two or more
+    stories, its first story is the hypothesis, and its second story and the next such album's first
+    story are the references (so every item has two references, one of them from another album).
+    Used to compare metric implementations on real multi-sentence text.
+    """
+    import collections
+
+    data, _problems = load_json(path)
+    by_album: dict[str, list[str]] = collections.defaultdict(list)
+    for s in data["output_stories"]:
+        by_album[str(s["album_id"])].append(s["story_text_normalized"])
+    albums = [a for a in by_album if len(by_album[a]) >= 2]
+    hyps, refs = {}, {}
+    for k, a in enumerate(albums):
+        nxt = albums[(k + 1) % len(albums)]
+        hyps[a] = [by_album[a][0]]
+        refs[a] = [by_album[a][1], by_album[nxt][0]]
+    return hyps, refs
