@@ -74,3 +74,9 @@ def test_explain_cli_writes_rows_aggregates_and_resumes(tiny_blip_dir, manifest,
     assert main(args) == 0  # resumes: nothing recomputed, same rows
     again = [json.loads(x) for x in (out / "explanations.jsonl").read_text().splitlines()]
     assert again == rows
+
+
+def test_explain_refuses_a_backend_it_cannot_mask(manifest, tmp_path, capsys):
+    code = main(["explain", "--data", str(manifest), "--model", "objects", "--out", str(tmp_path / "x"), "-q"])
+    assert code == 2
+    assert "'objects' cannot be explained" in capsys.readouterr().err

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from connote.errors import InputError
 from connote.explain.mmshap import mask_pixels, patch_grid, pixel_keep_mask
 
 
@@ -124,16 +125,22 @@ def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None
     return game
 
 
-def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None) -> MaskGame:
-    """The game for any supported backend; others are answered with what is supported."""
+def game_builder(matcher: Any) -> Callable[..., MaskGame]:
+    """The masking game for a backend; others are answered with the backends that can be explained."""
     from connote.models.engine import TensorMatcher
     from connote.models.hf_vlm import YesNoVlmMatcher
 
     if isinstance(matcher, TensorMatcher):
-        return tensor_game(matcher, image, caption, grid=grid)
+        return tensor_game
     if isinstance(matcher, YesNoVlmMatcher):
-        return vlm_game(matcher, image, caption, grid=grid)
-    raise TypeError(f"MM-SHAP needs a backend whose inputs can be masked (hf-blip-itm, hf-blip2-itm, "
-                    f"hf-flava-itm, hf-clip, hf-vlm-yesno); got {type(matcher).__name__}")
+        return vlm_game
+    backend = getattr(matcher, "backend", type(matcher).__name__)
+    raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
+                     f"hf-blip-itm, hf-blip2-itm, hf-flava-itm, hf-clip and hf-vlm-yesno allow")
+
+
+def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None) -> MaskGame:
+    """The game for one pair of any supported backend (see :func:`game_builder`)."""
+    return game_builder(matcher)(matcher, image, caption, grid=grid)
 
 

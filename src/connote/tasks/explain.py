@@ -17,7 +17,7 @@ from connote.data.probes import read_probe_manifest
 from connote.errors import ItemError
 from connote.explain import mmshap
 from connote.explain.shapley import DEFAULT_ESTIMATOR
-from connote.models.masking import masking_game
+from connote.models.masking import game_builder, masking_game
 from connote.models.registry import load_model, parse_spec
 from connote.progress import progress_bar
 from connote.runs import RunStore, run_metadata, write_json
@@ -57,6 +57,7 @@ def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str 
     if sample is not None and sample < len(items):
         items = sorted(random.Random(seed).sample(items, sample), key=lambda it: it.item_id)
     matcher = model_obj if model_obj is not None else load_model(parse_spec(model))
+    game_builder(matcher)  # refuse a backend whose inputs cannot be masked before any work
     out = Path(out)
     store = RunStore(out)
     settings = {"task": TASK_NAME, "task_version": TASK_VERSION, "captions": captions, "estimator": estimator,
