@@ -13,6 +13,7 @@ import sys
 
 import click
 import typer
+from typer.exceptions import TyperException
 
 from connote.errors import ConnoteError
 
@@ -50,14 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     app = build_app()
     try:
         result = app(args=argv, prog_name="connote", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:
+    # typer ships its own copy of click; catch its exceptions and plain click's alike
+    except (click.exceptions.Exit, typer.Exit) as exc:
+        return int(exc.exit_code)
+    except (click.exceptions.Abort, typer.Abort):
         print("Aborted.", file=sys.stderr)
         return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+    except (click.ClickException, TyperException) as exc:
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 2))
     except ConnoteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
