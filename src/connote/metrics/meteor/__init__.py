@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from connote.metrics._gc import gc_paused
-from connote.metrics.meteor import _resources
+from connote.metrics.meteor import _beam_jit, _resources
 from connote.metrics.meteor._align import (
     MODULE_NAMES,
     PARAPHRASE,
@@ -367,7 +367,13 @@ class Meteor:
         with gc_paused():
             return self._score_pairs(list(pairs))
 
+    def _start_jit(self, n_pairs: int) -> None:
+        """Start numba (the compiled alignment search) for a batch big enough to repay its start."""
+        if self._aligner.jit and n_pairs >= _beam_jit.MIN_PAIRS and _beam_jit.AVAILABLE:
+            _beam_jit.warm()
+
     def _score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
+        self._start_jit(len(pairs))
         toks = [(self.tokenize(java_trim(h)), self.tokenize(java_trim(r))) for h, r in pairs]
         self.prepare([t for pair in toks for t in pair])
         cache: dict[tuple[tuple[str, ...], tuple[str, ...]], float] = {}
@@ -380,6 +386,7 @@ class Meteor:
         return out
 
     def _chunk_stats(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[MeteorStats]:
+        self._start_jit(sum(len(rs) for rs in references))
         hyps = [self.tokenize(java_trim(h)) for h in hypotheses]
         refs = [[self.tokenize(java_trim(r)) for r in rs] for rs in references]
         self.prepare([*hyps, *(r for rs in refs for r in rs)])
@@ -454,6 +461,7 @@ class _ParallelRun:
         import multiprocessing as mp
 
         global _WORKER
+        meteor._start_jit(sum(len(rs) for rs in refs))  # once here, not in every worker
         _WORKER = (meteor, hyps, refs)  # inherited by the forked workers
         n = len(hyps)
         step = max(1, -(-n // (jobs * 2)))

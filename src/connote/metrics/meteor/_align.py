@@ -7,7 +7,9 @@ module in order (exact, stem, synonym, paraphrase); matches that are the only ca
 word they cover are fixed up front; the rest is resolved by a beam search (beam 40) that prefers
 more (weighted) matched words, then fewer chunks, then a smaller distance term, keeping the jar's
 stable ordering of equal candidates (and the way it accumulates the distance term) so that the
-chosen alignment is the same.
+chosen alignment is the same. With numba installed and started, everything after the candidates runs
+compiled (``_beam_jit``, the same steps on integer arrays); ``Aligner(jit=False)`` or
+``CONNOTE_METEOR_JIT=0`` keeps the pure-Python search.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+import numpy as np
+
+from connote.metrics.meteor import _beam_jit
 from connote.metrics.wordnet import SynonymTables
 
 EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
@@ -28,6 +33,7 @@ _MORPH_RULES = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "c
                 ("er", "e"), ("est", "e"))
 
 Match = tuple[int, int, int, int, int]
+_INT64_SAFE = 1 << 62  # packed keys below this (in magnitude) fit the compiled search's int64
 _MASK32 = 0xFFFFFFFF
 
 
@@ -198,6 +204,9 @@ class Aligner:
     paraphrases: ParaphraseIndex | None = None
     beam_size: int = 40
     prune: bool = True  # skip children that provably cannot enter the beam (same result; tests compare)
+    # the compiled search (``_beam_jit``) once numba is started in this process (``_beam_jit.warm``,
+    # done by METEOR for big batches); False forces the pure-Python one
+    jit: bool = field(default_factory=lambda: _beam_jit.ENABLED)
     _stem_cache: dict[str, int] = field(default_factory=dict, repr=False)
     _hash_cache: dict[str, int] = field(default_factory=dict, repr=False)
     _feature_cache: dict[tuple[str, ...], list] = field(default_factory=dict, repr=False)
@@ -376,6 +385,10 @@ class Aligner:
         """The jar's alignment of ``hyp`` to ``ref``: the chosen matches, by reference position."""
         n2 = len(ref)
         stage, cov1, cov2 = self.candidates(hyp, ref)
+        if self.jit and _beam_jit.started():
+            got = self._align_jit(len(hyp), n2, stage, cov1, cov2)
+            if got is not None:
+                return got
         fixed: list[Match | None] = [None] * n2
         used2 = [False] * n2
         used1_mask = 0
@@ -557,6 +570,25 @@ class Aligner:
         chosen.sort(key=itemgetter(0))
         return chosen
 
+    def _align_jit(self, n1: int, n2: int, stage: list[list[Match]], cov1: list[int],
+                   cov2: list[int]) -> list[Match] | None:
+        """:meth:`align` after the candidates, compiled (``_beam_jit``): the same choices, step for
+        step. None where the packed keys might not fit 64 bits (then the Python search runs)."""
+        n_opts = max((len(x) for x in stage), default=0)
+        dist_bits = max(26, (n2 * (n_opts + 1) * max(n1, n2, 1)).bit_length() + 1)
+        wc = 1 << dist_bits
+        wm = wc << max(20, (n2 + 2).bit_length())
+        if (n1 + n2 + 2) * wm >= _INT64_SAFE:
+            return None
+        fn = _beam_jit.compiled()
+        exact_mod = [1 if mod == EXACT else 0 for mod in self.modules]
+        flat = [m for row in stage for m in row]
+        if not flat:
+            return []
+        rows = [(m[0], m[1], m[2], m[3], exact_mod[m[4]]) for m in flat]
+        picked = fn(n1, n2, np.array(rows, dtype=np.int64), np.array(cov1, dtype=np.int64),
+                    np.array(cov2, dtype=np.int64), self.beam_size, self.prune, wc, wm)
+        return [flat[r] for r in picked.tolist()]
 
 @dataclass
 class AlignmentCounts:
