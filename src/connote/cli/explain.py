@@ -27,13 +27,13 @@ def explain(
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
-    from connote.cli.probe import _quiet_transformers
     from connote.explain.shapley import ESTIMATORS
+    from connote.models.embedded import quiet_transformers
     from connote.tasks.explain import run_explain
 
     if estimator not in ESTIMATORS:
         raise InputError(f"unknown estimator {estimator!r}; valid: {', '.join(ESTIMATORS.names())}")
-    _quiet_transformers()
+    quiet_transformers()
     results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget, sample=sample,
                           seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures)
     print((out / "results.md").read_text(encoding="utf-8"))

@@ -11,12 +11,6 @@ import typer
 from connote.errors import InputError
 
 
-def _quiet_transformers() -> None:
-    from connote.models.embedded import quiet_transformers
-
-    quiet_transformers()
-
-
 def probe(
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="Probe manifest (CSV or JSONL). "
                                         "Default: the sample set built from packaged photos."),
@@ -33,6 +27,7 @@ def probe(
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
     import json
 
+    from connote.models.embedded import quiet_transformers
     from connote.tasks.probe import run_probe
 
     if captions not in ("original", "simplified"):
@@ -42,7 +37,7 @@ def probe(
 
         data = write_sample_probes(out / "sample")
         print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
-    _quiet_transformers()
+    quiet_transformers()
     results = run_probe(data, model, out, captions=captions, allow_network=allow_network,
                         pairs_per_chunk=pairs_per_chunk, progress=not quiet, seed=seed)
     if not results:  # non-zero ranks of a distributed run

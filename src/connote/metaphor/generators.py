@@ -27,6 +27,7 @@ from PIL import Image
 
 from connote.errors import InputError
 from connote.metaphor.data import METAPHOR_PROMPT
+from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.protocols import GenerationRequest
 from connote.registry import Registry
 
@@ -34,20 +35,6 @@ GENERATORS: Registry[Any] = Registry("video generator")
 
 VIDEO_PROMPT = ("Describe the metaphor in this video in one sentence of the form "
                 "'<primary concept> is as <property> as <secondary concept>'.")
-
-
-def _dtype(name: str | None, device: str) -> Any:
-    import torch
-
-    if name in (None, "auto"):
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
-
-
-def _device(device: str | None) -> str:
-    import torch
-
-    return device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 class GitVideoCaptioner:
@@ -60,8 +47,8 @@ class GitVideoCaptioner:
         if not weights:
             raise InputError("git-video needs weights: a hub id (microsoft/git-large-vatex) or a folder")
         self.weights = weights
-        self.device = _device(device)
-        self.model = GitForCausalLM.from_pretrained(weights, dtype=_dtype(dtype, self.device)).to(self.device)
+        self.device = resolve_device(device)
+        self.model = GitForCausalLM.from_pretrained(weights, dtype=resolve_dtype(dtype, self.device)).to(self.device)
         self.model.eval()
         self.processor = AutoProcessor.from_pretrained(weights)
         self.frames = int(getattr(self.model.config, "num_image_with_embedding", None) or 1)
@@ -104,8 +91,8 @@ class GitLlavaGenerator:
         if not weights:
             raise InputError("git-llava needs weights: the folder a training run wrote (…/final)")
         self.weights = str(Path(weights).resolve())
-        self.device = _device(device)
-        self.model = GitLlava.from_pretrained(weights, dtype=_dtype(dtype, self.device)).to(self.device)
+        self.device = resolve_device(device)
+        self.model = GitLlava.from_pretrained(weights, dtype=resolve_dtype(dtype, self.device)).to(self.device)
         self.model.eval()
         self.batch_size = int(batch_size)
 
@@ -163,8 +150,8 @@ class HFVideoChatGenerator:
         if not weights:
             raise InputError("hf-video-chat needs weights: a hub id or a local folder")
         self.weights = weights
-        self.device = _device(device)
-        self.model = AutoModelForImageTextToText.from_pretrained(weights, dtype=_dtype(dtype, self.device))
+        self.device = resolve_device(device)
+        self.model = AutoModelForImageTextToText.from_pretrained(weights, dtype=resolve_dtype(dtype, self.device))
         self.model.to(self.device).eval()
         self.processor = AutoProcessor.from_pretrained(weights)
         self.frames = int(frames)

@@ -7,7 +7,6 @@ cross-modal part runs per pair.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -261,10 +260,6 @@ class ClipMatcher(HFMatcher):
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
         cos = (image_states.float() * text_states.float()).sum(-1)
         return self.torch.sigmoid(self.scale * (cos - self.threshold))
-
-
-def logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

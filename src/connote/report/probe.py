@@ -25,11 +25,13 @@ def load_run(folder: str | Path) -> dict[str, Any]:
     return results
 
 
-def _pct(v: float | None) -> str:
+def format_pct(v: float | None) -> str:
+    """An accuracy fraction as a percentage with two decimals; — for no value."""
     return "—" if v is None else f"{100 * v:.2f}"
 
 
-def _r(cell: dict[str, Any]) -> str:
+def format_r(cell: dict[str, Any]) -> str:
+    """A cell's Pearson r with * where p < 0.05; — without votes."""
     r, p = cell.get("pearson_r"), cell.get("pearson_p")
     if r is None:
         return "—"
@@ -45,8 +47,9 @@ def table_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str
     rows = []
     for run in runs:
         cells = run["cells"]
-        rows.append([_name(run), *(_pct(cells[c]["accuracy"]) for c in CELLS), _pct(run.get("harmonic_mean")),
-                     *(_r(cells[c]) for c in CELLS), str(sum(cells[c]["errors"] for c in CELLS))])
+        rows.append([_name(run), *(format_pct(cells[c]["accuracy"]) for c in CELLS),
+                     format_pct(run.get("harmonic_mean")), *(format_r(cells[c]) for c in CELLS),
+                     str(sum(cells[c]["errors"] for c in CELLS))])
     return header, rows
 
 
@@ -78,7 +81,7 @@ def to_latex(runs: Sequence[dict[str, Any]]) -> str:
              r"\midrule"]
     for run in runs:
         cells = run["cells"]
-        vals = [_pct(cells[c]["accuracy"]) for c in CELLS] + [_pct(run.get("harmonic_mean"))]
+        vals = [format_pct(cells[c]["accuracy"]) for c in CELLS] + [format_pct(run.get("harmonic_mean"))]
         lines.append(_name(run).replace("_", r"\_") + " & " + " & ".join(vals) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -100,7 +103,7 @@ def plot_runs(runs: Sequence[dict[str, Any]], path: str | Path) -> Path:
         vals = [run["cells"][c]["accuracy"] for c in CELLS] + [run.get("harmonic_mean")]
         heights = [100 * v if v is not None else 0 for v in vals]
         bars = ax.bar(x - 0.4 + width * (k + 0.5), heights, width, label=_name(run))
-        ax.bar_label(bars, labels=[_pct(v) for v in vals], fontsize=7, padding=2)
+        ax.bar_label(bars, labels=[format_pct(v) for v in vals], fontsize=7, padding=2)
     ax.axhline(50, color="grey", lw=0.8, ls="--")
     ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap\n(non-match)", "PG img\nPG cap",
                       "harmonic\nmean"])

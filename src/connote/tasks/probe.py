@@ -24,6 +24,7 @@ from connote.errors import ItemError
 from connote.models.registry import load_model, parse_spec
 from connote.progress import progress_bar
 from connote.records import CELLS, ProbeItem
+from connote.report.probe import format_pct, format_r
 from connote.runs import RunStore, run_metadata, write_json
 from connote.tasks.distributed import init_distributed
 
@@ -137,23 +138,13 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
         lines += [f"### {title}", ""]
     lines += ["| Images | SG | SG | PG | PG | |", "| Captions | SG | PG | SG | PG | Harmonic mean |",
               "|---|---:|---:|---:|---:|---:|"]
-
-    def pct(v: float | None) -> str:
-        return "—" if v is None else f"{100 * v:.2f}"
-
     hm = results.get("harmonic_mean")
-    lines.append("| Accuracy (%) | " + " | ".join(pct(cells[c]["accuracy"]) for c in CELLS) + f" | {pct(hm)} |")
+    accuracies = " | ".join(format_pct(cells[c]["accuracy"]) for c in CELLS)
+    lines.append(f"| Accuracy (%) | {accuracies} | {format_pct(hm)} |")
     lines.append("| Items (n) | " + " | ".join(str(cells[c]["n"]) for c in CELLS) + " | |")
     if any(cells[c]["errors"] for c in CELLS):
         lines.append("| Errored (excluded) | " + " | ".join(str(cells[c]["errors"]) for c in CELLS) + " | |")
-
-    def corr(c: dict[str, Any]) -> str:
-        if c["pearson_r"] is None:
-            return "—"
-        star = "*" if c["pearson_p"] is not None and c["pearson_p"] < 0.05 else ""
-        return f"{c['pearson_r']:.3f}{star}"
-
-    lines.append("| Pearson r vs human votes | " + " | ".join(corr(cells[c]) for c in CELLS) + " | |")
+    lines.append("| Pearson r vs human votes | " + " | ".join(format_r(cells[c]) for c in CELLS) + " | |")
     lines += ["", "Accuracy excludes errored items; * p < 0.05; — no value (no items or no human votes)."]
     return "\n".join(lines) + "\n"
 

@@ -345,14 +345,7 @@ class Meteor:
         hyp = self.tokenize(java_trim(hypothesis))
         refs = [self.tokenize(java_trim(r)) for r in references]
         self.prepare([hyp, *refs])
-        best: MeteorStats | None = None
-        for ref in refs:
-            st = self._stats_tokens(hyp, ref)
-            if best is None or st.score > best.score:
-                best = st
-        if best is None:
-            raise ValueError("METEOR needs at least one reference")
-        return best
+        return self._best(hyp, refs)
 
     def score(self, hypothesis: str, references: str | Sequence[str]) -> float:
         """Segment score of one hypothesis against one reference or the best of several."""
