@@ -5,9 +5,10 @@ Corpus: the 2,019 human VIST test stories in ``../shared/data/vist/example-submi
 other story and the next album's first story are the two references (1,008 multi-sentence items,
 2 references each). Both tools compute BLEU-1..4, METEOR, ROUGE-L and CIDEr-D once on already
 tokenized text. pycocoevalcap's time includes starting its METEOR JVM (as every user pays it);
-connote's includes loading its METEOR resources (and, with numba, loading the compiled beam search
-and starting numba once). connote's one-time paraphrase-table cache and the first-ever numba compile
-are done before timing if absent (reported separately).
+connote's includes loading its METEOR resources (function words, WordNet synonyms, the paraphrase
+table's cache). connote's one-time paraphrase-table cache build is done before timing if absent
+(reported separately). METEOR's alignment runs in connote's compiled extension (``_calign``, built
+at install) unless CONNOTE_METEOR_COMPILED=0 or it is not built (then in pure Python; printed).
 
     python benchmarks/caption_metrics.py [--vist DIR] [--jobs N]
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,10 +58,9 @@ def run_pycocoevalcap(res, gts) -> tuple[dict[str, float], dict[str, float]]:
 def _reset_connote() -> None:
     """Forget loaded METEOR resources, so that every timed connote run loads them again."""
     from connote.metrics import _core
-    from connote.metrics.meteor import _beam_jit, _resources
+    from connote.metrics.meteor import _resources
 
     _core._METEOR_CACHE.clear()
-    _beam_jit._compiled.clear()  # the compiled search is loaded again from numba's cache
     _resources._TABLES.clear()
     _resources.function_words.cache_clear()
     _resources.synonym_tables.cache_clear()
@@ -109,31 +108,15 @@ def main(argv: list[str] | None = None) -> int:
 
     Meteor()  # builds the one-time caches (paraphrase table, WordNet) if they are absent
     print(f"connote one-time cache check/build: {time.perf_counter() - t:.2f} s (not timed below)")
-    jit_start = 0.0
-    from connote.metrics.meteor import _beam_jit
+    from connote.metrics.meteor import _align
 
-    if _beam_jit.ENABLED:
-        # The first-ever compile of METEOR's beam search is stored in numba's cache, like the paraphrase
-        # table: done (or found) in a child process, so that this process has not started numba yet.
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "from connote.metrics.meteor import _beam_jit; _beam_jit.warm()"],
-                       check=True)
-        print(f"connote one-time METEOR JIT compile/cache check: {time.perf_counter() - t:.2f} s (not timed below)")
-        # Starting numba in a process (import, LLVM start, loading the cached code) is paid once per
-        # process, so only the first run below would pay it: it is timed here and added to connote's
-        # METEOR and one-call times (as pycocoevalcap's times include starting its JVM).
-        jit_start = _beam_jit.warm()
-        print(f"connote numba start (import + LLVM + cached code load, once per process): {jit_start:.2f} s "
-              "(added to connote's meteor and one-call times)")
-    else:
-        print("connote METEOR beam search: pure Python (numba not installed or CONNOTE_METEOR_JIT=0)")
+    print("connote METEOR alignment: " + ("compiled extension (_calign)" if _align.COMPILED else
+                                          "pure Python (extension not built or CONNOTE_METEOR_COMPILED=0)"))
     _reset_connote()
 
     pt, ps = run_pycocoevalcap(res, gts)
     ct, cs, sigs = run_connote(res, gts, args.jobs)
     together, cs_together = run_connote_together(res, gts, args.jobs)
-    ct["meteor"] += jit_start
-    together += jit_start
     if cs_together != cs:
         print("connote scores differ between separate calls and one call", file=sys.stderr)
         return 1

@@ -6,6 +6,7 @@ import os
 import subprocess
 import warnings
 
+import numpy as np
 import pytest
 
 from connote.metrics.meteor import Meteor, MeteorResourceWarning
@@ -215,9 +216,9 @@ def test_beam_pruning_and_sentence_caches_change_no_alignment(pycoco, gen_corpus
     toks = [(m.tokenize(h), m.tokenize(r)) for h, r in pairs]
     m.prepare([t for pair in toks for t in pair])
     fast = m._aligner
-    fast.jit = False
+    fast.compiled = False
     plain = Aligner(fast.modules, fast.function_words, fast.stem, fast.synonyms, fast.paraphrases,
-                    fast.beam_size, prune=False, jit=False)
+                    fast.beam_size, prune=False, compiled=False)
     for beam in (40, 3):
         fast.beam_size = plain.beam_size = beam
         for h, r in toks:
@@ -249,78 +250,74 @@ def _long_pairs(res, gts, n):
     return [(res[a][0] + " " + res[b][0], gts[a][0] + " " + gts[b][-1]) for a, b in zip(keys, keys[1:])]
 
 
-def test_compiled_beam_search_chooses_the_python_alignments(pycoco, gen_corpus, vist_album_corpus):
-    """The numba-compiled search (integer arrays) chooses exactly the pure-Python search's alignments
-    on every pair of the real VIST corpus and on generated text, for several beam sizes, with and
-    without pruning, including hypotheses longer than 64 words (multi-word masks)."""
-    pytest.importorskip("numba")
-    from connote.metrics.meteor import _beam_jit
-    from connote.metrics.meteor._align import Aligner
+def test_compiled_aligner_counts_what_the_python_search_counts(pycoco, gen_corpus, vist_album_corpus):
+    """The compiled batch aligner (candidates from the table arrays, fixed matches, beam search,
+    counts) gives exactly the pure-Python counts on every pair of the real VIST corpus and on
+    generated text, for several beam sizes, with and without pruning, including hypotheses longer
+    than 64 words (multi-word masks)."""
+    from connote.metrics.meteor import _align
 
+    if _align._calign is None:
+        pytest.fail("the compiled METEOR extension is not built (pip install -e . builds it with a C compiler)")
     m = Meteor()
     vres, vgts = vist_album_corpus
     gres, ggts = gen_corpus(300, seed=31, punct=True)
     pairs = [(vres[i][0], r) for i in vgts for r in vgts[i]]
     pairs += [(gres[i][0], r) for i in ggts for r in ggts[i]]
     pairs += _long_pairs(vres, vgts, 40) + _long_pairs(gres, ggts, 40)
-    toks = [(m.tokenize(h), m.tokenize(r)) for h, r in pairs]
+    toks = [(tuple(m.tokenize(h)), tuple(m.tokenize(r))) for h, r in pairs]
     assert max(len(h) for h, _ in toks) > 128
-    m.prepare([t for pair in toks for t in pair])
-    base = m._aligner
-    jit = Aligner(base.modules, base.function_words, base.stem, base.synonyms, base.paraphrases, jit=True)
-    py = Aligner(base.modules, base.function_words, base.stem, base.synonyms, base.paraphrases, jit=False)
-    assert _beam_jit.compiled() is not None
-    for beam, prune, subset in ((40, True, toks), (3, True, toks), (1, True, toks[::7]), (40, False, toks[::5])):
-        jit.beam_size = py.beam_size = beam
-        jit.prune = py.prune = prune
-        for h, r in subset:
-            assert jit.align(h, r) == py.align(h, r), (beam, prune, h, r)
+    al = m._aligner
+    assert al.compiled and al.paraphrase_table is not None
+    for beam, prune, subset in ((40, True, toks), (3, True, toks[::2]), (1, True, toks[::7]),
+                                (40, False, toks[::5])):
+        al.beam_size, al.prune = beam, prune
+        al.compiled = True
+        fast = al.batch_counts(subset)
+        al.compiled = False
+        slow = al.batch_counts(subset)
+        bad = np.flatnonzero((fast != slow).any(axis=1))
+        assert len(bad) == 0, (beam, prune, [subset[b] for b in bad[:3]])
+        assert fast[:, _align.STATUS].sum() == 0
+        # the counts are not trivially equal: paraphrase, synonym and stem matches all occur
+        assert (fast[:, 4 + 3] + fast[:, 12 + 3]).sum() > 0 and (fast[:, 4 + 2] + fast[:, 4 + 1]).sum() > 0
+
+
+def test_compiled_aligner_falls_back_to_python_on_a_paraphrase_hash_clash(pycoco, gen_corpus, monkeypatch):
+    """Where the table arrays cannot be built exactly (two phrases with one 64-bit hash in a batch),
+    the batch is aligned by the Python search - same counts."""
+    from connote.metrics.meteor import _resources
+
+    m = Meteor()
+    res, gts = gen_corpus(40, seed=35, punct=True)
+    toks = [(tuple(m.tokenize(res[i][0])), tuple(m.tokenize(r))) for i in gts for r in gts[i]]
+    expected = m._aligner.batch_counts(toks)
+    monkeypatch.setattr(_resources.ParaphraseTable, "sentence_matches", lambda self, sents: None)
+    assert (m._aligner.batch_counts(toks) == expected).all()
 
 
 def test_compiled_and_python_search_give_identical_scores(pycoco, gen_corpus, vist_album_corpus):
-    """Corpus and segment METEOR scores with and without the compiled search are bit-identical
+    """Corpus and segment METEOR scores with and without the compiled aligner are bit-identical
     (sequential and with worker processes)."""
-    pytest.importorskip("numba")
-    from connote.metrics.meteor import _beam_jit
-
-    _beam_jit.warm()
-    assert _beam_jit.started()
     vres, vgts = vist_album_corpus
     gres, ggts = gen_corpus(120, seed=33, punct=True)
     for res, gts in ((vres, vgts), (gres, ggts)):
         hyps = [res[i][0] for i in gts]
         refs = [gts[i] for i in gts]
         out = []
-        for jit, jobs in ((False, 1), (True, 1), (True, 2)):
+        for compiled, jobs in ((False, 1), (True, 1), (True, 2)):
             m = Meteor()
-            m._aligner.jit = jit
+            m._aligner.compiled = compiled
             out.append(m.corpus(hyps, refs, n_jobs=jobs))
         assert out[0] == out[1] == out[2]
 
 
-def test_jit_can_be_switched_off_by_environment():
-    """CONNOTE_METEOR_JIT=0 forces the pure-Python search (the default without numba)."""
-    import os
+def test_compiled_aligner_can_be_switched_off_by_environment():
+    """CONNOTE_METEOR_COMPILED=0 forces the pure-Python search (the default where the extension is not built)."""
     import sys
 
-    code = ("from connote.metrics.meteor import _beam_jit; from connote.metrics.meteor._align import Aligner; "
-            "print(_beam_jit.ENABLED, Aligner((0,), frozenset()).jit)")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "CONNOTE_METEOR_JIT": "0"},
+    code = ("from connote.metrics.meteor._align import COMPILED, Aligner; "
+            "print(COMPILED, Aligner((0,), frozenset()).compiled)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "CONNOTE_METEOR_COMPILED": "0"},
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
-
-
-def test_numba_is_started_only_for_big_batches(pycoco):
-    """A small batch keeps the pure-Python search (numba's start would cost more than it saves);
-    a batch of MIN_PAIRS pairs starts the compiled one."""
-    import sys
-
-    pytest.importorskip("numba")
-    code = ("from connote.metrics.meteor import Meteor, _beam_jit; m = Meteor(); "
-            "m.score_pairs([('a dog runs', 'the dog ran')] * 3); a = _beam_jit.started(); "
-            "m.score_pairs([('a dog runs', 'the dog ran')] * _beam_jit.MIN_PAIRS); "
-            "print(a, _beam_jit.started())")
-    env = {k: v for k, v in os.environ.items() if k != "CONNOTE_METEOR_JIT"}  # this test is about the default
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env).stdout.split()
-    assert out == ["False", "True"]

@@ -26,16 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from connote.metrics._gc import gc_paused
-from connote.metrics.meteor import _beam_jit, _resources
+from connote.metrics.meteor import _resources
 from connote.metrics.meteor._align import (
     MODULE_NAMES,
     PARAPHRASE,
     STEM,
     SYNONYM,
     Aligner,
-    ParaphraseIndex,
     SynonymIndex,
-    count_alignment,
 )
 from connote.metrics.meteor._normalize import java_tokens, java_trim, normalize_line, parse_nonbreaking_prefixes
 from connote.metrics.meteor._stem import stem as snowball_stem
@@ -258,8 +256,7 @@ class Meteor:
             else:
                 self._table = _resources.load_paraphrase_table(path)
                 self.paraphrase_digest = self._table.digest[:12]
-        self._aligner = Aligner(module_ids, fw, stem, synonyms, None, beam_size)
-        self._prepared: set[frozenset[tuple[str, ...]]] = set()
+        self._aligner = Aligner(module_ids, fw, stem, synonyms, None, beam_size, paraphrase_table=self._table)
         self._token_cache: dict[str, tuple[str, ...]] = {}
 
     @classmethod
@@ -310,42 +307,32 @@ class Meteor:
         return toks
 
     def prepare(self, texts: Iterable[str | Sequence[str]]) -> None:
-        """Load the paraphrase entries relevant to these texts (raw strings or token lists).
+        """Load the paraphrase entries relevant to these texts (raw strings or token lists) for the
+        pure-Python search (the compiled aligner reads the table directly and needs no preparing).
 
-        Scoring calls this by itself for the texts it scores; a pair is covered when its two
-        sentences were prepared in the same call.
+        Scoring does this by itself where needed; a pair is covered when its two sentences were
+        prepared in the same call.
         """
-        if self._table is None:
-            return
-        sents = [list(t) if not isinstance(t, str) else self.tokenize(t) for t in texts]
-        # entries are selected per call (both phrases must occur among this call's sentences), so
-        # a call is skipped only when the very same group of sentences was prepared before
-        group = frozenset(tuple(s) for s in sents)
-        if group in self._prepared:
-            return
-        if len(self._prepared) > 100000:
-            self._prepared.clear()
-        self._prepared.add(group)
-        if self._aligner.paraphrases is None:
-            self._aligner.paraphrases = ParaphraseIndex()
-        self._aligner.paraphrases.add(self._table.select(sents))
+        self._aligner.prepare([list(t) if not isinstance(t, str) else self.tokenize(t) for t in texts])
 
-    def _stats_tokens(self, hyp: list[str], ref: list[str]) -> MeteorStats:
-        matches = self._aligner.align(hyp, ref)
-        c = count_alignment(hyp, ref, matches, len(self.module_names), self.function_words)
-        pad = [0.0] * (4 - len(self.module_names))
-        st = MeteorStats(c.test_length, c.ref_length, c.test_function_words, c.ref_function_words,
-                         [float(x) for x in c.test_content] + pad, [float(x) for x in c.ref_content] + pad,
-                         [float(x) for x in c.test_function] + pad, [float(x) for x in c.ref_function] + pad,
-                         float(c.chunks), float(c.test_word_matches), float(c.ref_word_matches))
-        return compute_metrics(st, self.parameters, list(self.weights) + pad)
+    def _stats(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[MeteorStats]:
+        """Statistics and scores of many (hypothesis, reference) token pairs."""
+        rows = self._aligner.batch_counts(pairs).tolist()
+        params = self.parameters
+        weights = list(self.weights) + [0.0] * (4 - len(self.weights))
+        out = []
+        for r in rows:
+            st = MeteorStats(float(r[0]), float(r[1]), float(r[2]), float(r[3]), [float(x) for x in r[4:8]],
+                             [float(x) for x in r[8:12]], [float(x) for x in r[12:16]],
+                             [float(x) for x in r[16:20]], float(r[20]), float(r[21]), float(r[22]))
+            out.append(compute_metrics(st, params, weights))
+        return out
 
     def segment_stats(self, hypothesis: str, references: Sequence[str]) -> MeteorStats:
         """Statistics of the best reference (highest score, first on ties), as the jar's ``SCORE``."""
         hyp = self.tokenize(java_trim(hypothesis))
         refs = [self.tokenize(java_trim(r)) for r in references]
-        self.prepare([hyp, *refs])
-        return self._best(hyp, refs)
+        return self._best(self._stats([(hyp, r) for r in refs]))
 
     def score(self, hypothesis: str, references: str | Sequence[str]) -> float:
         """Segment score of one hypothesis against one reference or the best of several."""
@@ -360,35 +347,26 @@ class Meteor:
         with gc_paused():
             return self._score_pairs(list(pairs))
 
-    def _start_jit(self, n_pairs: int) -> None:
-        """Start numba (the compiled alignment search) for a batch big enough to repay its start."""
-        if self._aligner.jit and n_pairs >= _beam_jit.MIN_PAIRS and _beam_jit.AVAILABLE:
-            _beam_jit.warm()
-
     def _score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
-        self._start_jit(len(pairs))
-        toks = [(self.tokenize(java_trim(h)), self.tokenize(java_trim(r))) for h, r in pairs]
-        self.prepare([t for pair in toks for t in pair])
-        cache: dict[tuple[tuple[str, ...], tuple[str, ...]], float] = {}
-        out = []
-        for h, r in toks:
-            k = (tuple(h), tuple(r))
-            if k not in cache:
-                cache[k] = self._stats_tokens(h, r).score
-            out.append(cache[k])
-        return out
+        toks = [(tuple(self.tokenize(java_trim(h))), tuple(self.tokenize(java_trim(r)))) for h, r in pairs]
+        distinct = list(dict.fromkeys(toks))
+        scores = dict(zip(distinct, (st.score for st in self._stats(distinct))))
+        return [scores[k] for k in toks]
 
     def _chunk_stats(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[MeteorStats]:
-        self._start_jit(sum(len(rs) for rs in references))
         hyps = [self.tokenize(java_trim(h)) for h in hypotheses]
         refs = [[self.tokenize(java_trim(r)) for r in rs] for rs in references]
-        self.prepare([*hyps, *(r for rs in refs for r in rs)])
-        return [self._best(h, rs) for h, rs in zip(hyps, refs)]
+        stats = self._stats([(h, r) for h, rs in zip(hyps, refs) for r in rs])
+        out, at = [], 0
+        for rs in refs:
+            out.append(self._best(stats[at:at + len(rs)]))
+            at += len(rs)
+        return out
 
-    def _best(self, hyp: list[str], refs: list[list[str]]) -> MeteorStats:
+    @staticmethod
+    def _best(stats: Sequence[MeteorStats]) -> MeteorStats:
         best: MeteorStats | None = None
-        for r in refs:
-            st = self._stats_tokens(hyp, r)
+        for st in stats:
             if best is None or st.score > best.score:
                 best = st
         if best is None:
@@ -454,7 +432,6 @@ class _ParallelRun:
         import multiprocessing as mp
 
         global _WORKER
-        meteor._start_jit(sum(len(rs) for rs in refs))  # once here, not in every worker
         _WORKER = (meteor, hyps, refs)  # inherited by the forked workers
         n = len(hyps)
         step = max(1, -(-n // (jobs * 2)))

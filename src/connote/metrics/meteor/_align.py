@@ -7,21 +7,25 @@ module in order (exact, stem, synonym, paraphrase); matches that are the only ca
 word they cover are fixed up front; the rest is resolved by a beam search (beam 40) that prefers
 more (weighted) matched words, then fewer chunks, then a smaller distance term, keeping the jar's
 stable ordering of equal candidates (and the way it accumulates the distance term) so that the
-chosen alignment is the same. With numba installed and started, everything after the candidates runs
-compiled (``_beam_jit``, the same steps on integer arrays); ``Aligner(jit=False)`` or
-``CONNOTE_METEOR_JIT=0`` keeps the pure-Python search.
+chosen alignment is the same.
+
+``Aligner.batch_counts`` aligns and counts many pairs at once: with the compiled extension
+(``_calign.c``, built at install; the same steps on integer arrays, one call for the whole batch) or,
+where it is not built or ``CONNOTE_METEOR_COMPILED=0``, with the pure-Python methods here, which are
+the reference the compiled code is tested against.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
-from connote.metrics.meteor import _beam_jit
 from connote.metrics.wordnet import SynonymTables
 
 EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
@@ -33,7 +37,6 @@ _MORPH_RULES = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "c
                 ("er", "e"), ("est", "e"))
 
 Match = tuple[int, int, int, int, int]
-_INT64_SAFE = 1 << 62  # packed keys below this (in magnitude) fit the compiled search's int64
 _MASK32 = 0xFFFFFFFF
 
 
@@ -193,6 +196,24 @@ class ParaphraseIndex:
         return out
 
 
+try:  # the compiled batch aligner (setup.py builds it; optional)
+    from connote.metrics.meteor import _calign
+except ImportError:  # pragma: no cover - installs without a C compiler
+    _calign = None
+
+# Used by default where built; CONNOTE_METEOR_COMPILED=0 forces the pure-Python search.
+COMPILED = _calign is not None and os.environ.get("CONNOTE_METEOR_COMPILED", "1").strip().lower() not in (
+    "0", "false", "no", "off")
+
+# Columns of ``Aligner.batch_counts``: per module index (up to 4) the content/function matches of
+# each side, then chunks and matched words; STATUS 1 = left to the Python search (handled inside).
+STATS = ("test_length", "ref_length", "test_function_words", "ref_function_words",
+         *(f"{name}_{k}" for name in ("test_content", "ref_content", "test_function", "ref_function")
+           for k in range(4)),
+         "chunks", "test_word_matches", "ref_word_matches", "status")
+STATUS = len(STATS) - 1
+
+
 @dataclass
 class Aligner:
     """Everything the alignment needs; one instance serves many sentence pairs."""
@@ -201,12 +222,15 @@ class Aligner:
     function_words: frozenset[str]
     stem: Callable[[str], str] | None = None
     synonyms: SynonymIndex | None = None
-    paraphrases: ParaphraseIndex | None = None
+    paraphrases: ParaphraseIndex | None = None  # the Python search's entries (filled by ``prepare``)
     beam_size: int = 40
     prune: bool = True  # skip children that provably cannot enter the beam (same result; tests compare)
-    # the compiled search (``_beam_jit``) once numba is started in this process (``_beam_jit.warm``,
-    # done by METEOR for big batches); False forces the pure-Python one
-    jit: bool = field(default_factory=lambda: _beam_jit.ENABLED)
+    # align batches with the compiled extension (``_calign``) where it is built; False: pure Python
+    compiled: bool = field(default_factory=lambda: COMPILED)
+    # the paraphrase table (``_resources.ParaphraseTable``): the compiled path reads it directly, the
+    # Python search through ``paraphrases`` (entries selected by ``prepare``)
+    paraphrase_table: Any = None
+    _prepared: set = field(default_factory=set, repr=False)
     _stem_cache: dict[str, int] = field(default_factory=dict, repr=False)
     _hash_cache: dict[str, int] = field(default_factory=dict, repr=False)
     _feature_cache: dict[tuple[str, ...], list] = field(default_factory=dict, repr=False)
@@ -385,10 +409,6 @@ class Aligner:
         """The jar's alignment of ``hyp`` to ``ref``: the chosen matches, by reference position."""
         n2 = len(ref)
         stage, cov1, cov2 = self.candidates(hyp, ref)
-        if self.jit and _beam_jit.started():
-            got = self._align_jit(len(hyp), n2, stage, cov1, cov2)
-            if got is not None:
-                return got
         fixed: list[Match | None] = [None] * n2
         used2 = [False] * n2
         used1_mask = 0
@@ -570,25 +590,100 @@ class Aligner:
         chosen.sort(key=itemgetter(0))
         return chosen
 
-    def _align_jit(self, n1: int, n2: int, stage: list[list[Match]], cov1: list[int],
-                   cov2: list[int]) -> list[Match] | None:
-        """:meth:`align` after the candidates, compiled (``_beam_jit``): the same choices, step for
-        step. None where the packed keys might not fit 64 bits (then the Python search runs)."""
-        n_opts = max((len(x) for x in stage), default=0)
-        dist_bits = max(26, (n2 * (n_opts + 1) * max(n1, n2, 1)).bit_length() + 1)
-        wc = 1 << dist_bits
-        wm = wc << max(20, (n2 + 2).bit_length())
-        if (n1 + n2 + 2) * wm >= _INT64_SAFE:
-            return None
-        fn = _beam_jit.compiled()
-        exact_mod = [1 if mod == EXACT else 0 for mod in self.modules]
-        flat = [m for row in stage for m in row]
-        if not flat:
-            return []
-        rows = [(m[0], m[1], m[2], m[3], exact_mod[m[4]]) for m in flat]
-        picked = fn(n1, n2, np.array(rows, dtype=np.int64), np.array(cov1, dtype=np.int64),
-                    np.array(cov2, dtype=np.int64), self.beam_size, self.prune, wc, wm)
-        return [flat[r] for r in picked.tolist()]
+    def prepare(self, sents: Sequence[Sequence[str]]) -> None:
+        """Select the paraphrase table's entries relevant to these token lists for the Python search.
+
+        Entries are selected per call (both phrases must occur among the call's sentences), so a pair
+        is covered when its two sentences were prepared in the same call; a call is skipped when the
+        very same group of sentences was prepared before.
+        """
+        if self.paraphrase_table is None:
+            return
+        group = frozenset(tuple(s) for s in sents)
+        if group in self._prepared:
+            return
+        if len(self._prepared) > 100000:
+            self._prepared.clear()
+        self._prepared.add(group)
+        if self.paraphrases is None:
+            self.paraphrases = ParaphraseIndex()
+        self.paraphrases.add(self.paraphrase_table.select([list(s) for s in sents]))
+
+    # ------------------------------------------------------------------ many pairs at once
+    def batch_counts(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> np.ndarray:
+        """Align and count many (hypothesis, reference) token pairs: an int64 array, one row per
+        pair, with the columns of :data:`STATS` (what :func:`count_alignment` returns, flattened).
+
+        One compiled call does the whole batch where the extension is built (each distinct sentence's
+        features are prepared once); pairs it leaves to Python (packed keys too wide for 64 bits)
+        and every pair without the extension go through :meth:`align` and :func:`count_alignment`.
+        """
+        out = np.zeros((len(pairs), len(STATS)), dtype=np.int64)
+        if not pairs:
+            return out
+        redo: Sequence[int] = range(len(pairs))
+        # the compiled path reads paraphrases from the table (an Aligner given only a Python index
+        # aligns in Python)
+        table_ok = self.paraphrases is None or self.paraphrase_table is not None or PARAPHRASE not in self.modules
+        if self.compiled and _calign is not None and table_ok:
+            index: dict[tuple[str, ...], int] = {}
+            ph = np.empty(len(pairs), dtype=np.int64)
+            pr = np.empty(len(pairs), dtype=np.int64)
+            for p, (h, r) in enumerate(pairs):
+                h, r = tuple(h), tuple(r)
+                ph[p] = index.setdefault(h, len(index))
+                pr[p] = index.setdefault(r, len(index))
+            arrays = self._batch_arrays(list(index))
+            if arrays is not None:
+                _calign.align_batch(*arrays, ph, pr, out, np.array(self._module_flags(), dtype=np.int64),
+                                    int(self.beam_size), bool(self.prune))
+                redo = np.flatnonzero(out[:, STATUS]).tolist()
+        if redo:
+            self.prepare([s for p in redo for s in pairs[p]])
+        n_mod = len(self.modules)
+        for p in redo:
+            h, r = pairs[p]
+            c = count_alignment(h, r, self.align(h, r), n_mod, self.function_words)
+            pad = [0] * (4 - n_mod)
+            out[p] = [c.test_length, c.ref_length, c.test_function_words, c.ref_function_words,
+                      *c.test_content, *pad, *c.ref_content, *pad, *c.test_function, *pad, *c.ref_function, *pad,
+                      c.chunks, c.test_word_matches, c.ref_word_matches, 0]
+        return out
+
+    def _module_flags(self) -> tuple[int, int]:
+        return int(self.synonyms is not None), int(self.paraphrase_table is not None)
+
+    def _batch_arrays(self, sents: list[tuple[str, ...]]) -> tuple[np.ndarray, ...] | None:
+        """The compiled aligner's inputs for these sentences (int64 arrays, see ``_calign.c``)."""
+        i64 = np.int64
+        vocab: dict[str, int] = {}
+        toks = np.fromiter((vocab.setdefault(w, len(vocab)) for s in sents for w in s), dtype=i64)
+        tok_ptr = np.zeros(len(sents) + 1, dtype=i64)
+        np.cumsum([len(s) for s in sents], out=tok_ptr[1:])
+        words = list(vocab)
+        whash = np.array(self._hashes(words), dtype=i64)
+        shash = np.array(self._stems(words), dtype=i64) if STEM in self.modules else whash
+        fw = self.function_words
+        func = np.array([w.lower() in fw for w in words], dtype=i64)
+        if SYNONYM in self.modules and self.synonyms is not None:
+            syn = self.synonyms.synsets
+            sets = [sorted(syn(w)) for w in words]
+            syn_ptr = np.zeros(len(words) + 1, dtype=i64)
+            np.cumsum([len(x) for x in sets], out=syn_ptr[1:])
+            syn_ids = np.fromiter((x for row in sets for x in row), dtype=i64, count=int(syn_ptr[-1]))
+        else:
+            syn_ptr, syn_ids = np.zeros(len(words) + 1, dtype=i64), np.zeros(0, dtype=i64)
+        if PARAPHRASE in self.modules and self.paraphrase_table is not None:
+            para = self.paraphrase_table.sentence_matches(sents)
+            if para is None:  # two paraphrases share a 64-bit hash: the exact Python path aligns this batch
+                return None
+            phr_ptr, phr, occ_ptr, occ_arr, para_len = para.phr_ptr, para.phr, para.occ_ptr, para.occ, para.para_len
+        else:
+            phr_ptr = occ_ptr = np.zeros(len(sents) + 1, dtype=i64)
+            phr, occ_arr, para_len = np.zeros((0, 4), i64), np.zeros((0, 2), i64), np.zeros(0, i64)
+        kind = np.array(self.modules, dtype=i64)
+        return (kind, whash, shash, func, syn_ptr, syn_ids, tok_ptr, toks, phr_ptr, phr, occ_ptr, occ_arr, para_len)
+
 
 @dataclass
 class AlignmentCounts:

@@ -197,6 +197,132 @@ class ParaphraseTable:
         out = list(zip(entries.tolist(), ref_p, para_p))
         return out
 
+    def sentence_matches(self, sentences: list[tuple[str, ...]]) -> SentenceMatches | None:
+        """The table as the compiled aligner needs it for these sentences, computed with array operations.
+
+        For each sentence: its table phrases whose paraphrase occurs in some sentence of the batch
+        (start, length, entry number, paraphrase id; by start, length, entry - the order of
+        ``ParaphraseIndex.phrase_index``) and the places where those paraphrases occur (paraphrase id,
+        start; the positions of ``ParaphraseIndex.ngram_positions``). Hashes only propose matches:
+        each is confirmed token by token. ``None`` in the (never seen) case of two different
+        paraphrases with one 64-bit hash in the batch; the caller then takes the exact Python path.
+        """
+        i64 = np.int64
+        lens = np.fromiter(map(len, sentences), dtype=i64, count=len(sentences))
+        get = self.word_ids.get
+        # flat token ids, -1 after each sentence and for words the table does not know
+        ids = np.fromiter((get(w, -1) for s in sentences for w in (*s, None)), dtype=i64,
+                          count=int(lens.sum()) + len(sentences))
+        first = np.zeros(len(sentences) + 1, dtype=i64)  # flat position of each sentence's first token
+        np.cumsum(lens + 1, out=first[1:])
+        sent_of = np.repeat(np.arange(len(sentences), dtype=i64), lens + 1)
+        bad = np.flatnonzero(ids < 0)
+        run = bad[np.searchsorted(bad, np.arange(len(ids)))] - np.arange(len(ids))  # known tokens from here
+        vals = (ids + 1).astype(np.uint64)
+        g_pos, g_len, g_hash = [], [], []
+        h = vals
+        with np.errstate(over="ignore"):
+            for n in range(1, MAX_PHRASE + 1):
+                if n > 1:
+                    h = h[:-1] * _HASH_P + vals[n - 1:]
+                starts = np.flatnonzero(run[: len(h)] >= n)
+                if len(starts) == 0:
+                    break
+                g_pos.append(starts)
+                g_len.append(np.full(len(starts), n, dtype=i64))
+                g_hash.append(h[starts])
+        empty = SentenceMatches(np.zeros(len(sentences) + 1, i64), np.zeros((0, 4), i64),
+                                np.zeros(len(sentences) + 1, i64), np.zeros((0, 2), i64), np.zeros(0, i64))
+        if not g_pos:
+            return empty
+        pos, glen, ghash = np.concatenate(g_pos), np.concatenate(g_len), np.concatenate(g_hash)
+        # group equal hashes: ``order`` lists the n-grams by hash, group g spans order[gs[g]:gs[g + 1]]
+        order = np.argsort(ghash, kind="stable")
+        sh = ghash[order]
+        head = np.flatnonzero(np.concatenate(([True], sh[1:] != sh[:-1])))
+        dh = sh[head]  # distinct hashes, sorted
+        gs = np.append(head, len(sh))
+        rep = order[head]  # the first n-gram of each group stands for it; the others are checked below
+
+        def spell(at, n, tokens, offsets, entry) -> np.ndarray:
+            """n-grams at flat positions ``at`` (length ``n``) equal to the entries' phrases."""
+            start = np.asarray(offsets[entry])
+            ok = np.asarray(offsets[entry + 1]) - start == n
+            for k in range(MAX_PHRASE):
+                m = ok & (n > k)
+                ok[m] = ids[at[m] + k] == np.asarray(tokens[start[m] + k])
+            return ok
+
+        def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """(row, index) for every index in [lo[row], hi[row])."""
+            counts = hi - lo
+            row = np.repeat(np.arange(len(lo), dtype=i64), counts)
+            return row, np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=i64)
+
+        # distinct n-grams that are table phrases, with their entries, confirmed token by token
+        lo = np.searchsorted(self.ref_hash_sorted, dh, "left")
+        hi = np.searchsorted(self.ref_hash_sorted, dh, "right")
+        hit = np.flatnonzero(hi > lo)
+        g_row, k = expand(lo[hit], hi[hit])
+        grp = hit[g_row]
+        entry = np.asarray(self.ref_hash_order[k])
+        ok = spell(pos[rep[grp]], glen[rep[grp]], self.ref_tokens, self.ref_offsets, entry)
+        grp, entry = grp[ok], entry[ok]
+        # ... whose paraphrase is one of the batch's n-grams (its group ``pgrp``)
+        phash = np.asarray(self.para_hash[entry])
+        pgrp = np.searchsorted(dh, phash).clip(max=len(dh) - 1)
+        ok = dh[pgrp] == phash
+        grp, entry, pgrp = grp[ok], entry[ok], pgrp[ok]
+        ok = spell(pos[rep[pgrp]], glen[rep[pgrp]], self.para_tokens, self.para_offsets, entry)
+        grp, entry, pgrp = grp[ok], entry[ok], pgrp[ok]
+        if len(entry) == 0:
+            return empty
+        # every n-gram of a group used here must spell its representative (no hash collision in the batch)
+        used = np.unique(np.concatenate((grp, pgrp)))
+        u_row, u_k = expand(gs[used], gs[used + 1])
+        member, first_of = order[u_k], rep[used[u_row]]
+        same = glen[member] == glen[first_of]
+        for k in range(MAX_PHRASE):
+            m = same & (glen[member] > k)
+            same[m] = ids[pos[member[m]] + k] == ids[pos[first_of[m]] + k]
+        if not same.all():
+            return None
+        # paraphrase ids: the groups that are paraphrases, numbered in hash order
+        para_groups, pid = np.unique(pgrp, return_inverse=True)
+        para_len = glen[rep[para_groups]].astype(i64)
+        # rows: every n-gram of a phrase group x its entries; every n-gram of a paraphrase group
+        e_order = np.argsort(grp, kind="stable")
+        grp, entry, pid = grp[e_order], entry[e_order], pid[e_order]
+        p_row, p_k = expand(gs[grp], gs[grp + 1])
+        at = pos[order[p_k]]
+        p_sent = sent_of[at]
+        phr = np.stack([at - first[p_sent], glen[order[p_k]], entry[p_row], pid[p_row]], axis=1)
+        o_row, o_k = expand(gs[para_groups], gs[para_groups + 1])
+        o_at = pos[order[o_k]]
+        o_sent = sent_of[o_at]
+        occ = np.stack([o_row, o_at - first[o_sent]], axis=1)
+        # sorted by (sentence, start, length, entry) and (sentence, paraphrase id, start)
+        phr = phr[np.lexsort((phr[:, 2], phr[:, 1], at))]
+        occ_order = np.lexsort((occ[:, 1], occ[:, 0], o_sent))
+        occ, o_sent = occ[occ_order], o_sent[occ_order]
+        phr_ptr = np.zeros(len(sentences) + 1, dtype=i64)
+        np.cumsum(np.bincount(p_sent, minlength=len(sentences)), out=phr_ptr[1:])
+        occ_ptr = np.zeros(len(sentences) + 1, dtype=i64)
+        np.cumsum(np.bincount(o_sent, minlength=len(sentences)), out=occ_ptr[1:])
+        return SentenceMatches(phr_ptr, np.ascontiguousarray(phr, dtype=i64), occ_ptr,
+                               np.ascontiguousarray(occ, dtype=i64), para_len)
+
+
+@dataclass
+class SentenceMatches:
+    """Per-sentence paraphrase data of a batch (CSR arrays), see :meth:`ParaphraseTable.sentence_matches`."""
+
+    phr_ptr: np.ndarray
+    phr: np.ndarray  # (start, length, entry number, paraphrase id)
+    occ_ptr: np.ndarray
+    occ: np.ndarray  # (paraphrase id, start)
+    para_len: np.ndarray
+
 
 def _file_digest(path: Path) -> str:
     h = hashlib.sha256()

@@ -1,0 +1,819 @@
+/* METEOR 1.5 alignment of many sentence pairs, compiled: candidates, fixed matches, beam search, counts.
+ *
+ * The C twin of ``Aligner.candidates`` + ``Aligner.align`` + ``count_alignment`` in ``_align.py``
+ * (the reference, which stays the fallback where this module is not built). Every branch, the
+ * pruning threshold, the stable sort and the order in which candidates and children are appended
+ * mirror the Python code, so the chosen alignment is identical; tests/metrics/test_meteor.py
+ * compares the two on the VIST corpus and on generated text.
+ *
+ * Inputs are int64 buffers (NumPy arrays, C order) built by ``_align.batch_counts``: per word of the
+ * batch vocabulary its Java hash, stem hash, function-word flag and synsets (CSR); per sentence its
+ * word ids, its table phrases (start, length, entry number, paraphrase id; by start, length, entry)
+ * and the positions of the paraphrases it contains (paraphrase id, start; sorted); per pair the two
+ * sentence numbers. Output: N_STATS int64 per pair (see ``STATS`` in _align.py); a pair whose packed
+ * beam keys might not fit 64 bits gets status 1 and is aligned by the Python search instead.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int64_t i64;
+typedef uint64_t u64;
+
+enum { EXACT = 0, STEM = 1, SYNONYM = 2, PARAPHRASE = 3 };
+#define N_STATS 24
+#define I64_MAX INT64_MAX
+
+/* ---------------------------------------------------------------- growable scratch buffers */
+typedef struct {
+    void *p;
+    size_t cap;
+} Buf;
+
+static void *grow(Buf *b, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (b->cap < bytes) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < bytes) cap *= 2;
+        void *q = realloc(b->p, cap);
+        if (!q) return NULL;
+        b->p = q;
+        b->cap = cap;
+    }
+    return b->p;
+}
+
+enum {
+    B_CS, B_CL, B_CM, B_CML, B_CMOD, B_ORD, B_CNT, B_COV1, B_COV2,  /* candidates */
+    B_PTR, B_USED2, B_FHAS, B_FROW, B_FSTART, B_FLEN, B_FMS, B_FML, B_FWT, B_INIT, /* fixed */
+    B_OPTR, B_OROW, B_OMASK, B_OOFF, B_OW, B_OMS, B_OMEND, B_ONIDX, B_MAXW,     /* options */
+    B_BK, B_BI, B_BL, B_BC, B_BU, B_PK, B_PI, B_PL, B_PC, B_PU, B_TMP, B_ORDER, B_HEAP,
+    B_NOPT, B_NPAR, B_AT, N_BUFS
+};
+
+typedef struct {
+    Buf b[N_BUFS];
+} Work;
+
+static void work_free(Work *w) {
+    for (int k = 0; k < N_BUFS; k++) free(w->b[k].p);
+}
+
+#define G(w, k, T, n) ((T *)grow(&(w)->b[k], (size_t)(n) * sizeof(T)))
+
+/* ---------------------------------------------------------------- sorting helpers */
+/* out[:n] = stable argsort of keys[:n] (insertion-sorted runs of 8, then bottom-up merges) */
+static void stable_order(const i64 *keys, i64 n, i64 *out, i64 *buf) {
+    for (i64 e = 0; e < n; e++) out[e] = e;
+    const i64 run = 8;
+    for (i64 lo = 0; lo < n; lo += run) {
+        i64 hi = lo + run < n ? lo + run : n;
+        for (i64 e = lo + 1; e < hi; e++) {
+            i64 x = out[e], v = keys[x], q = e;
+            while (q > lo && keys[out[q - 1]] > v) {
+                out[q] = out[q - 1];
+                q--;
+            }
+            out[q] = x;
+        }
+    }
+    i64 *src = out, *dst = buf;
+    for (i64 width = run; width < n; width *= 2) {
+        for (i64 lo = 0; lo < n; lo += 2 * width) {
+            i64 mid = lo + width < n ? lo + width : n;
+            i64 hi = lo + 2 * width < n ? lo + 2 * width : n;
+            i64 a = lo, b = mid, o = lo;
+            while (a < mid && b < hi) {
+                if (keys[src[b]] < keys[src[a]])
+                    dst[o++] = src[b++];
+                else
+                    dst[o++] = src[a++];
+            }
+            while (a < mid) dst[o++] = src[a++];
+            while (b < hi) dst[o++] = src[b++];
+        }
+        i64 *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != out) memcpy(out, src, (size_t)n * sizeof(i64));
+}
+
+/* keep in heap (a max-heap of at most k values) the k smallest values added; returns the new size */
+static i64 heap_add(i64 *heap, i64 size, i64 k, i64 v) {
+    if (size < k) {
+        i64 q = size;
+        heap[q] = v;
+        while (q > 0) {
+            i64 parent = (q - 1) >> 1;
+            if (heap[parent] >= heap[q]) break;
+            i64 t = heap[parent];
+            heap[parent] = heap[q];
+            heap[q] = t;
+            q = parent;
+        }
+        return size + 1;
+    }
+    if (v >= heap[0]) return size;
+    heap[0] = v;
+    i64 q = 0;
+    for (;;) {
+        i64 left = 2 * q + 1;
+        if (left >= size) break;
+        i64 big = left;
+        if (left + 1 < size && heap[left + 1] > heap[left]) big = left + 1;
+        if (heap[q] >= heap[big]) break;
+        i64 t = heap[q];
+        heap[q] = heap[big];
+        heap[big] = t;
+        q = big;
+    }
+    return size;
+}
+
+static int bit_length(u64 x) {
+    int n = 0;
+    while (x) {
+        n++;
+        x >>= 1;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- the batch inputs */
+typedef struct {
+    const i64 *kind;  /* module kind per module index */
+    i64 n_modules;
+    int has_syn, has_para;
+    const i64 *whash, *shash, *func, *syn_ptr, *syn_ids;
+    const i64 *tok_ptr, *toks;
+    const i64 *phr_ptr, *phr;  /* rows of 4 */
+    const i64 *occ_ptr, *occ;  /* rows of 2 */
+    const i64 *para_len;
+    i64 beam_size;
+    int prune;
+} Batch;
+
+/* ---------------------------------------------------------------- candidates (Aligner.candidates) */
+typedef struct {
+    i64 n;
+    i64 *cs, *cl, *cm, *cml, *cmod;
+} Cands;
+
+static int add_cand(Work *w, Cands *c, i64 s, i64 l, i64 m, i64 ml, i64 mod) {
+    i64 n = c->n + 1;
+    i64 *cs = G(w, B_CS, i64, n), *cl = G(w, B_CL, i64, n), *cm = G(w, B_CM, i64, n);
+    i64 *cml = G(w, B_CML, i64, n), *cmod = G(w, B_CMOD, i64, n);
+    if (!cs || !cl || !cm || !cml || !cmod) return -1;
+    cs[c->n] = s;
+    cl[c->n] = l;
+    cm[c->n] = m;
+    cml[c->n] = ml;
+    cmod[c->n] = mod;
+    c->cs = cs;
+    c->cl = cl;
+    c->cm = cm;
+    c->cml = cml;
+    c->cmod = cmod;
+    c->n = n;
+    return 0;
+}
+
+static int synsets_meet(const Batch *B, i64 a, i64 b) {
+    i64 p = B->syn_ptr[a], pe = B->syn_ptr[a + 1], q = B->syn_ptr[b], qe = B->syn_ptr[b + 1];
+    while (p < pe && q < qe) {
+        i64 x = B->syn_ids[p], y = B->syn_ids[q];
+        if (x == y) return 1;
+        if (x < y)
+            p++;
+        else
+            q++;
+    }
+    return 0;
+}
+
+/* first row of sentence s's occurrence list with paraphrase id pid (rows sorted by id, start) */
+static i64 occ_first(const Batch *B, i64 s, i64 pid) {
+    i64 lo = B->occ_ptr[s], hi = B->occ_ptr[s + 1];
+    while (lo < hi) {
+        i64 mid = (lo + hi) >> 1;
+        if (B->occ[2 * mid] < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* candidates of hypothesis h vs reference r in generation order; cov1/cov2 coverage counts */
+static int candidates(const Batch *B, Work *w, i64 h, i64 r, Cands *c, i64 *cov1, i64 *cov2) {
+    const i64 *w1 = B->toks + B->tok_ptr[h], *w2 = B->toks + B->tok_ptr[r];
+    i64 n1 = B->tok_ptr[h + 1] - B->tok_ptr[h], n2 = B->tok_ptr[r + 1] - B->tok_ptr[r];
+    const i64 *H = B->whash, *SH = B->shash;
+    c->n = 0;
+    i64 n_mod = B->n_modules;
+    if (n1 == n2) {
+        int same = 1;
+        for (i64 j = 0; j < n1; j++)
+            if (H[w1[j]] != H[w2[j]]) {
+                same = 0;
+                break;
+            }
+        if (same && n_mod > 1) n_mod = 1;
+    }
+    for (i64 mi = 0; mi < n_mod; mi++) {
+        i64 kind = B->kind[mi];
+        if (kind == EXACT) {
+            for (i64 i = 0; i < n2; i++) {
+                i64 hi = H[w2[i]];
+                for (i64 j = 0; j < n1; j++)
+                    if (H[w1[j]] == hi) {
+                        if (add_cand(w, c, i, 1, j, 1, mi)) return -1;
+                        cov1[j]++;
+                        cov2[i]++;
+                    }
+            }
+        } else if (kind == STEM) {
+            for (i64 i = 0; i < n2; i++) {
+                i64 s = SH[w2[i]], hi = H[w2[i]];
+                for (i64 j = 0; j < n1; j++)
+                    if (SH[w1[j]] == s && H[w1[j]] != hi) {
+                        if (add_cand(w, c, i, 1, j, 1, mi)) return -1;
+                        cov1[j]++;
+                        cov2[i]++;
+                    }
+            }
+        } else if (kind == SYNONYM) {
+            if (!B->has_syn) continue;
+            for (i64 i = 0; i < n2; i++) {
+                i64 a = w2[i];
+                if (B->syn_ptr[a + 1] == B->syn_ptr[a]) continue;
+                i64 hi = H[a];
+                for (i64 j = 0; j < n1; j++)
+                    if (H[w1[j]] != hi && synsets_meet(B, a, w1[j])) {
+                        if (add_cand(w, c, i, 1, j, 1, mi)) return -1;
+                        cov1[j]++;
+                        cov2[i]++;
+                    }
+            }
+        } else if (kind == PARAPHRASE) {
+            if (!B->has_para) continue;
+            /* the reference's table phrases against the hypothesis' occurrences of their paraphrases */
+            for (i64 p = B->phr_ptr[r]; p < B->phr_ptr[r + 1]; p++) {
+                i64 k = B->phr[4 * p], length = B->phr[4 * p + 1], pid = B->phr[4 * p + 3];
+                i64 plen = B->para_len[pid];
+                for (i64 o = occ_first(B, h, pid); o < B->occ_ptr[h + 1] && B->occ[2 * o] == pid; o++) {
+                    i64 ms = B->occ[2 * o + 1];
+                    if (add_cand(w, c, k, length, ms, plen, mi)) return -1;
+                    for (i64 x = ms; x < ms + plen; x++) cov1[x]++;
+                    for (i64 x = k; x < k + length; x++) cov2[x]++;
+                }
+            }
+            /* then the hypothesis' table phrases against the reference's occurrences */
+            for (i64 p = B->phr_ptr[h]; p < B->phr_ptr[h + 1]; p++) {
+                i64 ms = B->phr[4 * p], mlen = B->phr[4 * p + 1], pid = B->phr[4 * p + 3];
+                i64 plen = B->para_len[pid];
+                for (i64 o = occ_first(B, r, pid); o < B->occ_ptr[r + 1] && B->occ[2 * o] == pid; o++) {
+                    i64 st = B->occ[2 * o + 1];
+                    if (add_cand(w, c, st, plen, ms, mlen, mi)) return -1;
+                    for (i64 x = ms; x < ms + mlen; x++) cov1[x]++;
+                    for (i64 x = st; x < st + plen; x++) cov2[x]++;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the beam search (Aligner.align) */
+/* Returns the number of options picked (into *picked_out, an index array into the options), -1 on
+ * allocation failure. */
+static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned char *used2,
+                       const unsigned char *fixed_has, const i64 *fixed_start, const i64 *fixed_len,
+                       const i64 *fixed_ms, const i64 *fixed_ml, const i64 *fixed_wt, const i64 *opt_ptr,
+                       const u64 *opt_mask, const i64 *opt_off, const i64 *opt_w, const i64 *opt_ms,
+                       const i64 *opt_mend, const i64 *opt_nidx, const i64 *maxw, i64 wc, const u64 *init_mask,
+                       i64 W, i64 **picked_out) {
+    const i64 no_limit = I64_MAX;
+    i64 max_opts = 0;
+    for (i64 i = 0; i < n2; i++) {
+        i64 c = opt_ptr[i + 1] - opt_ptr[i];
+        if (c > max_opts) max_opts = c;
+    }
+    i64 cap = beam_size * (max_opts + 1) + beam_size + 2;
+    i64 *bk = G(w, B_BK, i64, cap), *bi = G(w, B_BI, i64, cap), *bl = G(w, B_BL, i64, cap);
+    i64 *bc = G(w, B_BC, i64, cap);
+    u64 *bu = G(w, B_BU, u64, cap * W);
+    i64 *pk = G(w, B_PK, i64, cap), *pi = G(w, B_PI, i64, cap), *pl = G(w, B_PL, i64, cap);
+    i64 *pc = G(w, B_PC, i64, cap);
+    u64 *pu = G(w, B_PU, u64, cap * W);
+    i64 *tmp = G(w, B_TMP, i64, cap), *order = G(w, B_ORDER, i64, cap);
+    i64 *heap = G(w, B_HEAP, i64, beam_size + 1);
+    i64 node_cap = 1024;
+    i64 *node_opt = G(w, B_NOPT, i64, node_cap), *node_par = G(w, B_NPAR, i64, node_cap);
+    if (!bk || !bi || !bl || !bc || !bu || !pk || !pi || !pl || !pc || !pu || !tmp || !order || !heap ||
+        !node_opt || !node_par)
+        return -1;
+    i64 n_nodes = 0;
+
+    i64 n = 1;
+    bk[0] = 0;
+    bi[0] = 0;
+    bl[0] = -1;
+    bc[0] = -1;
+    for (i64 x = 0; x < W; x++) bu[x] = init_mask[x];
+    i64 i = 0;
+    while (i <= n2) {
+        stable_order(bk, n, order, tmp);
+        i64 m_prev = n < beam_size ? n : beam_size;
+        for (i64 t = 0; t < m_prev; t++) {
+            i64 o = order[t];
+            pk[t] = bk[o];
+            pi[t] = bi[o];
+            pl[t] = bl[o];
+            pc[t] = bc[o];
+            memcpy(pu + t * W, bu + o * W, (size_t)W * sizeof(u64));
+        }
+        n = 0;
+        if (i < n2 && (used2[i] || opt_ptr[i + 1] == opt_ptr[i])) {
+            /* every partial in the same state: the steps up to the next choice are taken at once */
+            i64 idx0 = pi[0], last0 = pl[0];
+            int same = 1;
+            for (i64 t = 0; t < m_prev; t++)
+                if (pi[t] != idx0 || pl[t] != last0) {
+                    same = 0;
+                    break;
+                }
+            if (same) {
+                i64 idx = idx0, last = last0, pos = i, delta = 0;
+                int ok = 1;
+                while (pos < n2) {
+                    if (pos < idx) {
+                        pos++;
+                    } else if (used2[pos]) {
+                        if (!fixed_has[pos]) {
+                            ok = 0;
+                            break;
+                        }
+                        if (last != -1 && fixed_ms[pos] != last) delta += wc;
+                        i64 d = fixed_start[pos] - fixed_ms[pos];
+                        delta += (d < 0 ? -d : d) - fixed_wt[pos];
+                        idx = fixed_start[pos] + fixed_len[pos];
+                        last = fixed_ms[pos] + fixed_ml[pos];
+                        pos++;
+                    } else if (opt_ptr[pos + 1] == opt_ptr[pos]) {
+                        if (last != -1) delta += wc;
+                        idx = pos + 1;
+                        last = -1;
+                        pos++;
+                    } else {
+                        break;
+                    }
+                }
+                if (ok) {
+                    for (i64 t = 0; t < m_prev; t++) {
+                        bk[t] = pk[t] + delta;
+                        bi[t] = idx;
+                        bl[t] = last;
+                        bc[t] = pc[t];
+                        memcpy(bu + t * W, pu + t * W, (size_t)W * sizeof(u64));
+                    }
+                    n = m_prev;
+                    i = pos;
+                    continue;
+                }
+            }
+        }
+        if (i == n2) {
+            for (i64 t = 0; t < m_prev; t++) {
+                bk[n] = pl[t] != -1 ? pk[t] + wc : pk[t];
+                bi[n] = pi[t];
+                bl[n] = pl[t];
+                bc[n] = pc[t];
+                memcpy(bu + n * W, pu + t * W, (size_t)W * sizeof(u64));
+                n++;
+            }
+            break;
+        }
+        i64 o0 = opt_ptr[i], o1 = opt_ptr[i + 1];
+        if (o0 == o1 && !used2[i]) {
+            /* a run of reference words without candidates: close chunks, move on at once */
+            i64 j = i + 1;
+            while (j < n2 && !used2[j] && opt_ptr[j + 1] == opt_ptr[j]) j++;
+            for (i64 t = 0; t < m_prev; t++)
+                if (i < pi[t] && pi[t] < j) j = pi[t];
+            for (i64 t = 0; t < m_prev; t++) {
+                if (pi[t] > i) {
+                    bk[n] = pk[t];
+                    bi[n] = pi[t];
+                    bl[n] = pl[t];
+                } else {
+                    bk[n] = pl[t] != -1 ? pk[t] + wc : pk[t];
+                    bi[n] = j;
+                    bl[n] = -1;
+                }
+                bc[n] = pc[t];
+                memcpy(bu + n * W, pu + t * W, (size_t)W * sizeof(u64));
+                n++;
+            }
+            i = j;
+            continue;
+        }
+        if (used2[i]) {
+            for (i64 t = 0; t < m_prev; t++) {
+                i64 k = pk[t], idx = pi[t], last = pl[t];
+                if (i < idx) {
+                    bk[n] = k;
+                    bi[n] = idx;
+                    bl[n] = last;
+                } else if (!fixed_has[idx]) {
+                    continue;
+                } else {
+                    if (last != -1 && fixed_ms[idx] != last) k += wc;
+                    i64 d = fixed_start[idx] - fixed_ms[idx];
+                    bk[n] = k - fixed_wt[idx] + (d < 0 ? -d : d);
+                    bi[n] = fixed_start[idx] + fixed_len[idx];
+                    bl[n] = fixed_ms[idx] + fixed_ml[idx];
+                }
+                bc[n] = pc[t];
+                memcpy(bu + n * W, pu + t * W, (size_t)W * sizeof(u64));
+                n++;
+            }
+        } else {
+            i64 thr = no_limit;
+            i64 check_at = prune ? beam_size : no_limit;
+            i64 h_size = 0;
+            i64 n_heap = prune ? 0 : cap;
+            i64 bound_w = maxw[i];
+            for (i64 t = 0; t < m_prev; t++) {
+                i64 k = pk[t], idx = pi[t], last = pl[t], chain = pc[t];
+                while (n_heap < n) { /* the beam_size smallest keys appended so far */
+                    h_size = heap_add(heap, h_size, beam_size, bk[n_heap]);
+                    n_heap++;
+                }
+                if (n >= check_at) {
+                    thr = heap[0]; /* the beam_size-th smallest of the n keys */
+                    check_at = n + (beam_size + 1) / 2;
+                }
+                if (k - bound_w >= thr) break;
+                if (i < idx) {
+                    bk[n] = k;
+                    bi[n] = idx;
+                    bl[n] = last;
+                    bc[n] = chain;
+                    memcpy(bu + n * W, pu + t * W, (size_t)W * sizeof(u64));
+                    n++;
+                    continue;
+                }
+                for (i64 o = o0; o < o1; o++) {
+                    int clash = 0;
+                    for (i64 x = 0; x < W; x++)
+                        if (pu[t * W + x] & opt_mask[o * W + x]) {
+                            clash = 1;
+                            break;
+                        }
+                    if (clash) continue;
+                    i64 c = (last == -1 || opt_ms[o] == last) ? k - opt_w[o] : k - opt_w[o] + wc;
+                    if (c < thr) {
+                        if (n_nodes == node_cap) {
+                            node_cap *= 2;
+                            node_opt = G(w, B_NOPT, i64, node_cap);
+                            node_par = G(w, B_NPAR, i64, node_cap);
+                            if (!node_opt || !node_par) return -1;
+                        }
+                        node_opt[n_nodes] = o;
+                        node_par[n_nodes] = chain;
+                        bk[n] = c;
+                        bi[n] = opt_nidx[o];
+                        bl[n] = opt_mend[o];
+                        bc[n] = n_nodes;
+                        for (i64 x = 0; x < W; x++) bu[n * W + x] = pu[t * W + x] | opt_mask[o * W + x];
+                        n_nodes++;
+                        n++;
+                    }
+                    k += opt_off[o]; /* the jar adds the child's distance to the parent */
+                }
+                if (last != -1) k += wc;
+                if (k < thr) {
+                    bk[n] = k;
+                    bi[n] = idx + 1;
+                    bl[n] = -1;
+                    bc[n] = chain;
+                    memcpy(bu + n * W, pu + t * W, (size_t)W * sizeof(u64));
+                    n++;
+                }
+            }
+        }
+        if (n == 0) {
+            bk[0] = pk[0];
+            bi[0] = pi[0];
+            bl[0] = pl[0];
+            bc[0] = pc[0];
+            memcpy(bu, pu, (size_t)W * sizeof(u64));
+            n = 1;
+        }
+        i++;
+    }
+    i64 best = 0;
+    for (i64 t = 1; t < n; t++)
+        if (bk[t] < bk[best]) best = t; /* the first of the smallest keys, as the stable sort puts it */
+    i64 count = 0;
+    for (i64 c = bc[best]; c != -1; c = node_par[c]) count++;
+    /* reuse the order buffer for the picks (it is not needed any more) */
+    i64 *out = G(w, B_ORDER, i64, count > cap ? count : cap);
+    if (!out) return -1;
+    i64 q = 0;
+    for (i64 c = bc[best]; c != -1; c = node_par[c]) out[q++] = node_opt[c];
+    *picked_out = out;
+    return count;
+}
+
+/* ---------------------------------------------------------------- one pair: align and count */
+static int one_pair(const Batch *B, Work *w, i64 h, i64 r, i64 *stats) {
+    i64 n1 = B->tok_ptr[h + 1] - B->tok_ptr[h], n2 = B->tok_ptr[r + 1] - B->tok_ptr[r];
+    const i64 *w1 = B->toks + B->tok_ptr[h], *w2 = B->toks + B->tok_ptr[r];
+    memset(stats, 0, N_STATS * sizeof(i64));
+    i64 *cov1 = G(w, B_COV1, i64, n1 + 1), *cov2 = G(w, B_COV2, i64, n2 + 1);
+    if (!cov1 || !cov2) return -1;
+    memset(cov1, 0, (size_t)(n1 + 1) * sizeof(i64));
+    memset(cov2, 0, (size_t)(n2 + 1) * sizeof(i64));
+    Cands c = {0};
+    if (candidates(B, w, h, r, &c, cov1, cov2)) return -1;
+    cov1 = (i64 *)w->b[B_COV1].p;
+    cov2 = (i64 *)w->b[B_COV2].p;
+    i64 n_cand = c.n;
+
+    /* stage order: stable by reference position (generation order within a position) */
+    i64 *ptr = G(w, B_PTR, i64, n2 + 2), *ord = G(w, B_ORD, i64, n_cand + 1), *cnt = G(w, B_CNT, i64, n2 + 1);
+    if (!ptr || !ord || !cnt) return -1;
+    memset(ptr, 0, (size_t)(n2 + 2) * sizeof(i64));
+    for (i64 e = 0; e < n_cand; e++) ptr[c.cs[e] + 1]++;
+    i64 n_rows_max = 0;
+    for (i64 i = 0; i < n2; i++) {
+        if (ptr[i + 1] > n_rows_max) n_rows_max = ptr[i + 1];
+        ptr[i + 1] += ptr[i];
+    }
+    memcpy(cnt, ptr, (size_t)(n2 + 1) * sizeof(i64));
+    for (i64 e = 0; e < n_cand; e++) ord[cnt[c.cs[e]]++] = e;
+
+    i64 *at = G(w, B_AT, i64, n2 + 1);
+    if (!at) return -1;
+    for (i64 j = 0; j < n2; j++) at[j] = -1;
+    if (n_cand > 0) {
+        /* packed keys: fields sized from the input so that they cannot overflow into each other */
+        u64 mx = (u64)(n1 > n2 ? n1 : n2);
+        if (mx < 1) mx = 1;
+        unsigned __int128 prod = (unsigned __int128)(u64)n2 * (u64)(n_rows_max + 1) * mx;
+        int bits = 0;
+        while (prod) {
+            bits++;
+            prod >>= 1;
+        }
+        int dist_bits = bits + 1 > 26 ? bits + 1 : 26;
+        int bl2 = bit_length((u64)(n2 + 2));
+        int wm_shift = dist_bits + (bl2 > 20 ? bl2 : 20);
+        /* (n1 + n2 + 2) * wm must stay below 2**62 */
+        if (wm_shift >= 62 || (u64)(n1 + n2 + 2) >= ((u64)1 << (62 - wm_shift))) {
+            stats[N_STATS - 1] = 1;
+            return 0;
+        }
+        i64 wc = (i64)1 << dist_bits, wm = (i64)1 << wm_shift;
+        i64 W = n1 > 0 ? (n1 + 63) >> 6 : 1;
+        unsigned char *used2 = G(w, B_USED2, unsigned char, 2 * (n2 + 1));
+        i64 *frow = G(w, B_FROW, i64, n2 + 1), *fstart = G(w, B_FSTART, i64, n2 + 1);
+        i64 *flen = G(w, B_FLEN, i64, n2 + 1), *fms = G(w, B_FMS, i64, n2 + 1), *fml = G(w, B_FML, i64, n2 + 1);
+        i64 *fwt = G(w, B_FWT, i64, n2 + 1);
+        u64 *init = G(w, B_INIT, u64, W);
+        i64 *optr = G(w, B_OPTR, i64, n2 + 1), *orow = G(w, B_OROW, i64, n_cand);
+        u64 *omask = G(w, B_OMASK, u64, n_cand * W);
+        i64 *ooff = G(w, B_OOFF, i64, n_cand), *ow = G(w, B_OW, i64, n_cand), *oms = G(w, B_OMS, i64, n_cand);
+        i64 *omend = G(w, B_OMEND, i64, n_cand), *onidx = G(w, B_ONIDX, i64, n_cand);
+        i64 *maxw = G(w, B_MAXW, i64, n2 + 1);
+        if (!used2 || !frow || !fstart || !flen || !fms || !fml || !fwt || !init || !optr || !orow || !omask ||
+            !ooff || !ow || !oms || !omend || !onidx || !maxw)
+            return -1;
+        unsigned char *fhas = used2 + (n2 + 1);
+        memset(used2, 0, (size_t)(2 * (n2 + 1)));
+        memset(init, 0, (size_t)W * sizeof(u64));
+        memset(omask, 0, (size_t)(n_cand * W) * sizeof(u64));
+        for (i64 j = 0; j < n2; j++) {
+            frow[j] = -1;
+            fstart[j] = flen[j] = fms[j] = fml[j] = fwt[j] = 0;
+        }
+        /* matches that are the only candidate of every word they cover are fixed up front */
+        for (i64 j = 0; j < n2; j++) {
+            if (ptr[j + 1] - ptr[j] != 1) continue;
+            i64 e = ord[ptr[j]];
+            i64 ln = c.cl[e], ms = c.cm[e], ml = c.cml[e];
+            int ok = 1;
+            for (i64 k = 0; k < ln && ok; k++)
+                if (cov2[j + k] != 1) ok = 0;
+            for (i64 k = 0; k < ml && ok; k++)
+                if (cov1[ms + k] != 1) ok = 0;
+            if (!ok) continue;
+            int exact = B->kind[c.cmod[e]] == EXACT;
+            fhas[j] = 1;
+            frow[j] = e;
+            fstart[j] = c.cs[e];
+            flen[j] = ln;
+            fms[j] = ms;
+            fml[j] = ml;
+            fwt[j] = (exact ? (ml + ln) : (ml / 2 + ln / 2)) * wm;
+            for (i64 k = 0; k < ln; k++) used2[j + k] = 1;
+            for (i64 k = 0; k < ml; k++) {
+                i64 b = ms + k;
+                init[b >> 6] |= (u64)1 << (b & 63);
+            }
+        }
+        /* the options: candidates at positions not fixed whose reference words are all free */
+        i64 n_opt = 0;
+        optr[0] = 0;
+        for (i64 i = 0; i < n2; i++) {
+            i64 best_w = 0;
+            if (!used2[i]) {
+                for (i64 q = ptr[i]; q < ptr[i + 1]; q++) {
+                    i64 e = ord[q];
+                    i64 ln = c.cl[e], ms = c.cm[e], ml = c.cml[e];
+                    int skip = 0;
+                    for (i64 k = 1; k < ln; k++)
+                        if (used2[i + k]) {
+                            skip = 1;
+                            break;
+                        }
+                    if (skip) continue;
+                    int exact = B->kind[c.cmod[e]] == EXACT;
+                    i64 wt = (exact ? (ml + ln) : (ml / 2 + ln / 2)) * wm;
+                    if (wt > best_w) best_w = wt;
+                    orow[n_opt] = e;
+                    for (i64 k = 0; k < ml; k++) {
+                        i64 b = ms + k;
+                        omask[n_opt * W + (b >> 6)] |= (u64)1 << (b & 63);
+                    }
+                    i64 d = i - ms;
+                    ooff[n_opt] = d < 0 ? -d : d;
+                    ow[n_opt] = wt;
+                    oms[n_opt] = ms;
+                    omend[n_opt] = ms + ml;
+                    onidx[n_opt] = i + ln;
+                    n_opt++;
+                }
+            }
+            optr[i + 1] = n_opt;
+            maxw[i] = best_w;
+        }
+        i64 *picked = NULL;
+        i64 n_picked = beam_search(w, n2, B->beam_size, B->prune, used2, fhas, fstart, flen, fms, fml, fwt, optr,
+                                   omask, ooff, ow, oms, omend, onidx, maxw, wc, init, W, &picked);
+        if (n_picked < 0) return -1;
+        for (i64 j = 0; j < n2; j++)
+            if (fhas[j]) at[j] = frow[j];
+        for (i64 q = 0; q < n_picked; q++) {
+            i64 e = orow[picked[q]];
+            at[c.cs[e]] = e;
+        }
+    }
+    /* count_alignment: content/function matches per module, chunks */
+    i64 fw1 = 0, fw2 = 0;
+    for (i64 j = 0; j < n1; j++) fw1 += B->func[w1[j]] != 0;
+    for (i64 j = 0; j < n2; j++) fw2 += B->func[w2[j]] != 0;
+    i64 *tc = stats + 4, *rc = stats + 8, *tf = stats + 12, *rf = stats + 16;
+    i64 chunks = 0, last = -1, i = 0;
+    while (i < n2) {
+        i64 e = at[i];
+        if (e < 0) {
+            if (last != -1) {
+                chunks++;
+                last = -1;
+            }
+            i++;
+            continue;
+        }
+        i64 mod = c.cmod[e], ms = c.cm[e], ml = c.cml[e], st = c.cs[e], ln = c.cl[e];
+        for (i64 k = 0; k < ml; k++) {
+            if (B->func[w1[ms + k]])
+                tf[mod]++;
+            else
+                tc[mod]++;
+        }
+        for (i64 k = 0; k < ln; k++) {
+            if (B->func[w2[st + k]])
+                rf[mod]++;
+            else
+                rc[mod]++;
+        }
+        if (last != -1 && ms != last) chunks++;
+        i = st + ln;
+        last = ms + ml;
+    }
+    if (last != -1) chunks++;
+    i64 tm = 0, rm = 0;
+    for (int k = 0; k < 4; k++) {
+        tm += tc[k] + tf[k];
+        rm += rc[k] + rf[k];
+    }
+    stats[0] = n1;
+    stats[1] = n2;
+    stats[2] = fw1;
+    stats[3] = fw2;
+    stats[20] = chunks;
+    stats[21] = tm;
+    stats[22] = rm;
+    stats[N_STATS - 1] = 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- Python entry point */
+#define N_IN 17
+
+static int get_buf(PyObject *o, Py_buffer *view, int writable, const char *name) {
+    if (PyObject_GetBuffer(o, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->itemsize != 8 || (view->format && strcmp(view->format, "q") != 0 && strcmp(view->format, "l") != 0 &&
+                                strcmp(view->format, "<q") != 0 && strcmp(view->format, "<l") != 0 &&
+                                strcmp(view->format, "=q") != 0 && strcmp(view->format, "=l") != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous int64 array", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *align_batch(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *names[N_IN] = {"kind",   "whash",   "shash", "func", "syn_ptr", "syn_ids",
+                                      "tok_ptr", "toks",   "phr_ptr", "phr", "occ_ptr", "occ",
+                                      "para_len", "pair_h", "pair_r", "out", "flags"};
+    PyObject *objs[N_IN];
+    long long beam_size;
+    int prune;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOLp", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &objs[12],
+                          &objs[13], &objs[14], &objs[15], &objs[16], &beam_size, &prune))
+        return NULL;
+    Py_buffer v[N_IN];
+    int got = 0;
+    for (; got < N_IN; got++)
+        if (get_buf(objs[got], &v[got], got == 15, names[got]) < 0) break;
+    if (got < N_IN) {
+        for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+        return NULL;
+    }
+    Batch B;
+    B.kind = v[0].buf;
+    B.n_modules = v[0].len / 8;
+    B.whash = v[1].buf;
+    B.shash = v[2].buf;
+    B.func = v[3].buf;
+    B.syn_ptr = v[4].buf;
+    B.syn_ids = v[5].buf;
+    B.tok_ptr = v[6].buf;
+    B.toks = v[7].buf;
+    B.phr_ptr = v[8].buf;
+    B.phr = v[9].buf;
+    B.occ_ptr = v[10].buf;
+    B.occ = v[11].buf;
+    B.para_len = v[12].buf;
+    const i64 *flags = v[16].buf;
+    B.has_syn = v[16].len >= 16 ? (int)flags[0] : 0;
+    B.has_para = v[16].len >= 16 ? (int)flags[1] : 0;
+    B.beam_size = beam_size < 1 ? 1 : (i64)beam_size;
+    B.prune = prune;
+    const i64 *ph = v[13].buf, *pr = v[14].buf;
+    i64 n_pairs = v[13].len / 8;
+    i64 *out = v[15].buf;
+    int failed = 0;
+    if (v[14].len / 8 != n_pairs || v[15].len / 8 < n_pairs * N_STATS || B.n_modules > 4) {
+        PyErr_SetString(PyExc_ValueError, "align_batch: pair arrays and the output do not agree");
+        failed = 2;
+    }
+    if (!failed) {
+        Py_BEGIN_ALLOW_THREADS
+        Work w;
+        memset(&w, 0, sizeof(w));
+        for (i64 p = 0; p < n_pairs; p++)
+            if (one_pair(&B, &w, ph[p], pr[p], out + p * N_STATS)) {
+                failed = 1;
+                break;
+            }
+        work_free(&w);
+        Py_END_ALLOW_THREADS
+        if (failed) PyErr_NoMemory();
+    }
+    for (int k = 0; k < N_IN; k++) PyBuffer_Release(&v[k]);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"align_batch", align_batch, METH_VARARGS,
+     "align_batch(kind, whash, shash, func, syn_ptr, syn_ids, tok_ptr, toks, phr_ptr, phr, occ_ptr, occ, "
+     "para_len, pair_h, pair_r, out, flags, beam_size, prune): METEOR alignment counts of many pairs."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_calign",
+                                    "METEOR 1.5 alignment of many sentence pairs, compiled.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__calign(void) { return PyModule_Create(&module); }
