@@ -181,16 +181,48 @@ static int add_cand(Work *w, Cands *c, i64 s, i64 l, i64 m, i64 ml, i64 mod) {
     return 0;
 }
 
-static int synsets_meet(const Batch *B, i64 a, i64 b) {
-    i64 p = B->syn_ptr[a], pe = B->syn_ptr[a + 1], q = B->syn_ptr[b], qe = B->syn_ptr[b + 1];
-    while (p < pe && q < qe) {
-        i64 x = B->syn_ids[p], y = B->syn_ids[q];
-        if (x == y) return 1;
-        if (x < y)
-            p++;
-        else
-            q++;
-    }
+/* the hypothesis' (synset, position) pairs sorted by synset, kept while consecutive pairs share it */
+typedef struct {
+    i64 syn, pos;
+} SynPos;
+
+typedef struct {
+    i64 sent; /* hypothesis sentence indexed, -1: none */
+    i64 n;
+    SynPos *sp;
+    i64 *stamp; /* per hypothesis position: the last reference position + 1 that marked it */
+} SynIndex;
+
+static int cmp_synpos(const void *a, const void *b) {
+    const SynPos *x = a, *y = b;
+    if (x->syn != y->syn) return x->syn < y->syn ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int syn_index(const Batch *B, Work *w, SynIndex *x, i64 h) {
+    (void)w;
+    if (x->sent == h) return 0;
+    const i64 *w1 = B->toks + B->tok_ptr[h];
+    i64 n1 = B->tok_ptr[h + 1] - B->tok_ptr[h];
+    i64 total = 0;
+    for (i64 j = 0; j < n1; j++) total += B->syn_ptr[w1[j] + 1] - B->syn_ptr[w1[j]];
+    SynPos *sp = realloc(x->sp, (size_t)(total + 1) * sizeof(SynPos));
+    if (!sp) return -1;
+    x->sp = sp;
+    i64 *stamp = realloc(x->stamp, (size_t)(n1 + 1) * sizeof(i64));
+    if (!stamp) return -1;
+    x->stamp = stamp;
+    i64 k = 0;
+    for (i64 j = 0; j < n1; j++)
+        for (i64 q = B->syn_ptr[w1[j]]; q < B->syn_ptr[w1[j] + 1]; q++) {
+            sp[k].syn = B->syn_ids[q];
+            sp[k].pos = j;
+            k++;
+        }
+    qsort(sp, (size_t)k, sizeof(SynPos), cmp_synpos);
+    for (i64 j = 0; j < n1; j++) stamp[j] = 0;
+    x->n = k;
+    x->sent = h;
     return 0;
 }
 
@@ -208,7 +240,7 @@ static i64 occ_first(const Batch *B, i64 s, i64 pid) {
 }
 
 /* candidates of hypothesis h vs reference r in generation order; cov1/cov2 coverage counts */
-static int candidates(const Batch *B, Work *w, i64 h, i64 r, Cands *c, i64 *cov1, i64 *cov2) {
+static int candidates(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, Cands *c, i64 *cov1, i64 *cov2) {
     const i64 *w1 = B->toks + B->tok_ptr[h], *w2 = B->toks + B->tok_ptr[r];
     i64 n1 = B->tok_ptr[h + 1] - B->tok_ptr[h], n2 = B->tok_ptr[r + 1] - B->tok_ptr[r];
     const i64 *H = B->whash, *SH = B->shash;
@@ -247,17 +279,36 @@ static int candidates(const Batch *B, Work *w, i64 h, i64 r, Cands *c, i64 *cov1
             }
         } else if (kind == SYNONYM) {
             if (!B->has_syn) continue;
+            if (syn_index(B, w, sx, h)) return -1;
             for (i64 i = 0; i < n2; i++) {
                 i64 a = w2[i];
                 if (B->syn_ptr[a + 1] == B->syn_ptr[a]) continue;
+                /* mark the hypothesis positions sharing a synset with reference word i */
+                i64 marked = 0;
+                for (i64 q = B->syn_ptr[a]; q < B->syn_ptr[a + 1]; q++) {
+                    i64 v = B->syn_ids[q], lo = 0, hi = sx->n;
+                    while (lo < hi) {
+                        i64 mid = (lo + hi) >> 1;
+                        if (sx->sp[mid].syn < v)
+                            lo = mid + 1;
+                        else
+                            hi = mid;
+                    }
+                    for (; lo < sx->n && sx->sp[lo].syn == v; lo++) {
+                        sx->stamp[sx->sp[lo].pos] = i + 1;
+                        marked = 1;
+                    }
+                }
+                if (!marked) continue;
                 i64 hi = H[a];
                 for (i64 j = 0; j < n1; j++)
-                    if (H[w1[j]] != hi && synsets_meet(B, a, w1[j])) {
+                    if (sx->stamp[j] == i + 1 && H[w1[j]] != hi) {
                         if (add_cand(w, c, i, 1, j, 1, mi)) return -1;
                         cov1[j]++;
                         cov2[i]++;
                     }
             }
+            for (i64 j = 0; j < n1; j++) sx->stamp[j] = 0;
         } else if (kind == PARAPHRASE) {
             if (!B->has_para) continue;
             /* the reference's table phrases against the hypothesis' occurrences of their paraphrases */
@@ -531,7 +582,7 @@ static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned
 }
 
 /* ---------------------------------------------------------------- one pair: align and count */
-static int one_pair(const Batch *B, Work *w, i64 h, i64 r, i64 *stats) {
+static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *stats) {
     i64 n1 = B->tok_ptr[h + 1] - B->tok_ptr[h], n2 = B->tok_ptr[r + 1] - B->tok_ptr[r];
     const i64 *w1 = B->toks + B->tok_ptr[h], *w2 = B->toks + B->tok_ptr[r];
     memset(stats, 0, N_STATS * sizeof(i64));
@@ -540,7 +591,7 @@ static int one_pair(const Batch *B, Work *w, i64 h, i64 r, i64 *stats) {
     memset(cov1, 0, (size_t)(n1 + 1) * sizeof(i64));
     memset(cov2, 0, (size_t)(n2 + 1) * sizeof(i64));
     Cands c = {0};
-    if (candidates(B, w, h, r, &c, cov1, cov2)) return -1;
+    if (candidates(B, w, sx, h, r, &c, cov1, cov2)) return -1;
     cov1 = (i64 *)w->b[B_COV1].p;
     cov2 = (i64 *)w->b[B_COV2].p;
     i64 n_cand = c.n;
@@ -792,11 +843,14 @@ static PyObject *align_batch(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         Work w;
         memset(&w, 0, sizeof(w));
+        SynIndex sx = {-1, 0, NULL, NULL};
         for (i64 p = 0; p < n_pairs; p++)
-            if (one_pair(&B, &w, ph[p], pr[p], out + p * N_STATS)) {
+            if (one_pair(&B, &w, &sx, ph[p], pr[p], out + p * N_STATS)) {
                 failed = 1;
                 break;
             }
+        free(sx.sp);
+        free(sx.stamp);
         work_free(&w);
         Py_END_ALLOW_THREADS
         if (failed) PyErr_NoMemory();

@@ -38,6 +38,8 @@ _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 
 def java_tokens(text: str) -> list[str]:
     """Split like ``java.util.StringTokenizer`` (space, tab, newline, CR, form feed)."""
+    if text.isprintable():  # no whitespace but " " (str.split would also split at other Unicode spaces)
+        return text.split()
     return [t for t in _TOKEN_SPLIT.split(text) if t]
 
 
@@ -74,47 +76,54 @@ def normalize_line(text: str, prefixes: Mapping[str, int], *, keep_punctuation: 
     >>> normalize_line("Don't stop, Mr. Smith...", {"Mr": 1})
     "Don 't stop , Mr. Smith ..."
     """
+    # each pass runs only where its pattern can match (most text has no quotes, dashes, ...)
     s = _SEP_OTHER.sub(r" \1 ", f" {text} ")
-    s = _MULTI_DOT.sub(r" DOTMULTI\1", s)
+    if ".." in s:
+        s = _MULTI_DOT.sub(r" DOTMULTI\1", s)
     while "DOTMULTI." in s:
         s = _MULTI_DOT2.sub(r"DOTDOTMULTI \1", s).replace("DOTMULTI.", "DOTDOTMULTI")
-    s = _COMMA.sub(r"\1 , \2", s)
-    s = _COMMA2.sub(r"\1 , \2", s)
-    s = _COMMA3.sub(r"\1 , \2", s)
-    s = _QUOTE.sub("'", s)
-    s = _QUOTE2.sub(' " ', s)
-    s = s.replace("\u2013", "-").replace("--", "-")
-    s = _RM_DASH.sub(r"\1 \2", s)
-    if english:
-        s = _CONT_EN.sub(r"\1 ' \2", s)
-        s = _CONT_EN2.sub(r"\1 ' \2", s)
-        s = _CONT_EN3.sub(r"\1 ' \2", s)
-        s = _CONT_EN4.sub(r"\1 '\2", s)
-        s = _CONT_EN5.sub(r"\1 '\2", s)
-    else:
-        s = s.replace("'", " ' ")
+    if "," in s:
+        s = _COMMA.sub(r"\1 , \2", s)
+        s = _COMMA2.sub(r"\1 , \2", s)
+        s = _COMMA3.sub(r"\1 , \2", s)
+    if "`" in s or "\u2018" in s or "\u2019" in s:
+        s = _QUOTE.sub("'", s)
+    if "\u201c" in s or "\u201d" in s or "''" in s:
+        s = _QUOTE2.sub(' " ', s)
+    if "-" in s or "\u2013" in s:
+        s = s.replace("\u2013", "-").replace("--", "-")
+        s = _RM_DASH.sub(r"\1 \2", s)
+    if "'" in s:
+        if english:
+            s = _CONT_EN.sub(r"\1 ' \2", s)
+            s = _CONT_EN2.sub(r"\1 ' \2", s)
+            s = _CONT_EN3.sub(r"\1 ' \2", s)
+            s = _CONT_EN4.sub(r"\1 '\2", s)
+            s = _CONT_EN5.sub(r"\1 '\2", s)
+        else:
+            s = s.replace("'", " ' ")
     tokens = java_tokens(s)
-    pieces: list[str] = []
-    last = len(tokens) - 1
-    for j, tok in enumerate(tokens):
-        if len(tok) > 1 and tok.endswith("."):
+    if "." in s:  # tokens ending in a period: a non-breaking prefix, an abbreviation or a full stop
+        last = len(tokens) - 1
+        for j in [j for j, tok in enumerate(tokens) if len(tok) > 1 and tok[-1] == "."]:
+            tok = tokens[j]
             pre = tok[:-1]
             kind = prefixes.get(pre)
             if "." in pre and _HAS_ALPHA.search(pre):
-                pieces.append(tok.replace(".", ""))
+                tokens[j] = tok.replace(".", "")
             elif kind == 1 or (j < last and tokens[j + 1][:1].isascii() and tokens[j + 1][:1].islower()):
-                pieces.append(tok)
+                pass
             elif kind == 2 and j < last and tokens[j + 1][:1].isdigit() and tokens[j + 1][:1].isascii():
-                pieces.append(tok)
+                pass
             else:
-                pieces.append(pre + " .")
-        else:
-            pieces.append(tok)
-        pieces.append(" ")
-    s = "".join(pieces)
-    while "DOTDOTMULTI" in s:
-        s = s.replace("DOTDOTMULTI", "DOTMULTI.")
-    s = s.replace("DOTMULTI", ".")
+                tokens[j] = pre + " ."
+    s = " ".join(tokens)
+    if "DOTMULTI" in s:
+        while "DOTDOTMULTI" in s:
+            s = s.replace("DOTDOTMULTI", "DOTMULTI.")
+        s = s.replace("DOTMULTI", ".")
     if not keep_punctuation:
         s = _PUNCT_STRIP.sub(" ", s)
+    if s.isprintable():  # then " " is its only whitespace
+        return " ".join(s.split())
     return java_trim(_WHITE.sub(" ", s))
