@@ -42,7 +42,7 @@ class _Batch:
     cache: dict[Any, Any] = field(default_factory=dict)  # work shared between metrics of one call
 
     def ngrams(self, n: int):
-        """The n-gram counts of this batch's texts, shared by BLEU and CIDEr."""
+        """The n-gram counts of this batch's texts (BLEU's; kept per call)."""
         from connote.metrics.bleu import NgramCache
 
         got = self.cache.get(("ngrams", n))
@@ -125,8 +125,7 @@ def _cider(batch: _Batch):
 
     sigma = float(batch.settings.get("cider_sigma", 6.0))
     dfs = resolve_document_frequencies(batch.settings.get("df_corpus"), batch.tokenize)
-    mean, items = corpus_cider(batch.hyps, batch.refs, sigma=sigma, document_frequencies=dfs,
-                               ngrams=batch.ngrams(4))
+    mean, items = corpus_cider(batch.hyps, batch.refs, sigma=sigma, document_frequencies=dfs)
     per = {i: {"CIDEr": v} for i, v in zip(batch.ids, items)}
     if dfs is None:
         df = f"refs({len(batch.ids)})"

@@ -48,7 +48,7 @@ def ngram_counts_by_order(words: Sequence[str], n: int = 4) -> list[Counter]:
 
 
 class NgramCache:
-    """Token counts and n-gram counts per text, computed once and shared (BLEU and CIDEr use the same)."""
+    """Token counts and n-gram counts per text, computed once per distinct text."""
 
     def __init__(self, n: int = 4) -> None:
         self.n = n
@@ -110,7 +110,7 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]],
                 n: int = 4, *, ngrams: NgramCache | None = None) -> tuple[list[float], list[list[float]]]:
     """Corpus BLEU-1..n and per-item BLEU-1..n (pycocoevalcap's ``Bleu(n).compute_score``).
 
-    ``ngrams``: an :class:`NgramCache` (for this ``n``) shared with other metrics of the same texts.
+    ``ngrams``: an :class:`NgramCache` (for this ``n``) to reuse across calls on the same texts.
 
     >>> corpus_bleu(["a cat on a mat"], [["a cat on the mat"]])[0][0]  # doctest: +ELLIPSIS
     0.79999...

@@ -17,14 +17,13 @@ import hashlib
 import json
 import math
 import os
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from connote.metrics._gc import gc_paused
-from connote.metrics.bleu import NgramCache, _count_elements, ngram_counts
+from connote.metrics.bleu import ngram_counts
 
 SIGMA = 6.0
 
@@ -74,134 +73,97 @@ class DocumentFrequencies:
         return cls(df, int(data["n_documents"]), data.get("source", str(path)))
 
 
-def _vec(counts: list[Counter], idf: dict[tuple[str, ...], float], default_idf: float, n: int):
-    """TF-IDF vectors per order (dicts in n-gram order), their norms and the number of bigrams.
-
-    Same arithmetic and accumulation order as pycocoevalcap's ``counts2vec``; ``idf`` holds
-    ``log(N) - log(max(1, df))`` per n-gram, ``default_idf`` (= ``log(N)``) is for df = 0.
-    """
-    vec: list[dict[tuple[str, ...], float]] = []
-    norm = []
-    get = idf.get
-    for k in range(n):
-        vk = {}
-        acc = 0.0
-        for g, tf in counts[k].items():
-            v = float(tf) * get(g, default_idf)
-            vk[g] = v
-            acc += v * v
-        vec.append(vk)
-        norm.append(math.sqrt(acc))
-    length = sum(counts[1].values()) if n > 1 else 0  # pycocoevalcap's length: the number of bigrams
-    return vec, norm, length
-
-
-def _sim(vh, vr, nh, nr, lh, lr, n: int, sigma: float) -> list[float]:
-    delta = float(lh - lr)
-    penalty = math.e ** (-(delta**2) / (2 * sigma**2))
-    val = []
-    for k in range(n):
-        ref_k = vr[k]
-        hyp_k = vh[k]
-        acc = 0.0
-        if len(hyp_k) <= len(ref_k):
-            get = ref_k.get
-            for g, x in hyp_k.items():
-                y = get(g)
-                if y is not None:
-                    acc += (x if x < y else y) * y
-        else:  # visit the common n-grams in the hypothesis' order, from the smaller side
-            common = ref_k.keys() & hyp_k.keys()
-            if common:
-                for g, x in hyp_k.items():
-                    if g in common:
-                        y = ref_k[g]
-                        acc += (x if x < y else y) * y
-        if nh[k] != 0 and nr[k] != 0:
-            acc /= nh[k] * nr[k]
-        val.append(acc * penalty)
-    return val
-
-
 def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int = 4, sigma: float = SIGMA,
-                 document_frequencies: DocumentFrequencies | None = None,
-                 ngrams: NgramCache | None = None) -> tuple[float, list[float]]:
+                 document_frequencies: DocumentFrequencies | None = None) -> tuple[float, list[float]]:
     """Corpus CIDEr-D (mean of item scores) and per-item scores.
 
-    ``document_frequencies=None`` takes them from ``refs`` (as pycocoevalcap does). ``ngrams``: an
-    :class:`~connote.metrics.bleu.NgramCache` shared with other metrics of the same texts.
+    ``document_frequencies=None`` takes them from ``refs`` (as pycocoevalcap does).
     """
     with gc_paused():
-        return _corpus_cider(hyps, refs, n, sigma, document_frequencies, ngrams)
+        return _corpus_cider(hyps, refs, n, sigma, document_frequencies)
+
+
+def _gram_ids(texts: Sequence[str], n: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The text of each token and, per order k = 1..n, ``(start, gram)``: the flat start position of
+    every k-gram that fits in its text and an id per distinct k-gram (equal k-grams, equal ids)."""
+    vocab: dict[str, int] = {}
+    split = [t.split() for t in texts]
+    lens = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+    ids = np.fromiter((vocab.setdefault(w, len(vocab)) for ws in split for w in ws), dtype=np.int64,
+                      count=int(lens.sum()))
+    tok_text = np.repeat(np.arange(len(texts), dtype=np.int64), lens)
+    ends = np.cumsum(lens)[tok_text]  # where each token's text ends
+    pos = np.arange(len(ids), dtype=np.int64)
+    grams = []
+    at = ids  # per position: id of the (k-1)-gram starting there (k = 1: the word)
+    for k in range(1, n + 1):
+        start = pos[pos + k <= ends]
+        # a k-gram is its (k-1)-gram and its last word: exact ids, no overflow
+        key = ids[start] if k == 1 else at[start] * max(1, len(vocab)) + ids[start + k - 1]
+        gram = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        grams.append((start, gram))
+        at = np.full(len(ids), -1, dtype=np.int64)
+        at[start] = gram
+    return tok_text, grams
 
 
 def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, sigma: float,
-                  document_frequencies: DocumentFrequencies | None,
-                  ngrams: NgramCache | None) -> tuple[float, list[float]]:
-    if ngrams is None or ngrams.n != n:
-        ngrams = NgramCache(n)
-    get_counts = ngrams.get
-    hyp_counts = [get_counts(h)[1] for h in hyps]
-    ref_counts = [[get_counts(r)[1] for r in rs] for rs in refs]
-    if document_frequencies is None:
-        # in how many items' reference sets each n-gram occurs (counted in C; exact integers)
-        df_counts: Counter = Counter()
-        for rcs in ref_counts:
-            if len(rcs) == 1:
-                for ck in rcs[0]:
-                    _count_elements(df_counts, ck)
-            else:
-                seen: set[tuple[str, ...]] = set()
-                for c in rcs:
-                    for ck in c:
-                        seen.update(ck)
-                _count_elements(df_counts, seen)
-        df = df_counts
-        n_docs = len(ref_counts)
-    else:
-        df, n_docs = document_frequencies.df, document_frequencies.n_documents
+                  document_frequencies: DocumentFrequencies | None) -> tuple[float, list[float]]:
+    """pycocoevalcap's CIDEr-D on arrays: its formula per (hypothesis, reference) pair, with the sums
+    taken in another order (differences of the order of 1e-16). Both vectors of a pair weight a k-gram
+    by the same idf, so ``min(h, r) * r`` is a sparse elementwise minimum and product of their rows."""
+    from scipy import sparse
+
+    if not hyps:
+        return math.nan, []
+    index: dict[str, int] = {}
+    h_text = np.array([index.setdefault(h, len(index)) for h in hyps], dtype=np.int64)
+    r_text = np.array([index.setdefault(r, len(index)) for rs in refs for r in rs], dtype=np.int64)
+    n_refs = np.array([len(rs) for rs in refs], dtype=np.int64)
+    r_item = np.repeat(np.arange(len(refs), dtype=np.int64), n_refs)
+    pair_h = h_text[r_item]  # one (hypothesis, reference) pair per reference of every item
+    texts = list(index)
+    n_texts = len(texts)
+    tok_text, grams = _gram_ids(texts, n)
+    n_docs = len(refs) if document_frequencies is None else document_frequencies.n_documents
     ref_len = math.log(float(n_docs)) if n_docs > 0 else 0.0
-    # ref_len - log(max(1, df)) per n-gram, the same double pycocoevalcap computes each time
-    default_idf = ref_len - math.log(max(1.0, 0.0))
-    if document_frequencies is None:  # df holds exactly the references' n-grams
-        by_df = {d: ref_len - math.log(max(1.0, float(d))) for d in set(df.values())}
-        idf = {g: by_df[d] for g, d in df.items()}
-    else:  # a fixed (possibly large) corpus: only the n-grams of the evaluated texts
-        by_df = {}
-        idf = {}
-        df_get = df.get
-        texts = {id(c): c for c in hyp_counts}
-        texts.update((id(c), c) for rcs in ref_counts for c in rcs)
-        for counts in texts.values():
-            for ck in counts:
-                for g in ck:
-                    d = df_get(g)
-                    if d is None or g in idf:
-                        continue
-                    x = by_df.get(d)
-                    if x is None:
-                        x = by_df[d] = ref_len - math.log(max(1.0, float(d)))
-                    idf[g] = x
-
-    vec_cache: dict[int, tuple] = {}
-
-    def vec_of(counts: list[Counter]):
-        got = vec_cache.get(id(counts))
-        if got is None:
-            got = vec_cache[id(counts)] = (_vec(counts, idf, default_idf, n), counts)
-        return got[0]
-
-    scores = []
-    for hc, rcs in zip(hyp_counts, ref_counts):
-        vh, nh, lh = vec_of(hc)
-        total = [0.0] * n
-        for rc in rcs:
-            vr, nr, lr = vec_of(rc)
-            for k, v in enumerate(_sim(vh, vr, nh, nr, lh, lr, n, sigma)):
-                total[k] += v
-        s = sum(total) / n
-        s /= len(rcs)
-        s *= 10.0
-        scores.append(float(s))
-    mean = float(np.mean(np.array(scores))) if scores else math.nan
-    return mean, scores
+    words = [t.split() for t in texts] if document_frequencies is not None else None
+    flat = [w for ws in words for w in ws] if words is not None else None
+    by_order = []  # per order: the cosine of every pair, before the length penalty
+    length = np.zeros(n_texts)
+    for k, (start, gram) in enumerate(grams):
+        g_count = max(1, int(gram.max()) + 1 if len(gram) else 1)
+        tg, tf = np.unique(tok_text[start] * g_count + gram, return_counts=True)  # per (text, k-gram)
+        t_of, g_of = tg // g_count, tg % g_count
+        if document_frequencies is None:
+            # document frequency: in how many items' reference sets the k-gram occurs
+            rows_of = np.zeros(n_texts + 1, dtype=np.int64)
+            np.cumsum(np.bincount(t_of, minlength=n_texts), out=rows_of[1:])
+            cnt = rows_of[r_text + 1] - rows_of[r_text]
+            rows = np.repeat(rows_of[r_text] - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
+            item_gram = np.unique(np.repeat(r_item, cnt) * g_count + g_of[rows])
+            df = np.bincount(item_gram % g_count, minlength=g_count).astype(np.float64)
+        else:  # a fixed corpus: look each distinct k-gram up once
+            where = np.zeros(g_count, dtype=np.int64)
+            where[gram[::-1]] = start[::-1]
+            df = np.array([document_frequencies.df.get(tuple(flat[p:p + k + 1]), 0.0) for p in where.tolist()],
+                          dtype=np.float64)
+        idf = ref_len - np.log(np.maximum(1.0, df))
+        vals = tf * idf[g_of]
+        norm = np.sqrt(np.bincount(t_of, weights=vals * vals, minlength=n_texts))
+        if k == 1:  # pycocoevalcap's length: the number of bigrams
+            length = np.bincount(t_of, weights=tf, minlength=n_texts)
+        vec = sparse.csr_matrix((vals, (t_of, g_of)), shape=(n_texts, g_count))
+        hyp_rows, ref_rows = vec[pair_h], vec[r_text]
+        dot = np.asarray(hyp_rows.minimum(ref_rows).multiply(ref_rows).sum(axis=1)).reshape(-1)
+        denom = norm[pair_h] * norm[r_text]
+        nonzero = denom != 0
+        dot[nonzero] /= denom[nonzero]
+        by_order.append(dot)
+    delta = length[pair_h] - length[r_text]
+    penalty = np.e ** (-(delta ** 2) / (2 * sigma ** 2))
+    sims = np.zeros(len(r_text), dtype=np.float64)
+    for dot in by_order:
+        sims += dot * penalty
+    per_item = np.bincount(r_item, weights=sims, minlength=len(refs)) / n / n_refs * 10.0
+    return float(np.mean(per_item)), per_item.tolist()
