@@ -283,6 +283,31 @@ def test_compiled_aligner_counts_what_the_python_search_counts(pycoco, gen_corpu
         assert (fast[:, 4 + 3] + fast[:, 12 + 3]).sum() > 0 and (fast[:, 4 + 2] + fast[:, 4 + 1]).sum() > 0
 
 
+def test_compiled_aligner_on_ambiguous_and_empty_texts(pycoco):
+    """Random texts over a tiny vocabulary (every word many times: long candidate lists, stems,
+    synonyms, paraphrases), empty texts and a text of ~1,000 words: compiled counts = Python counts."""
+    import random
+
+    from connote.metrics.meteor import _align
+
+    if _align._calign is None:
+        pytest.fail("the compiled METEOR extension is not built (pip install -e . builds it with a C compiler)")
+    m = Meteor()
+    rng = random.Random(7)
+    vocab = ("the a cat cats dog dogs sat sits sitting on of mat mats went go going to park , . we had fun "
+             "very happy glad little small").split()
+    pairs = [(tuple(rng.choice(vocab) for _ in range(rng.randint(0, 30))),
+              tuple(rng.choice(vocab) for _ in range(rng.randint(0, 30)))) for _ in range(600)]
+    long = tuple(rng.choice(vocab) for _ in range(1000))
+    pairs += [((), ()), ((), ("the",)), (("the",), ()), (long, long[::-1]), (long[:300], long[200:])]
+    al = m._aligner
+    fast = al.batch_counts(pairs)
+    al.compiled = False
+    slow = al.batch_counts(pairs)
+    assert (fast == slow).all()
+    assert fast[:, 20].max() > 5  # alignments with many chunks: the beam search had choices to make
+
+
 def test_compiled_aligner_falls_back_to_python_on_a_paraphrase_hash_clash(pycoco, gen_corpus, monkeypatch):
     """Where the table arrays cannot be built exactly (two phrases with one 64-bit hash in a batch),
     the batch is aligned by the Python search - same counts."""
