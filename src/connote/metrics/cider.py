@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from connote.metrics import _arrays
 from connote.metrics._gc import gc_paused
 from connote.metrics.bleu import ngram_counts
 
@@ -83,14 +84,15 @@ def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int =
         return _corpus_cider(hyps, refs, n, sigma, document_frequencies)
 
 
-def _gram_ids(texts: Sequence[str], n: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """The text of each token and, per order k = 1..n, ``(start, gram)``: the flat start position of
-    every k-gram that fits in its text and an id per distinct k-gram (equal k-grams, equal ids)."""
+def _gram_ids(texts: Sequence[str], n: int) -> tuple[list[str], np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The texts' tokens (flat), the text of each token and, per order k = 1..n, ``(start, gram)``: the
+    flat start position of every k-gram that fits in its text and an id per distinct k-gram (equal
+    k-grams, equal ids)."""
     vocab: dict[str, int] = {}
     split = [t.split() for t in texts]
     lens = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
-    ids = np.fromiter((vocab.setdefault(w, len(vocab)) for ws in split for w in ws), dtype=np.int64,
-                      count=int(lens.sum()))
+    flat = [w for ws in split for w in ws]
+    ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in flat), dtype=np.int64, count=len(flat))
     tok_text = np.repeat(np.arange(len(texts), dtype=np.int64), lens)
     ends = np.cumsum(lens)[tok_text]  # where each token's text ends
     pos = np.arange(len(ids), dtype=np.int64)
@@ -104,7 +106,7 @@ def _gram_ids(texts: Sequence[str], n: int) -> tuple[np.ndarray, list[tuple[np.n
         grams.append((start, gram))
         at = np.full(len(ids), -1, dtype=np.int64)
         at[start] = gram
-    return tok_text, grams
+    return flat, tok_text, grams
 
 
 def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, sigma: float,
@@ -124,11 +126,9 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
     pair_h = h_text[r_item]  # one (hypothesis, reference) pair per reference of every item
     texts = list(index)
     n_texts = len(texts)
-    tok_text, grams = _gram_ids(texts, n)
+    flat, tok_text, grams = _gram_ids(texts, n)
     n_docs = len(refs) if document_frequencies is None else document_frequencies.n_documents
     ref_len = math.log(float(n_docs)) if n_docs > 0 else 0.0
-    words = [t.split() for t in texts] if document_frequencies is not None else None
-    flat = [w for ws in words for w in ws] if words is not None else None
     by_order = []  # per order: the cosine of every pair, before the length penalty
     length = np.zeros(n_texts)
     for k, (start, gram) in enumerate(grams):
@@ -137,10 +137,9 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
         t_of, g_of = tg // g_count, tg % g_count
         if document_frequencies is None:
             # document frequency: in how many items' reference sets the k-gram occurs
-            rows_of = np.zeros(n_texts + 1, dtype=np.int64)
-            np.cumsum(np.bincount(t_of, minlength=n_texts), out=rows_of[1:])
+            rows_of = _arrays.offsets(np.bincount(t_of, minlength=n_texts))
             cnt = rows_of[r_text + 1] - rows_of[r_text]
-            rows = np.repeat(rows_of[r_text] - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
+            rows = _arrays.ranges(rows_of[r_text], cnt)
             item_gram = np.unique(np.repeat(r_item, cnt) * g_count + g_of[rows])
             df = np.bincount(item_gram % g_count, minlength=g_count).astype(np.float64)
         else:  # a fixed corpus: look each distinct k-gram up once

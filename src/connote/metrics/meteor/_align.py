@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from connote.metrics import _arrays
 from connote.metrics.wordnet import SynonymTables
 
 EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
@@ -658,8 +659,7 @@ class Aligner:
         i64 = np.int64
         vocab: dict[str, int] = {}
         toks = np.fromiter((vocab.setdefault(w, len(vocab)) for s in sents for w in s), dtype=i64)
-        tok_ptr = np.zeros(len(sents) + 1, dtype=i64)
-        np.cumsum([len(s) for s in sents], out=tok_ptr[1:])
+        tok_ptr = _arrays.offsets([len(s) for s in sents])
         words = list(vocab)
         whash = np.array(self._hashes(words), dtype=i64)
         shash = np.array(self._stems(words), dtype=i64) if STEM in self.modules else whash
@@ -668,8 +668,7 @@ class Aligner:
         if SYNONYM in self.modules and self.synonyms is not None:
             syn = self.synonyms.synsets
             sets = [sorted(syn(w)) for w in words]
-            syn_ptr = np.zeros(len(words) + 1, dtype=i64)
-            np.cumsum([len(x) for x in sets], out=syn_ptr[1:])
+            syn_ptr = _arrays.offsets([len(x) for x in sets])
             syn_ids = np.fromiter((x for row in sets for x in row), dtype=i64, count=int(syn_ptr[-1]))
         else:
             syn_ptr, syn_ids = np.zeros(len(words) + 1, dtype=i64), np.zeros(0, dtype=i64)

@@ -16,12 +16,14 @@ import importlib.util
 import os
 import shutil
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from connote.metrics import _arrays
 from connote.metrics.wordnet import SynonymTables, find_wordnet, load_wordnet_tables
 
 JAR_NAME = "meteor-1.5.jar"
@@ -120,18 +122,23 @@ def phrase_hashes(tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return h
 
 
-def ngram_hashes(ids: np.ndarray, max_n: int = MAX_PHRASE) -> np.ndarray:
-    """Sorted hashes (with repeats) of every n-gram (n <= max_n) of a token-id array (ids < 0: unknown)."""
-    vals = (ids + 1).astype(np.uint64)  # unknown (-1) -> 0, which no table phrase contains
-    out = [vals]
+def ngram_hash_levels(ids: np.ndarray, max_n: int = MAX_PHRASE):
+    """For n = 1..max_n (while n-grams exist): ``(n, h)``, h[p] the hash of the n-gram starting at p
+    (the values of :func:`phrase_hashes`; ids < 0 are unknown words -> 0, which no table phrase holds)."""
+    vals = (ids + 1).astype(np.uint64)
     h = vals
     with np.errstate(over="ignore"):
-        for n in range(2, max_n + 1):
-            if len(h) <= 1:
-                break
-            h = h[:-1] * _HASH_P + vals[n - 1:]
-            out.append(h)
-    out_arr = np.concatenate(out)
+        for n in range(1, max_n + 1):
+            if n > 1:
+                if len(h) <= 1:
+                    return
+                h = h[:-1] * _HASH_P + vals[n - 1:]
+            yield n, h
+
+
+def ngram_hashes(ids: np.ndarray, max_n: int = MAX_PHRASE) -> np.ndarray:
+    """Sorted hashes (with repeats) of every n-gram (n <= max_n) of a token-id array (ids < 0: unknown)."""
+    out_arr = np.concatenate([h for _n, h in ngram_hash_levels(ids, max_n)])
     out_arr.sort()
     return out_arr
 
@@ -155,10 +162,16 @@ class ParaphraseTable:
     def __len__(self) -> int:
         return len(self.ref_offsets) - 1
 
+    def flat_ids(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+        """The sentences' token ids in the table's vocabulary, one after the other, with -1 after each
+        sentence and for words the table does not know (so no n-gram spans two sentences)."""
+        get = self.word_ids.get
+        return np.fromiter((get(w, -1) for s in sentences for w in (*s, None)), dtype=np.int64,
+                           count=sum(map(len, sentences)) + len(sentences))
+
     def select(self, sentences: list[list[str]]) -> list[tuple[int, tuple[str, ...], tuple[str, ...]]]:
         """Entries whose two phrases both occur among the n-grams of ``sentences`` (file order)."""
-        get = self.word_ids.get
-        ids = np.fromiter((get(w, -1) for s in sentences for w in (*s, None)), dtype=np.int64)
+        ids = self.flat_ids(sentences)
         if len(ids) == 0:
             return []
         grams = ngram_hashes(ids)
@@ -170,9 +183,7 @@ class ParaphraseTable:
         if not keep.any():
             return []
         lo, hi = lo[keep], hi[keep]
-        counts = hi - lo
-        idx = np.repeat(lo - np.cumsum(np.concatenate(([0], counts[:-1]))), counts) + np.arange(counts.sum())
-        entries = self.ref_hash_order[idx]
+        entries = self.ref_hash_order[_arrays.ranges(lo, hi - lo)]
         h2 = self.para_hash[entries]
         pos = np.searchsorted(grams_all, h2).clip(max=len(grams_all) - 1)
         entries = np.sort(entries[grams_all[pos] == h2])
@@ -181,8 +192,7 @@ class ParaphraseTable:
         def phrases(tokens: np.ndarray, offsets: np.ndarray) -> list[tuple[str, ...]]:
             starts = np.asarray(offsets[entries])
             lens = np.asarray(offsets[entries + 1]) - starts
-            flat = np.asarray(tokens[np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-                                     + np.arange(int(lens.sum()))]).tolist()
+            flat = np.asarray(tokens[_arrays.ranges(starts, lens)]).tolist()
             words = [vocab[t] for t in flat]
             out_p, pos = [], 0
             for n in lens.tolist():
@@ -204,33 +214,24 @@ class ParaphraseTable:
         (start, length, entry number, paraphrase id; by start, length, entry - the order of
         ``ParaphraseIndex.phrase_index``) and the places where those paraphrases occur (paraphrase id,
         start; the positions of ``ParaphraseIndex.ngram_positions``). Hashes only propose matches:
-        each is confirmed token by token. ``None`` in the (never seen) case of two different
-        paraphrases with one 64-bit hash in the batch; the caller then takes the exact Python path.
+        each is confirmed token by token. ``None`` in the (never seen) case of two different n-grams
+        of the batch with one 64-bit hash; the caller then takes the exact Python path.
         """
         i64 = np.int64
         lens = np.fromiter(map(len, sentences), dtype=i64, count=len(sentences))
-        get = self.word_ids.get
-        # flat token ids, -1 after each sentence and for words the table does not know
-        ids = np.fromiter((get(w, -1) for s in sentences for w in (*s, None)), dtype=i64,
-                          count=int(lens.sum()) + len(sentences))
-        first = np.zeros(len(sentences) + 1, dtype=i64)  # flat position of each sentence's first token
-        np.cumsum(lens + 1, out=first[1:])
+        ids = self.flat_ids(sentences)
+        first = _arrays.offsets(lens + 1)  # flat position of each sentence's first token
         sent_of = np.repeat(np.arange(len(sentences), dtype=i64), lens + 1)
         bad = np.flatnonzero(ids < 0)
         run = bad[np.searchsorted(bad, np.arange(len(ids)))] - np.arange(len(ids))  # known tokens from here
-        vals = (ids + 1).astype(np.uint64)
         g_pos, g_len, g_hash = [], [], []
-        h = vals
-        with np.errstate(over="ignore"):
-            for n in range(1, MAX_PHRASE + 1):
-                if n > 1:
-                    h = h[:-1] * _HASH_P + vals[n - 1:]
-                starts = np.flatnonzero(run[: len(h)] >= n)
-                if len(starts) == 0:
-                    break
-                g_pos.append(starts)
-                g_len.append(np.full(len(starts), n, dtype=i64))
-                g_hash.append(h[starts])
+        for n, h in ngram_hash_levels(ids):
+            starts = np.flatnonzero(run[: len(h)] >= n)  # n-grams of known words within one sentence
+            if len(starts) == 0:
+                break
+            g_pos.append(starts)
+            g_len.append(np.full(len(starts), n, dtype=i64))
+            g_hash.append(h[starts])
         empty = SentenceMatches(np.zeros(len(sentences) + 1, i64), np.zeros((0, 4), i64),
                                 np.zeros(len(sentences) + 1, i64), np.zeros((0, 2), i64), np.zeros(0, i64))
         if not g_pos:
@@ -255,9 +256,7 @@ class ParaphraseTable:
 
         def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """(row, index) for every index in [lo[row], hi[row])."""
-            counts = hi - lo
-            row = np.repeat(np.arange(len(lo), dtype=i64), counts)
-            return row, np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=i64)
+            return np.repeat(np.arange(len(lo), dtype=i64), hi - lo), _arrays.ranges(lo, hi - lo)
 
         # distinct n-grams that are table phrases, with their entries, confirmed token by token
         lo = np.searchsorted(self.ref_hash_sorted, dh, "left")
@@ -305,10 +304,8 @@ class ParaphraseTable:
         phr = phr[np.lexsort((phr[:, 2], phr[:, 1], at))]
         occ_order = np.lexsort((occ[:, 1], occ[:, 0], o_sent))
         occ, o_sent = occ[occ_order], o_sent[occ_order]
-        phr_ptr = np.zeros(len(sentences) + 1, dtype=i64)
-        np.cumsum(np.bincount(p_sent, minlength=len(sentences)), out=phr_ptr[1:])
-        occ_ptr = np.zeros(len(sentences) + 1, dtype=i64)
-        np.cumsum(np.bincount(o_sent, minlength=len(sentences)), out=occ_ptr[1:])
+        phr_ptr = _arrays.offsets(np.bincount(p_sent, minlength=len(sentences)))
+        occ_ptr = _arrays.offsets(np.bincount(o_sent, minlength=len(sentences)))
         return SentenceMatches(phr_ptr, np.ascontiguousarray(phr, dtype=i64), occ_ptr,
                                np.ascontiguousarray(occ, dtype=i64), para_len)
 
@@ -345,9 +342,7 @@ def _parse_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
         lengths = np.fromiter((len(p.split()) for p in phrases), dtype=np.int64, count=len(phrases))
         toks = b" ".join(phrases).split()
         ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), dtype=np.int32, count=len(toks))
-        offsets = np.zeros(len(phrases) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return ids, offsets
+        return ids, _arrays.offsets(lengths)
 
     ref_ids, ref_off = encode(lines[1:3 * n:3])
     para_ids, para_off = encode(lines[2:3 * n:3])

@@ -1,0 +1,19 @@
+"""Two NumPy idioms the array-based metrics share (ragged data as flat arrays plus offsets)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def offsets(counts) -> np.ndarray:
+    """``[0, c0, c0 + c1, ...]``: where each of the ``len(counts)`` runs starts in the flat array, and the end."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def ranges(starts, counts) -> np.ndarray:
+    """The indices ``starts[i], ..., starts[i] + counts[i] - 1`` of every run, concatenated in order."""
+    starts = np.asarray(starts, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
