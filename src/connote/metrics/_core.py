@@ -39,16 +39,6 @@ class _Batch:
     tokenize: str
     per_item: bool
     settings: dict[str, Any]
-    cache: dict[Any, Any] = field(default_factory=dict)  # work shared between metrics of one call
-
-    def ngrams(self, n: int):
-        """The n-gram counts of this batch's texts (BLEU's; kept per call)."""
-        from connote.metrics.bleu import NgramCache
-
-        got = self.cache.get(("ngrams", n))
-        if got is None:
-            got = self.cache[("ngrams", n)] = NgramCache(n)
-        return got
 
 
 MetricFn = Any  # (batch) -> (scores, per-item {id: {name: value}}, signature, warnings)
@@ -71,7 +61,7 @@ def _bleu(batch: _Batch):
     from connote.metrics.bleu import corpus_bleu
 
     n = int(batch.settings.get("bleu_n", 4))
-    corpus, items = corpus_bleu(batch.hyps, batch.refs, n, ngrams=batch.ngrams(n))
+    corpus, items = corpus_bleu(batch.hyps, batch.refs, n)
     scores = {f"Bleu_{k + 1}": corpus[k] for k in range(n)}
     per = {i: {f"Bleu_{k + 1}": v[k] for k in range(n)} for i, v in zip(batch.ids, items)}
     sig = f"bleu|n:{n}|ref:closest|smooth:pycoco|tok:{_tok(batch)}|version:{_version()}"
@@ -272,8 +262,6 @@ def compute_scores(hyps: Mapping[str, str | Sequence[str]], refs: Mapping[str, S
         finally:
             if started is not None:
                 started.cancel()
-            # freed while the collector is paused: otherwise its first pass walks all of it
-            batch.cache.clear()
     for name, _fn in fns:
         s, p, sig, w = results[name]
         scores.update(s)

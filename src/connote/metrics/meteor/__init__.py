@@ -478,10 +478,6 @@ class _PendingCorpus:
             self._work.cancel()
 
 
-def _parallel_best(meteor: Meteor, hyps: list[str], refs: list[list[str]], jobs: int) -> list[MeteorStats]:
-    return _ParallelRun(meteor, hyps, refs, jobs).stats()
-
-
 def default_meteor_dir() -> Path | None:
     """Where the jar's data files were found (``None`` if nowhere)."""
     return _resources.find_meteor_dir()

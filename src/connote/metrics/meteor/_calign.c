@@ -199,8 +199,7 @@ static int cmp_synpos(const void *a, const void *b) {
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-static int syn_index(const Batch *B, Work *w, SynIndex *x, i64 h) {
-    (void)w;
+static int syn_index(const Batch *B, SynIndex *x, i64 h) {
     if (x->sent == h) return 0;
     const i64 *w1 = B->toks + B->tok_ptr[h];
     i64 n1 = B->tok_ptr[h + 1] - B->tok_ptr[h];
@@ -279,7 +278,7 @@ static int candidates(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, Cands
             }
         } else if (kind == SYNONYM) {
             if (!B->has_syn) continue;
-            if (syn_index(B, w, sx, h)) return -1;
+            if (syn_index(B, sx, h)) return -1;
             for (i64 i = 0; i < n2; i++) {
                 i64 a = w2[i];
                 if (B->syn_ptr[a + 1] == B->syn_ptr[a]) continue;
@@ -592,8 +591,6 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
     memset(cov2, 0, (size_t)(n2 + 1) * sizeof(i64));
     Cands c = {0};
     if (candidates(B, w, sx, h, r, &c, cov1, cov2)) return -1;
-    cov1 = (i64 *)w->b[B_COV1].p;
-    cov2 = (i64 *)w->b[B_COV2].p;
     i64 n_cand = c.n;
 
     /* stage order: stable by reference position (generation order within a position) */
