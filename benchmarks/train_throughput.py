@@ -66,7 +66,9 @@ def build(size: str, device: str, folder: Path) -> Any:
 
     from connote.train.config import ModelConfig
     from connote.train.git_llava import GitLlava
-    from connote.train.tiny import make_tiny_sources
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tiny tokenizer sources
+    from tiny_sources import make_tiny_sources
 
     git_cfg, llm_cfg = configs(size)
     # a word-level tokenizer and GIT processor from the tiny sources; the models are real size

@@ -13,8 +13,9 @@ import pytest
 pytest.importorskip("torch")
 
 from connote.cli import main  # noqa: E402
-from connote.metaphor.generators import GENERATORS, load_generator  # noqa: E402
 from connote.models.protocols import GenerationRequest, Generator  # noqa: E402
+from connote.models.registry import backends_with  # noqa: E402
+from connote.models.registry import load_model as load_generator  # noqa: E402
 from connote.video.frames import read_frames  # noqa: E402
 
 
@@ -35,8 +36,8 @@ def trained(colour_set, stage2_config, tmp_path_factory) -> Path:  # noqa: ANN00
 
 
 def test_registry_lists_backends() -> None:
-    assert GENERATORS.names() == ["git-llava", "git-video", "hf-video-chat", "nearest", "openai-video"]
-    with pytest.raises(KeyError, match="valid video generators"):
+    assert {"git-llava", "git-video", "hf-video-chat", "nearest", "openai-video"} <= set(backends_with("generate"))
+    with pytest.raises(KeyError, match="valid models"):
         load_generator("nope:x")
 
 
@@ -118,7 +119,7 @@ def test_caption_run_resumes_and_records_errors(trained: Path, colour_set, tmp_p
     assert [json.loads(x)["video_id"] for x in lines] == colour_set.test_ids[:3]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert "3 already captioned, 1 to go" in err
+    assert "videos: 4 item(s): 3 resumed, 1 computed now, 1 failed" in err
     from connote.metaphor.captioning import read_run_captions
 
     caps = read_run_captions(tmp_path / "run")
@@ -141,13 +142,13 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
         def generate(self, reqs: list) -> list[str]:
             return ["a video of a colour"] * len(reqs)
 
-    from connote.metaphor.captioning import caption_videos
+    from connote.tasks.metaphor import caption_videos
 
     manifest = tmp_path / "m.csv"
     manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n"
                                                     for v in colour_set.test_ids))
-    caption_videos(manifest, perfect, tmp_path / "a", log=lambda m: None)
-    caption_videos(manifest, Fixed(), tmp_path / "b", log=lambda m: None)
+    caption_videos(manifest, perfect, tmp_path / "a", progress=False)
+    caption_videos(manifest, Fixed(), tmp_path / "b", progress=False)
     split = tmp_path / "test.txt"
     split.write_text("\n".join(colour_set.test_ids))
     assert main(["metaphor", "score", str(tmp_path / "a"), str(tmp_path / "b"), "--refs", str(colour_set.captions),
@@ -169,7 +170,7 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
 
 
 def test_hf_video_chat_images_mode(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
-    from connote.train.tiny import make_tiny_llava
+    from tiny_sources import make_tiny_llava
 
     folder = make_tiny_llava(tmp_path / "llava", ["Describe."])
     gen = load_generator(f"hf-video-chat:{folder}?frames=3&frames_as=images")
@@ -193,7 +194,8 @@ def test_nearest_with_embedded_encoders(colour_set) -> None:  # noqa: ANN001
 
 
 def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
-    from connote.metaphor.captioning import caption_videos, read_run_captions
+    from connote.metaphor.captioning import read_run_captions
+    from connote.tasks.metaphor import caption_videos
 
     class Flaky:
         frame_spec = ("uniform", 1, 1)
@@ -206,7 +208,7 @@ def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) 
                 raise RuntimeError("server said no")
             return ["ok"] * len(reqs)
 
-    summary = caption_videos(colour_set.videos, Flaky(), tmp_path / "run", batch_size=4, log=lambda m: None)
+    summary = caption_videos(colour_set.videos, Flaky(), tmp_path / "run", batch_size=4, progress=False)
     caps = read_run_captions(tmp_path / "run")
     assert summary["errors"] == 6 and summary["captioned"] == 18
     assert caps["blue0"] is None and caps["red0"] == "ok"

@@ -133,7 +133,7 @@ def test_blip_run_via_cli_and_report(tiny_blip_dir, manifest, tmp_path, capsys):
 
 KILL_SCRIPT = """
 import sys, time
-from connote.models import MODELS
+from connote.models.registry import register_model
 
 class Slow:
     def describe(self): return {"backend": "slow"}
@@ -141,7 +141,7 @@ class Slow:
         time.sleep(0.3)
         return [0.7 for _ in pairs]
 
-MODELS.register("slow", lambda weights=None, **kw: Slow())
+register_model("slow", lambda weights=None: Slow(), capabilities={"match"}, weights="none")
 from connote.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -161,7 +161,7 @@ def test_killed_run_loses_at_most_the_batch_in_flight(manifest, tmp_path):
         if db.exists():
             try:
                 with sqlite3.connect(db) as con:
-                    done = con.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+                    done = con.execute("SELECT COUNT(*) FROM items").fetchone()[0]
             except sqlite3.OperationalError:
                 done = 0
             if done >= 3:
@@ -170,7 +170,7 @@ def test_killed_run_loses_at_most_the_batch_in_flight(manifest, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     with sqlite3.connect(db) as con:
-        kept = con.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        kept = con.execute("SELECT COUNT(*) FROM items").fetchone()[0]
     assert 3 <= kept < 10
     # resume with the same fingerprint: only the rest is computed
     from connote.models import MODELS

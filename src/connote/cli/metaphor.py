@@ -57,12 +57,13 @@ def caption_cmd(
     batch_size: Annotated[int, typer.Option(help="Videos per generate call.")] = 4,
     max_new_tokens: Annotated[int, typer.Option(help="Caption length limit in tokens.")] = 48,
     limit: Annotated[int | None, typer.Option(help="Only the first N videos.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
-    from connote.metaphor.captioning import caption_videos
+    from connote.tasks.metaphor import caption_videos
 
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
-                             max_new_tokens=max_new_tokens, limit=limit, log=lambda m: print(m, file=sys.stderr))
+                             max_new_tokens=max_new_tokens, limit=limit, progress=not quiet)
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
 

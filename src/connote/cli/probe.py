@@ -1,4 +1,4 @@
-"""``connote probe``, ``connote report`` and ``connote models``."""
+"""``connote probe`` and ``connote report``."""
 
 from __future__ import annotations
 
@@ -74,16 +74,6 @@ def report(
         print(f"plot: {plot}", file=sys.stderr)
 
 
-def models() -> None:
-    """List the registered model backends."""
-    from connote.models import MODELS
-
-    width = max(len(n) for n in MODELS.names())
-    for name, help_ in MODELS.items():
-        print(f"{name:<{width}}  {help_}")
-
-
 def register(app: typer.Typer) -> None:
     app.command("probe")(probe)
     app.command("report")(report)
-    app.command("models")(models)

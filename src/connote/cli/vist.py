@@ -373,16 +373,14 @@ def generate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
-    from connote.progress import progress_bar
-    from connote.vist.generators import load_generator, load_sequences, run_generation
+    from connote.models.registry import check_spec, load_model
+    from connote.tasks.storytelling import load_sequences, run_generation
 
     seqs = load_sequences(sequences)
-    gen = load_generator(model)
-    total = min(len(seqs), limit) if limit else len(seqs)
-    with progress_bar(total, "stories", enabled=progress and sys.stderr.isatty()) as bar:
-        summary = run_generation(gen, seqs, out, image_dir=images, batch_size=batch_size, limit=limit,
-                                 team_name=team_name, meta={"sequences": str(sequences)},
-                                 progress=lambda done, _total: bar.update(completed=done))
+    check_spec(model)
+    gen = load_model(model)
+    summary = run_generation(gen, seqs, out, image_dir=images, batch_size=batch_size, limit=limit,
+                             team_name=team_name, meta={"sequences": str(sequences)}, progress=progress)
     if as_json:
         _echo_json(summary.to_dict())
     else:
@@ -400,19 +398,17 @@ def demo_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON.")] = False,
 ) -> None:
     """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
-    from connote.progress import progress_bar
+    from connote.models.registry import load_model
+    from connote.tasks.storytelling import load_sequences, run_generation
     from connote.vist.data import read_gold, read_submission
-    from connote.vist.generators import load_generator, load_sequences, run_generation
     from connote.vist.protocols import score
     from connote.vist.sample import write_sample_vist
 
     paths = write_sample_vist(out / "sample")
     spec = model or f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache=none"
     seqs = load_sequences(paths["template"])
-    with progress_bar(len(seqs), "stories", enabled=sys.stderr.isatty()) as bar:
-        summary = run_generation(load_generator(spec), seqs, out, image_dir=paths["images"],
-                                 meta={"sequences": str(paths["template"])},
-                                 progress=lambda done, _total: bar.update(completed=done))
+    summary = run_generation(load_model(spec), seqs, out, image_dir=paths["images"],
+                             meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
     result = score("album", read_submission(summary.submission_path), read_gold(paths["test"]))
     if as_json:
         _echo_json(result.to_dict())
@@ -428,11 +424,11 @@ def demo_cmd(
 
 @story_app.command("backends")
 def backends_cmd() -> None:
-    """List the story generator backends."""
-    from connote.vist.generators import generator_names
+    """List the model backends that can write stories (capability ``generate``)."""
+    from connote.models.registry import MODELS, backends_with
 
-    for name, doc in generator_names():
-        typer.echo(f"{name:12s} {doc}")
+    for name in backends_with("generate"):
+        typer.echo(f"{name:14s} {MODELS.describe(name)}")
 
 
 # --------------------------------------------------------------------------- dataset construction

@@ -96,3 +96,69 @@ class YesNoVlmMatcher:
             no = torch.logsumexp(logits[:, self.no_ids], dim=-1)
             out.extend(torch.sigmoid(yes - no).cpu().tolist())
         return out
+
+
+class ChatVlm(YesNoVlmMatcher):
+    """A Hugging Face chat VLM, written once for every task: asked Yes/No for CV-Probes (``match``), and
+    asked for text about one or many images or a video's frames (``generate``: stories, metaphor captions).
+
+    For generation, the images go into one user turn as that many images (``frames_as=images``: any
+    multi-image chat VLM — LLaVA, LLaVA-OneVision, Idefics, Qwen-VL) or, with ``frames_as=video``, as one
+    video (``videos=[frames]``: Video-LLaVA, LLaVA-NeXT-Video, Qwen2-VL; transformers' video processors
+    need torchvision). Decoding is greedy. ``generation_prompt`` overrides the task's prompt.
+    """
+
+    backend = "hf-vlm"
+
+    def __init__(self, weights: str | None = None, *, frames: int | str = 8, frames_as: str = "images",
+                 max_new_tokens: int | str | None = None, generation_prompt: str | None = None, **options: Any) -> None:
+        if frames_as not in ("video", "images"):
+            raise ValueError(f"frames_as must be video or images, not {frames_as!r}")
+        super().__init__(weights, **options)
+        self.frames, self.frames_as = int(frames), frames_as
+        self.max_new_tokens = int(max_new_tokens) if max_new_tokens else None
+        self.generation_prompt = generation_prompt
+
+    @classmethod
+    def from_spec(cls, weights: str | None = None, **options: Any) -> ChatVlm:
+        return cls(weights, **options)
+
+    @property
+    def frame_spec(self) -> tuple[str, int, int]:
+        return ("uniform", self.frames, self.frames)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update({"frames": self.frames, "frames_as": self.frames_as, "max_new_tokens": self.max_new_tokens,
+                  "generation_prompt_sha": hashlib.sha256(self.generation_prompt.encode()).hexdigest()[:12]
+                  if self.generation_prompt else None, "decoding": "greedy"})
+        return d
+
+    def generate(self, requests: Sequence[Any]) -> list[str]:
+        import numpy as np
+
+        torch = self.torch
+        out = []
+        for req in requests:
+            frames = [im.convert("RGB") for im in req.images]
+            if not frames:
+                raise ValueError("a chat VLM needs at least one image")
+            prompt = self.generation_prompt or req.prompt or ""
+            visual = [{"type": "video"}] if self.frames_as == "video" else [{"type": "image"}] * len(frames)
+            messages = [{"role": "user", "content": [*visual, {"type": "text", "text": prompt}]}]
+            text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            if self.frames_as == "video":
+                inputs = self.processor(text=[text], videos=[np.stack([np.asarray(im) for im in frames])],
+                                        return_tensors="pt")
+            else:
+                inputs = self.processor(text=[text], images=[frames], return_tensors="pt")
+            inputs = inputs.to(self.device)
+            for k, v in inputs.items():
+                if torch.is_floating_point(v) and self.dtype != torch.float32:
+                    inputs[k] = v.to(self.dtype)
+            with torch.inference_mode():
+                ids = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens or req.max_new_tokens,
+                                          do_sample=False)
+            new = ids[0, inputs["input_ids"].shape[1]:]
+            out.append(self.processor.decode(new, skip_special_tokens=True).strip())
+        return out

@@ -142,3 +142,54 @@ class OpenAIMatcher:
                           pairs: Sequence[tuple[int, int]]) -> list[float | Exception]:
         with ThreadPoolExecutor(max(1, self.concurrency)) as pool:
             return list(pool.map(lambda p: self._one(images[p[0]], captions[p[1]]), pairs))
+
+
+class OpenAIChat(OpenAIMatcher):
+    """An OpenAI-compatible chat API, written once for every task: the Yes/No question for CV-Probes
+    (``match``) and text about one or many images or a video's frames (``generate``), the images sent as
+    JPEG data URLs in one user turn. A request that still fails after the retries raises ``ApiError``;
+    the runner records it with its item, and a rerun retries it."""
+
+    backend = "openai"
+
+    def __init__(self, model: str | None = None, *, max_side: int | str = 1024, temperature: float | str = 0.0,
+                 max_tokens: int | str | None = None, generation_prompt: str | None = None,
+                 text_first: bool | str = False, **options: Any) -> None:
+        super().__init__(model, **options)
+        self.text_first = str(text_first).lower() in ("1", "true", "yes")
+        self.max_side, self.temperature = int(max_side), float(temperature)
+        self.max_tokens = int(max_tokens) if max_tokens else None
+        self.generation_prompt = generation_prompt
+
+    @classmethod
+    def from_spec(cls, weights: str | None = None, **options: Any) -> OpenAIChat:
+        return cls(weights, **options)
+
+    @property
+    def frame_spec(self) -> tuple[str, int, int]:
+        return ("segments", 6, 6)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update({"max_side": self.max_side, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                  "text_first": self.text_first,
+                  "generation_prompt_sha": hashlib.sha256(self.generation_prompt.encode()).hexdigest()[:12]
+                  if self.generation_prompt else None})
+        return d
+
+    def generate(self, requests: Sequence[Any]) -> list[str]:
+        def one(req: Any) -> str | Exception:
+            content: list[dict[str, Any]] = [
+                {"type": "image_url", "image_url": {"url": image_data_url(im, self.max_side)}} for im in req.images]
+            text = {"type": "text", "text": self.generation_prompt or req.prompt or ""}
+            content = [text, *content] if self.text_first else [*content, text]
+            try:
+                resp = self.client.chat([{"role": "user", "content": content}], temperature=self.temperature,
+                                        max_tokens=self.max_tokens or req.max_new_tokens)
+                return ((resp["choices"][0].get("message") or {}).get("content") or "").strip()
+            except (ApiError, KeyError, IndexError, TypeError, AttributeError) as exc:
+                return ApiError(f"API error: {exc}")
+
+        # a request that failed is returned in its place, so only it is recorded as an error
+        with ThreadPoolExecutor(max(1, self.concurrency)) as pool:
+            return list(pool.map(one, requests))  # type: ignore[arg-type]

@@ -1,8 +1,12 @@
 """Small contracts a model answers. A model never sees tasks; tasks never see architectures.
 
-* ``Matcher``: p(match) for image-caption pairs (probe task, MM-SHAP).
-* ``Generator``: text for one or more images / frames and a prompt (stories, metaphors).
+* ``Matcher`` (capability ``match``): p(match) for image-caption pairs (probe task, MM-SHAP).
+* ``Generator`` (capability ``generate``): text for one or more images / video frames and a prompt
+  (stories over photo sequences, metaphor captions of videos).
 * ``Embedder``: vectors for texts or images (retrieval baselines, metrics).
+
+Which backend offers which capability is declared where it is registered
+(:mod:`connote.models.registry`).
 """
 
 from __future__ import annotations
@@ -34,20 +38,35 @@ class Matcher(Protocol):
 
 @dataclass
 class GenerationRequest:
-    """One generation: images (photos of a sequence or video frames) and a text prompt."""
+    """One generation: images (photos of a sequence, or a video's frames in temporal order) and a prompt.
+
+    ``prompt`` None means the backend's own default. ``image_ids`` names the images where they have ids
+    (VIST photo ids), for backends that work from precomputed features; ``images`` may then be empty
+    for a backend whose ``needs_images`` is False.
+    """
 
     images: list[Image.Image]
-    prompt: str
+    prompt: str | None = None
     max_new_tokens: int = 128
+    image_ids: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
 class Generator(Protocol):
+    """Answers: what text do these images (or frames) call for, given the prompt?
+
+    Optional attributes a generator may set: ``needs_images`` (False when ``image_ids`` suffice) and
+    ``frame_spec`` = (strategy, k, per_clip), the video frames it wants (default ``("segments", 6, 6)``:
+    two frames from each third, as the VMC paper samples them).
+    """
+
     def describe(self) -> dict[str, Any]: ...
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        """One text per request, in order."""
+        """One text per request, in order. A backend that can fail per request (a remote API) puts the
+        exception in that request's place; any other failure raises, and the runner retries the batch
+        request by request so that only the failing one is recorded as an error."""
         ...
 
 

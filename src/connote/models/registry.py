@@ -1,14 +1,91 @@
-"""The model registry and model specs."""
+"""The one model registry, model specs, and capabilities.
+
+Every backend — image-text matchers, chat VLMs, GIT captioners, GIT-LLaVA, the OpenAI-compatible API,
+the offline baselines — is registered here once, with the capabilities it declares:
+
+``match``     ``match_probability(images, captions, pairs) -> list[float]`` (CV-Probes)
+``mask``      ``masking_game(image, caption, ...)`` — its inputs can be masked for MM-SHAP
+``generate``  ``generate(requests: list[GenerationRequest]) -> list[str]`` from one or many images or
+              video frames (storytelling, metaphor captioning)
+
+A task asks for the capability it needs; ``connote models`` lists every backend with its capabilities.
+A model is named by a spec ``backend[:weights][?key=value&...]``; options are checked against the
+backend's constructor before anything loads (unknown option, wrong type, missing local folder → exit 2).
+"""
 
 from __future__ import annotations
 
+import inspect
+import os
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from connote.errors import InputError
 from connote.registry import Registry
 
-MODELS: Registry[Any] = Registry("model")
+CAPABILITIES = ("match", "mask", "generate")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A registered backend: its factory (lazy ``"module:attr"``), capabilities and weights kind.
+
+    ``weights``: ``hf`` (a hub id or a local folder), ``folder`` (a local folder), ``file`` (a local file),
+    ``name`` (a service's model name), ``none`` (no weights). ``defaults`` are options an alias sets.
+    """
+
+    name: str
+    target: Any
+    capabilities: frozenset[str]
+    help: str = ""
+    weights: str = "hf"
+    defaults: dict[str, str] = field(default_factory=dict)
+
+    def factory(self) -> Callable[..., Any]:
+        target = self.target
+        if isinstance(target, str):
+            import importlib
+
+            module, attr = target.split(":", 1)
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            target = obj
+        return target
+
+
+MODELS: Registry[Backend] = Registry("model")
+
+
+def register_model(name: str, target: Any = None, *, capabilities: set[str] | frozenset[str] | tuple[str, ...],
+                   help: str = "", weights: str = "hf", defaults: dict[str, str] | None = None) -> Any:
+    """Register a backend; usable as a decorator on a class (``target`` omitted).
+
+    >>> @register_model("demo-doc", capabilities={"match"}, weights="none")
+    ... class Demo:
+    ...     def __init__(self, weights=None, *, threshold: float = 0.5): ...
+    >>> "match" in MODELS.get("demo-doc").capabilities
+    True
+    """
+    unknown = set(capabilities) - set(CAPABILITIES)
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)}; valid: {', '.join(CAPABILITIES)}")
+
+    def _add(obj: Any) -> Any:
+        doc = help or (inspect.getdoc(obj) or "").split("\n")[0] if not isinstance(obj, str) else help
+        MODELS.register(name, Backend(name, obj, frozenset(capabilities), doc, weights, dict(defaults or {})),
+                        help=doc)
+        return obj
+
+    if target is None:
+        return _add
+    _add(target)
+    return target
 
 
 @dataclass(frozen=True)
@@ -29,8 +106,8 @@ class ModelSpec:
 def parse_spec(spec: str) -> ModelSpec:
     """Parse a model spec.
 
-    >>> parse_spec("hf-clip:openai/clip-vit-base-patch32?temperature=0.01")
-    ModelSpec(backend='hf-clip', weights='openai/clip-vit-base-patch32', options={'temperature': '0.01'})
+    >>> parse_spec("hf-clip:openai/clip-vit-base-patch32?threshold=0.2")
+    ModelSpec(backend='hf-clip', weights='openai/clip-vit-base-patch32', options={'threshold': '0.2'})
     """
     base, _, query = spec.partition("?")
     backend, _, weights = base.partition(":")
@@ -38,36 +115,208 @@ def parse_spec(spec: str) -> ModelSpec:
                      options=dict(parse_qsl(query, keep_blank_values=True)))
 
 
-def load_model(spec: str | ModelSpec, registry: Registry[Any] | None = None, **overrides: Any) -> Any:
-    """Build a model from its spec: the registered factory gets ``weights`` and the options.
+# ---- checking a spec before anything loads ------------------------------------------------------------
 
-    ``registry`` defaults to the matchers (``MODELS``); the story and video generators keep
-    registries of their own and load through this same function.
+
+def _constructor_functions(factory: Callable[..., Any]) -> list[Callable[..., Any]]:
+    """The functions whose keyword parameters are the backend's options: the constructor, and the
+    constructors of base classes it forwards ``**options`` to."""
+    owner = getattr(factory, "__self__", None)
+    cls = factory if inspect.isclass(factory) else owner if inspect.isclass(owner) and \
+        getattr(factory, "__name__", "") == "from_spec" else None
+    if cls is None:
+        return [factory]
+    return [c.__dict__["__init__"] for c in cls.__mro__ if "__init__" in c.__dict__ and c is not object]
+
+
+def _option_types(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
+    """Option name -> annotation of the backend's constructor(s), and whether any ``**options`` remain open."""
+    params: dict[str, Any] = {}
+    for func in _constructor_functions(factory):
+        try:
+            hints = typing.get_type_hints(func)
+        except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to the raw ones
+            hints = {}
+        var_kw = False
+        for i, (name, p) in enumerate(inspect.signature(func).parameters.items()):
+            if name == "self" or (i <= 1 and p.kind is p.POSITIONAL_OR_KEYWORD):
+                continue  # the weights argument
+            if p.kind is p.VAR_KEYWORD:
+                var_kw = True
+            elif p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+                params.setdefault(name, hints.get(name, p.annotation))
+        if not var_kw:
+            return params, False
+    return params, True
+
+
+def _convert(backend: str, name: str, value: str, annotation: Any) -> str:
+    """Check that an option's text fits the constructor's annotation; the text itself is passed on
+    (backends take ``int | str`` and friends because specs are text, and convert it themselves)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation) if origin is typing.Union or isinstance(annotation, types.UnionType) \
+        else (annotation,)
+    kinds = [k for k in (int, float, bool) if k in args]
+    if not kinds:
+        return value
+    checks = {int: _is_int, float: _is_float, bool: lambda v: v.lower() in ("true", "false", "1", "0", "yes", "no")}
+    if any(checks[k](value) for k in kinds):
+        return value
+    expected = " or ".join({int: "an integer", float: "a number", bool: "true or false"}[k] for k in kinds)
+    raise InputError(f"model option {name}={value!r} of {backend}: expected {expected}")
+
+
+def _is_int(v: str) -> bool:
+    try:
+        int(v)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_float(v: str) -> bool:
+    try:
+        float(v)
+        return v.lower() not in ("nan", "inf", "-inf", "infinity")
+    except ValueError:
+        return False
+
+
+def looks_local(weights: str) -> bool:
+    """A weights string that names a local path rather than a hub id ``org/name``.
+
+    ``./x``, ``../x``, ``/x``, ``~/x`` and paths of more than two parts are local; ``a/b`` is local when
+    ``a`` is an existing folder here (``models/blip`` next to a ``models/`` folder).
     """
+    if weights.startswith((".", "/", "~")) or "\\" in weights or weights.count("/") > 1:
+        return True
+    head = weights.split("/", 1)[0]
+    return "/" in weights and Path(head).is_dir() or Path(weights).exists()
+
+
+def check_weights(backend: Backend, weights: str | None) -> None:
+    """Fail at once (exit 2) on weights that cannot load: a missing local path, or an uncached hub id offline."""
+    if not weights:
+        return
+    if backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(weights)):
+        path = Path(weights).expanduser()
+        if not path.exists():
+            raise InputError(f"model weights {weights!r} for {backend.name}: no such local "
+                             f"{'file' if backend.weights == 'file' else 'folder'}")
+        if backend.weights == "folder" or backend.weights == "hf":
+            if not path.is_dir():
+                raise InputError(f"model weights {weights!r} for {backend.name}: expected a folder, found a file")
+        return
+    if backend.weights == "hf" and os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - transformers brings huggingface_hub
+            return
+        try:
+            hit = try_to_load_from_cache(weights, "config.json")
+        except Exception:  # noqa: BLE001 - an id the hub library rejects outright
+            hit = None
+        if not isinstance(hit, str):
+            raise InputError(f"model weights {weights!r} for {backend.name}: not a local folder and not in the "
+                             "Hugging Face cache, and the hub is offline (HF_HUB_OFFLINE=1)")
+
+
+def check_spec(spec: str | ModelSpec) -> tuple[Backend, ModelSpec, dict[str, Any]]:
+    """Resolve and check a spec without loading anything; returns (backend, spec, constructor options)."""
     if isinstance(spec, str):
         spec = parse_spec(spec)
-    factory = (registry if registry is not None else MODELS).get(spec.backend)
-    kwargs: dict[str, Any] = dict(spec.options)
-    kwargs.update(overrides)
-    return factory(spec.weights, **kwargs)
+    backend = MODELS.get(spec.backend)
+    factory = backend.factory()
+    params, var_kw = _option_types(factory)
+    options: dict[str, Any] = {**backend.defaults, **spec.options}
+    for name, value in spec.options.items():
+        if name not in params:
+            if var_kw:
+                continue
+            valid = ", ".join(sorted(params)) or "(none)"
+            raise InputError(f"unknown option {name!r} for model backend {spec.backend}; valid options: {valid}")
+        options[name] = _convert(spec.backend, name, value, params[name])
+    check_weights(backend, spec.weights)
+    return backend, spec, options
+
+
+def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
+    """Build a model from its spec after :func:`check_spec`; load failures become one-line errors (exit 2)."""
+    backend, spec, options = check_spec(spec)
+    options.update(overrides)
+    try:
+        return backend.factory()(spec.weights, **options)
+    except InputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(f"could not load model {spec}: {type(exc).__name__}: {first}") from None
+
+
+def capabilities_of(model: Any) -> frozenset[str]:
+    """The capabilities a built model has: declared by its registry entry, else by its methods."""
+    declared = getattr(model, "capabilities", None)
+    if declared:
+        return frozenset(declared)
+    found = set()
+    if callable(getattr(model, "match_probability", None)):
+        found.add("match")
+    if callable(getattr(model, "generate", None)):
+        found.add("generate")
+    if callable(getattr(model, "masking_game", None)):
+        found.add("mask")
+    return frozenset(found)
+
+
+def backends_with(capability: str) -> list[str]:
+    return [n for n in MODELS.names() if capability in MODELS.get(n).capabilities]
+
+
+def require_capability(model: Any, capability: str, *, task: str) -> None:
+    """Refuse (exit 2) a model without ``capability``, naming the backends that have it."""
+    if capability in capabilities_of(model):
+        return
+    name = getattr(model, "backend", type(model).__name__)
+    raise InputError(f"model backend {name} cannot {capability!r}, which task {task} needs; "
+                     f"backends that can: {', '.join(backends_with(capability))}")
 
 
 # Built-in backends, registered lazily so that listing them imports nothing heavy.
-_BUILTIN = {
-    "objects": ("connote.models.objects:ObjectsMatcher.from_spec",
-                "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM."),
-    "hf-blip-itm": ("connote.models.hf_itm:BlipItmMatcher.from_spec",
-                    "BLIP image-text matching head (BlipForImageTextRetrieval)."),
-    "hf-blip2-itm": ("connote.models.hf_itm:Blip2ItmMatcher.from_spec",
-                     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval)."),
-    "hf-flava-itm": ("connote.models.hf_itm:FlavaItmMatcher.from_spec",
-                     "FLAVA multimodal encoder ITM head (FlavaForPreTraining)."),
-    "hf-clip": ("connote.models.hf_itm:ClipMatcher.from_spec",
-                "CLIP cosine similarity, calibrated to p(match) by a logistic map."),
-    "hf-vlm-yesno": ("connote.models.hf_vlm:YesNoVlmMatcher.from_spec",
-                     "Chat VLM (LLaVA family) asked whether the caption matches: softmax over Yes/No."),
-    "openai": ("connote.models.openai_api:OpenAIMatcher.from_spec",
-               "OpenAI-compatible chat API (GPT-4o or a local server); key/base URL from the env."),
-}
-for _name, (_target, _help) in _BUILTIN.items():
-    MODELS.register(_name, _target, help=_help)
+_BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
+    ("objects", "connote.models.objects:ObjectsMatcher.from_spec", ("match",), "none",
+     "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM.", {}),
+    ("hf-blip-itm", "connote.models.hf_itm:BlipItmMatcher.from_spec", ("match", "mask"), "hf",
+     "BLIP image-text matching head (BlipForImageTextRetrieval).", {}),
+    ("hf-blip2-itm", "connote.models.hf_itm:Blip2ItmMatcher.from_spec", ("match", "mask"), "hf",
+     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval).", {}),
+    ("hf-flava-itm", "connote.models.hf_itm:FlavaItmMatcher.from_spec", ("match", "mask"), "hf",
+     "FLAVA multimodal encoder ITM head (FlavaForPreTraining).", {}),
+    ("hf-clip", "connote.models.hf_itm:ClipMatcher.from_spec", ("match", "mask"), "hf",
+     "CLIP cosine similarity, calibrated to p(match) by a logistic map.", {}),
+    ("hf-vlm", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
+     "Chat VLM (LLaVA, LLaVA-NeXT, Qwen-VL, Idefics): Yes/No p(match); text from many images or frames.", {}),
+    ("hf-vlm-yesno", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
+     "Alias of hf-vlm (its CV-Probes name): p(match) = softmax over the Yes/No answer-token logits.", {}),
+    ("hf-video-chat", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
+     "Alias of hf-vlm with frames passed as one video (Video-LLaVA, LLaVA-NeXT-Video, Qwen2-VL).",
+     {"frames_as": "video"}),
+    ("openai", "connote.models.openai_api:OpenAIChat.from_spec", ("match", "generate"), "name",
+     "OpenAI-compatible chat API (GPT-4o or a local server); key/base URL from the environment.", {}),
+    ("openai-video", "connote.models.openai_api:OpenAIChat.from_spec", ("match", "generate"), "name",
+     "Alias of openai for videos: six frames (two from each third) sent as images after the prompt.",
+     {"max_side": "512", "text_first": "true"}),
+    ("git-video", "connote.models.git:GitVideoCaptioner.from_spec", ("generate",), "hf",
+     "GIT video/image captioning (GitForCausalLM, e.g. microsoft/git-large-vatex).", {}),
+    ("git-llava", "connote.models.git_llava:GitLlavaGenerator.from_spec", ("generate",), "folder",
+     "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote metaphor train).", {}),
+    ("caption-llm", "connote.models.caption_llm:CaptionLlmGenerator.from_spec", ("generate",), "hf",
+     "Captioner per image, then a causal LM writes the text from the numbered captions (option llm=...).", {}),
+    ("retrieval", "connote.models.retrieval:retrieval_from_spec", ("generate",), "file",
+     "Offline story baseline: nearest training story in the embedded encoders' space (train=SIS.json).", {}),
+    ("seq2seq", "connote.models.seq2seq:Seq2SeqStoryGenerator.from_spec", ("generate",), "folder",
+     "The VIST paper's GRU baseline (connote story train), option features=F.npz.", {}),
+    ("nearest", "connote.models.nearest:NearestCaptionGenerator.from_spec", ("generate",), "file",
+     "Offline metaphor default: caption of the nearest training video (embedded encoders).", {}),
+]
+for _name, _target, _caps, _weights, _help, _defaults in _BUILTIN:
+    register_model(_name, _target, capabilities=frozenset(_caps), help=_help, weights=_weights, defaults=_defaults)

@@ -9,6 +9,7 @@ from typing import Any
 
 from connote.errors import InputError
 from connote.records import CELLS
+from connote.tasks.probe import format_pct, format_r
 
 
 def load_run(folder: str | Path) -> dict[str, Any]:
@@ -23,19 +24,6 @@ def load_run(folder: str | Path) -> dict[str, Any]:
         raise InputError("not a probe results file (no 'cells')", path=path)
     results["_folder"] = str(folder)
     return results
-
-
-def format_pct(v: float | None) -> str:
-    """An accuracy fraction as a percentage with two decimals; — for no value."""
-    return "—" if v is None else f"{100 * v:.2f}"
-
-
-def format_r(cell: dict[str, Any]) -> str:
-    """A cell's Pearson r with * where p < 0.05; — without votes."""
-    r, p = cell.get("pearson_r"), cell.get("pearson_p")
-    if r is None:
-        return "—"
-    return f"{r:.3f}" + ("*" if p is not None and p < 0.05 else "")
 
 
 def _name(run: dict[str, Any]) -> str:

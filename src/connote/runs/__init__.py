@@ -1,5 +1,5 @@
-"""Run folders: a resumable SQLite store of per-item results keyed by model fingerprint."""
+"""Run folders: the resumable SQLite store of per-item results and the one runner that fills it."""
 
-from connote.runs.store import RunStore, fingerprint, run_metadata, write_json
+from connote.runs.store import RunStore, content_key, fingerprint, run_metadata, write_json, write_jsonl, write_text
 
-__all__ = ["RunStore", "fingerprint", "run_metadata", "write_json"]
+__all__ = ["RunStore", "content_key", "fingerprint", "run_metadata", "write_json", "write_jsonl", "write_text"]

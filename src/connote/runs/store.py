@@ -1,16 +1,25 @@
 """The run store.
 
-Every per-item result is written to ``<run>/store.sqlite`` as soon as its batch is computed,
-keyed by ``(fingerprint, item_id)``. The fingerprint hashes everything that changes a result
-(backend, weights id/path and revision, dtype, prompt version, calibration, task settings), so
-re-running the same command resumes and a different model never reuses another's rows.
-SQLite in WAL mode with a commit per batch means a kill loses at most the batch in flight.
+Every per-item result is written to ``<run>/store.sqlite`` as soon as its batch is computed, under
+two keys:
+
+* the run **fingerprint** hashes everything that changes every result of the run: the task and its
+  version, the model's ``describe()`` (backend, weights identity and revision/commit or content hash,
+  dtype, prompt, calibration) and the task settings;
+* the **item key** hashes everything that changes this one item's result: its content (caption text,
+  kinds, label, the image or video bytes' digest, ...).
+
+A stored row is reused only when both keys are unchanged, so an edited caption, a replaced image or
+another manifest with the same ids is computed again, and a different model never reuses another's
+rows. SQLite in WAL mode with a commit per batch means a kill loses at most the batch in flight.
+A lock file keeps a second run from writing into the same folder at the same time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import sqlite3
 import sys
@@ -19,10 +28,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from connote.errors import InputError
+
+#: Bumped when the layout of ``store.sqlite`` changes; rows of an older layout are never reused.
+SCHEMA_VERSION = 2
+
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS results (
+CREATE TABLE IF NOT EXISTS items (
     fingerprint TEXT NOT NULL,
     item_id TEXT NOT NULL,
+    item_key TEXT NOT NULL,
     data TEXT NOT NULL,
     error TEXT,
     created REAL NOT NULL,
@@ -35,13 +50,46 @@ CREATE TABLE IF NOT EXISTS fingerprints (
 """
 
 
-def _canonical(obj: Any) -> str:
+def canonical_json(obj: Any) -> str:
+    """Order-insensitive JSON used for every hash in the store."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def fingerprint(description: Mapping[str, Any]) -> str:
     """A short stable hash of a settings mapping (order-insensitive)."""
-    return hashlib.sha256(_canonical(description).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(description).encode()).hexdigest()[:16]
+
+
+def content_key(content: Mapping[str, Any]) -> str:
+    """The item key: a hash of everything about one item that changes its result."""
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()[:24]
+
+
+def _file_stamp(st: os.stat_result) -> str:
+    # ctime cannot be set from user space (``touch -r`` sets only atime/mtime), and inode + size +
+    # mtime_ns catch the rest, so a changed file never matches an old stamp.
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+
+
+_DIGESTS: dict[tuple[str, str], str] = {}
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes (remembered per process by a stamp that any change to the file alters)."""
+    p = Path(path)
+    stamp = _file_stamp(p.stat())
+    key = (str(p.resolve()), stamp)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+class RunLockedError(InputError):
+    """Another process is writing into the same run folder."""
 
 
 class RunStore:
@@ -50,52 +98,90 @@ class RunStore:
     >>> import tempfile
     >>> store = RunStore(tempfile.mkdtemp())
     >>> fp = store.register({"backend": "demo"})
-    >>> store.put(fp, [{"item_id": "a", "p": 0.5, "error": None}])
-    >>> sorted(store.done_ids(fp))
-    ['a']
+    >>> store.put(fp, [{"item_id": "a", "item_key": "k1", "p": 0.5, "error": None}])
+    >>> store.reusable(fp, {"a": "k1"}), store.reusable(fp, {"a": "k2"})
+    ({'a'}, set())
     """
 
-    def __init__(self, folder: str | Path, filename: str = "store.sqlite") -> None:
+    def __init__(self, folder: str | Path, filename: str = "store.sqlite", *, lock: bool = False) -> None:
         self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise InputError("the run folder is an existing file, not a folder", path=self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / filename
-        self._con = sqlite3.connect(self.path, timeout=60)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute("PRAGMA synchronous=NORMAL")
-        self._con.executescript(SCHEMA)
-        self._con.commit()
+        self._lock_fd: int | None = None
+        if lock:
+            self._acquire_lock()
+        try:
+            self._con = sqlite3.connect(self.path, timeout=60)
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA synchronous=NORMAL")
+            version = self._con.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                # rows written before items were keyed by content cannot be checked: never reuse them
+                self._con.executescript("DROP TABLE IF EXISTS results;")
+                self._con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._con.executescript(SCHEMA)
+            self._con.commit()
+        except sqlite3.DatabaseError as exc:
+            self._release_lock()
+            raise InputError(f"the run store is damaged or not a SQLite file ({exc}); move it aside "
+                             f"(mv {self.path} {self.path}.bad) and run again to recompute",
+                             path=self.path) from None
 
+    # ---- locking -------------------------------------------------------------------------
+    def _acquire_lock(self) -> None:
+        import fcntl
+
+        lock_path = self.folder / ".connote.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise RunLockedError(f"another connote run ({holder}) is writing into this run folder; wait for it "
+                                 "to finish or choose another --out", path=self.folder) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = None
+
+    # ---- rows ----------------------------------------------------------------------------
     def register(self, description: Mapping[str, Any]) -> str:
         fp = fingerprint(description)
-        self._con.execute(
-            "INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", (fp, _canonical(description))
-        )
+        self._con.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", (fp, canonical_json(description)))
         self._con.commit()
         return fp
 
+    def reusable(self, fp: str, keys: Mapping[str, str]) -> set[str]:
+        """Ids whose stored row has no error and was computed from the same item content (``keys``)."""
+        cur = self._con.execute("SELECT item_id, item_key FROM items WHERE fingerprint = ? AND error IS NULL",
+                                (fp,))
+        return {item_id for item_id, key in cur if keys.get(item_id) == key}
+
     def done_ids(self, fp: str, *, include_errors: bool = False) -> set[str]:
-        """Items already finished; errored items are retried unless ``include_errors``."""
-        q = "SELECT item_id FROM results WHERE fingerprint = ?"
+        """Items with a stored row (content not checked; use :meth:`reusable` to decide reuse)."""
+        q = "SELECT item_id FROM items WHERE fingerprint = ?"
         if not include_errors:
             q += " AND error IS NULL"
         return {r[0] for r in self._con.execute(q, (fp,))}
 
     def put(self, fp: str, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Write rows (each with ``item_id`` and optional ``error``) in one transaction."""
+        """Write rows (each with ``item_id``, ``item_key`` and optional ``error``) in one transaction."""
         now = time.time()
-        data = [
-            (fp, str(r["item_id"]), _canonical(dict(r)), r.get("error"), now) for r in rows
-        ]
+        data = [(fp, str(r["item_id"]), str(r.get("item_key") or ""), canonical_json(dict(r)), r.get("error"), now)
+                for r in rows]
         with self._con:
-            self._con.executemany(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", data
-            )
+            self._con.executemany("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)", data)
 
     def rows(self, fp: str) -> dict[str, dict[str, Any]]:
         """All rows of a fingerprint, by item id."""
-        cur = self._con.execute(
-            "SELECT item_id, data FROM results WHERE fingerprint = ?", (fp,)
-        )
+        cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
         return {item_id: json.loads(data) for item_id, data in cur}
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
@@ -104,6 +190,7 @@ class RunStore:
 
     def close(self) -> None:
         self._con.close()
+        self._release_lock()
 
     def __enter__(self) -> RunStore:
         return self
@@ -136,3 +223,16 @@ def write_json(path: str | Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
     tmp.replace(path)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text file atomically."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write JSON lines atomically."""
+    write_text(path, "".join(json.dumps(dict(r), ensure_ascii=False, default=str) + "\n" for r in rows))

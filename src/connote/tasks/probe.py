@@ -5,15 +5,14 @@ p(1|I,T) > p(0|I,T), i.e. p_match > 0.5; accuracy is reported in four cells
 (image kind x caption kind), summarised by their harmonic mean; Pearson's r between p_match and
 the share of human "match" votes is reported per cell.
 
-Results stream into the run store as each batch finishes, keyed by the model fingerprint, so
-re-running resumes and a different model never reuses another's rows.
+Rows stream into the run store as each chunk finishes. A row is reused only when the run's
+fingerprint (task version, model, captions setting) and the pair's content (caption, kinds, label,
+votes, the image file's bytes) are unchanged.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,33 @@ from typing import Any
 from connote.data.images import load_image
 from connote.data.probes import read_probe_manifest
 from connote.errors import ItemError
-from connote.models.registry import load_model, parse_spec
-from connote.progress import progress_bar
 from connote.records import CELLS, ProbeItem
-from connote.report.probe import format_pct, format_r
-from connote.runs import RunStore, run_metadata, write_json
-from connote.tasks.distributed import init_distributed
+from connote.runs import write_json
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_jsonl, write_text
+from connote.tasks.api import Task
 
-TASK_NAME = "cv-probes"
-#: Bumped whenever the protocol, prompt or aggregation changes a number.
-TASK_VERSION = 1
 ITEM_FIELDS = ("item_id", "image_kind", "caption_kind", "label", "p_match", "predicted", "correct",
                "error", "human_score", "caption")
+
+
+def image_identity(image: str) -> dict[str, Any]:
+    """What identifies an image's content: the URL, or the local file's path, size and sha256."""
+    if image.startswith(("http://", "https://")):
+        return {"url": image}
+    from connote.runs.store import file_sha256
+
+    try:
+        return {"path": image, "sha256": file_sha256(image)}
+    except OSError as exc:  # missing or unreadable: the item fails at load time and is never reused
+        return {"path": image, "unreadable": type(exc).__name__}
+
+
+def probe_item_key(item: ProbeItem, captions: str) -> str:
+    """The content key of one pair: everything about it that changes its row."""
+    return content_key({"caption": item.text(captions), "image_kind": item.image_kind,
+                        "caption_kind": item.caption_kind, "label": item.label, "votes": item.human_votes,
+                        "image": image_identity(item.image)})
 
 
 def _row(item: ProbeItem, captions: str, p: float | None, error: str | None) -> dict[str, Any]:
@@ -45,11 +59,11 @@ def _row(item: ProbeItem, captions: str, p: float | None, error: str | None) -> 
     }
 
 
-def _chunks_by_image(items: Sequence[ProbeItem], pairs_per_chunk: int) -> list[list[ProbeItem]]:
+def _chunks_by_image(items: Sequence[WorkItem], pairs_per_chunk: int) -> list[list[WorkItem]]:
     """Chunks of whole images (all captions of an image together), about ``pairs_per_chunk`` pairs."""
-    by_image: dict[str, list[ProbeItem]] = {}
+    by_image: dict[str, list[WorkItem]] = {}
     for it in items:
-        by_image.setdefault(it.image, []).append(it)
+        by_image.setdefault(it.payload.image, []).append(it)
     chunks, cur = [], []
     for group in by_image.values():
         cur.extend(group)
@@ -62,7 +76,8 @@ def _chunks_by_image(items: Sequence[ProbeItem], pairs_per_chunk: int) -> list[l
 
 
 def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_network: bool) -> list[dict]:
-    """Score one chunk; image and model failures become per-item errors, never exceptions."""
+    """Score one chunk. An image that cannot be loaded and a pair the model could not score become
+    per-item errors; a failing model call raises (the runner then retries pair by pair)."""
     images: list[Any] = []
     slots: dict[str, int] = {}  # image path -> index in ``images``
     image_errors: dict[str, str] = {}
@@ -75,22 +90,22 @@ def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_net
         except ItemError as exc:
             image_errors[it.image] = str(exc)
     ok = [it for it in chunk if it.image in slots]
-    texts = [it.text(captions) for it in ok]
-    out = [_row(it, captions, None, image_errors[it.image]) for it in chunk if it.image in image_errors]
+    probs: list[Any] = []
     if ok:
-        try:
-            probs = model.match_probability(images, texts, [(slots[it.image], k) for k, it in enumerate(ok)])
-        except Exception as exc:  # one failing batch must not end the run
-            out.extend(_row(it, captions, None, f"model error: {type(exc).__name__}: {exc}") for it in ok)
+        probs = list(model.match_probability(images, [it.text(captions) for it in ok],
+                                             [(slots[it.image], k) for k, it in enumerate(ok)]))
+    by_id: dict[str, dict[str, Any]] = {}
+    for it, p in zip(ok, probs):
+        if isinstance(p, BaseException):  # backends report per-pair failures this way
+            by_id[it.item_id] = _row(it, captions, None, f"model error: {type(p).__name__}: {p}")
+        elif p is None or (isinstance(p, float) and not math.isfinite(p)):
+            by_id[it.item_id] = _row(it, captions, None, f"model returned no probability ({p})")
         else:
-            for it, p in zip(ok, probs):
-                if isinstance(p, BaseException):  # backends report per-pair failures this way
-                    out.append(_row(it, captions, None, f"model error: {type(p).__name__}: {p}"))
-                elif p is None or (isinstance(p, float) and math.isnan(p)):
-                    out.append(_row(it, captions, None, "model returned no probability"))
-                else:
-                    out.append(_row(it, captions, float(p), None))
-    return out
+            by_id[it.item_id] = _row(it, captions, float(p), None)
+    for it in chunk:
+        if it.image in image_errors:
+            by_id[it.item_id] = _row(it, captions, None, image_errors[it.image])
+    return [by_id[it.item_id] for it in chunk]
 
 
 def harmonic_mean(values: Sequence[float | None]) -> float | None:
@@ -130,6 +145,19 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "errors_outside_cells": len(other)}
 
 
+def format_pct(v: float | None) -> str:
+    """An accuracy fraction as a percentage with two decimals; — for no value."""
+    return "—" if v is None else f"{100 * v:.2f}"
+
+
+def format_r(cell: dict[str, Any]) -> str:
+    """A cell's Pearson r with * where p < 0.05; — without votes."""
+    r, p = cell.get("pearson_r"), cell.get("pearson_p")
+    if r is None:
+        return "—"
+    return f"{r:.3f}" + ("*" if p is not None and p < 0.05 else "")
+
+
 def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     """The paper's Table 3/4 (accuracy %) and Table 5 (Pearson r) for one run."""
     cells = results["cells"]
@@ -149,70 +177,79 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+class ProbeTask(Task):
+    """CV-Probes: p(match) per image-caption pair, accuracy per SG/PG cell, harmonic mean, Pearson r."""
+
+    name = "cv-probes"
+    #: Bumped whenever the protocol, prompt or aggregation changes a number.
+    version = 1
+    capability = "match"
+    reads = "a probe manifest (CSV/JSONL: item_id, image, image_kind, caption, caption_simplified, caption_kind, " \
+            "verb, human_votes, label)"
+    title = "Contextual verb probes: image-text matching accuracy per SG/PG cell (Tables 3-5)."
+    label = "pairs"
+
+    def __init__(self, data: str | Path, *, captions: str = "original", pairs_per_chunk: int = 256,
+                 allow_network: bool = False, progress: bool = True) -> None:
+        self.data = Path(data)
+        self.captions, self.pairs_per_chunk, self.allow_network = captions, int(pairs_per_chunk), allow_network
+        self.progress = progress
+        self.items = read_probe_manifest(data, captions=captions)  # exit 2 on a bad manifest, before any model
+
+    def settings(self) -> dict[str, Any]:
+        return {"captions": self.captions}
+
+    def config(self) -> dict[str, Any]:
+        return {"data": str(self.data), "captions": self.captions, "pairs_per_chunk": self.pairs_per_chunk,
+                "allow_network": self.allow_network}
+
+    def work_items(self) -> list[WorkItem]:
+        return [WorkItem(it.item_id, probe_item_key(it, self.captions), it, it.error) for it in self.items]
+
+    def batches(self, todo: list[WorkItem]) -> list[list[WorkItem]]:
+        return _chunks_by_image(todo, self.pairs_per_chunk)
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        return score_chunk(model, [w.payload for w in batch], self.captions, self.allow_network)
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        return _row(item.payload, self.captions, None, message)
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return summarize(rows)
+
+    def render(self, results: dict[str, Any]) -> str:
+        return markdown_table(results, title=f"{results.get('model')} ({self.captions} captions)")
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_json(out / "results.json", results)
+        write_jsonl(out / "items.jsonl", ({k: r.get(k) for k in ITEM_FIELDS} for r in rows))
+        write_text(out / "results.md", self.render(results))
+
+
 def run_probe(data: str | Path, model: str | None = None, out: str | Path = "runs/probe", *,
               captions: str = "original", pairs_per_chunk: int = 256, allow_network: bool = False,
               progress: bool = True, seed: int = 0, model_obj: Any = None) -> dict[str, Any]:
-    """Evaluate a matcher on a probe manifest; returns the results.json content.
+    """Evaluate a matcher on a probe manifest; returns the results.json content (empty off rank 0).
 
     The manifest is parsed (and rejected with file/line/column) before any model loads.
     ``model`` is a spec like ``hf-blip-itm:Salesforce/blip-itm-base-coco``; None means the
     embedded ``objects`` baseline. ``model_obj`` lets library users pass a built ``Matcher``.
     """
-    items = read_probe_manifest(data, captions=captions)
+    from connote.models.registry import check_spec, load_model
+
+    task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
+                     progress=progress)
     spec = model or "objects"
-    dist = init_distributed()
-    out = Path(out)
-    if dist.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-    dist.barrier()
+    if model_obj is None:
+        check_spec(spec)  # option and weights errors before the seed and any loading
     try:
         import torch
 
         torch.manual_seed(seed)
-    except ImportError:  # pragma: no cover - objects baseline still needs torch
+    except ImportError:  # pragma: no cover - every matcher needs torch
         pass
-    matcher = model_obj if model_obj is not None else load_model(parse_spec(spec))
-    description = {"task": TASK_NAME, "task_version": TASK_VERSION, "captions": captions,
-                   "model": matcher.describe()}
-    store = RunStore(out)
-    fp = store.register(description)
-    done = store.done_ids(fp)
-    dist.barrier()  # every rank must shard the same to-do list, before any rank writes
-    bad = [it for it in items if it.error]
-    todo = [it for it in items if not it.error and it.item_id not in done]
-    if dist.is_main and bad:
-        store.put(fp, [_row(it, captions, None, it.error) for it in bad])
-    chunks = dist.shard(_chunks_by_image(todo, pairs_per_chunk))
-    started = time.time()
-    with progress_bar(sum(len(c) for c in chunks), f"scoring {len(todo)} pairs [{spec}]",
-                      enabled=progress and dist.is_main) as bar:
-        for chunk in chunks:
-            store.put(fp, score_chunk(matcher, chunk, captions, allow_network))
-            bar.advance(len(chunk))
-    elapsed = time.time() - started
-    dist.barrier()
-    results: dict[str, Any] = {}
-    if dist.is_main:
-        rows_by_id = store.rows(fp)
-        rows = [rows_by_id[it.item_id] for it in items if it.item_id in rows_by_id]
-        results = summarize(rows)
-        results.update({
-            "task": TASK_NAME, "task_version": TASK_VERSION, "model": spec, "captions": captions,
-            "fingerprint": fp, "model_fingerprint": description["model"],
-            "data": str(Path(data).resolve()), "world_size": dist.world,
-            "seconds_this_run": round(elapsed, 3), "pairs_this_run": len(todo),
-            **run_metadata({"data": str(data), "model": spec, "captions": captions,
-                            "pairs_per_chunk": pairs_per_chunk, "allow_network": allow_network},
-                           seed=seed),
-        })
-        write_json(out / "results.json", results)
-        with open(out / "items.jsonl.tmp", "w", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps({k: r.get(k) for k in ITEM_FIELDS}) + "\n")
-        (out / "items.jsonl.tmp").replace(out / "items.jsonl")
-        (out / "results.md").write_text(markdown_table(results, title=f"{spec} ({captions} captions)"),
-                                        encoding="utf-8")
-    store.close()
-    dist.barrier()
-    dist.close()
+    matcher = model_obj if model_obj is not None else load_model(spec)
+    results, _ = task.run(matcher, out, seed=seed, extra_results={
+        "model": spec, "captions": captions, "data": str(Path(data).resolve())})
     return results

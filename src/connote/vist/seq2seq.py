@@ -316,7 +316,7 @@ def extract_features(photo_ids: Iterable[str], image_dir: str | Path, embedder: 
                      batch_size: int = 32) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Image feature vectors of photos (``embedder.embed_images``); unreadable/missing photos -> errors."""
     from connote.data.images import load_image
-    from connote.vist.generators import find_image
+    from connote.vist.photos import find_image
 
     feats: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}

@@ -1,0 +1,81 @@
+"""The VIST paper's GRU baseline (``connote story train``) as a story generator.
+
+The model and its decoding live in :mod:`connote.vist.seq2seq`; requests carry the sequence's photo
+ids (``image_ids``), whose precomputed features come from the ``features`` .npz.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from connote.errors import ItemError
+from connote.models.hf_itm import weights_identity
+from connote.models.protocols import GenerationRequest
+
+
+class Seq2SeqStoryGenerator:
+    """The paper's GRU baseline over precomputed photo features."""
+
+    backend = "seq2seq"
+    needs_images = False
+
+    def __init__(self, weights: str | None = None, *, features: str | None = None, decode: str = "greedy",
+                 beam_size: int | str = 10, grounding: str | None = None, top_k: int | str = 5) -> None:
+        from connote.vist.seq2seq import DECODERS, StoryModel, load_features
+
+        if not weights or not features:
+            raise ValueError("seq2seq needs a model folder and features: seq2seq:MODEL_DIR?features=F.npz")
+        if decode not in DECODERS:
+            raise ValueError(f"unknown decode {decode!r}; valid: {', '.join(DECODERS)}")
+        self.weights, self.features_path, self.decode, self.beam_size = weights, features, decode, int(beam_size)
+        self.model = StoryModel.load(weights)
+        self.features = load_features(features)
+        self.grounding: dict[str, list[str]] | None = None
+        self.grounding_path = grounding
+        self.grounder: Any = None
+        if grounding == "objects":  # a grounding model: the embedded classifier's top labels per photo
+            from connote.models.embedded import EmbeddedEncoder
+
+            self.grounder = EmbeddedEncoder(top_k=int(top_k))
+            self.needs_images = True
+        elif grounding:
+            from connote.vist.data import read_official
+
+            vf = read_official(grounding)
+            self.grounding = {p: [d.text for d in ds] for p, ds in vf.descriptions.items()}
+        elif decode == "greedy-dups-grounded":
+            raise ValueError("greedy-dups-grounded needs grounding=DII_FILE (descriptions of the same photos)")
+
+    @classmethod
+    def from_spec(cls, weights: str | None = None, **options: Any) -> Seq2SeqStoryGenerator:
+        return cls(weights, **options)
+
+    def describe(self) -> dict[str, Any]:
+        import hashlib
+
+        features = Path(self.features_path).resolve()
+        digest = hashlib.sha256(features.read_bytes()).hexdigest()[:16]
+        return {"backend": self.backend, **weights_identity(self.weights, None, None), "decode": self.decode,
+                "beam_size": self.beam_size, "features": str(features), "features_sha256": digest,
+                "grounding": self.grounding_path}
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        from connote.vist.seq2seq import grounding_vocabulary, sequence_features
+
+        out = []
+        for r in requests:
+            if not r.image_ids:
+                raise ItemError("the seq2seq baseline needs the sequence's photo ids")
+            feats = sequence_features(r.image_ids, self.features)
+            licensed = grounding_vocabulary(r.image_ids, self.grounding) if self.grounding is not None else None
+            if self.grounder is not None:
+                if not r.images:
+                    raise ItemError("grounding=objects needs the photos")
+                licensed = {w.lower() for labels in self.grounder.top_labels(r.images)
+                            for label, _ in labels for w in label.replace(",", " ").split()}
+            out.append(self.model.generate(feats, method=self.decode, beam_size=self.beam_size, grounded=licensed))
+        return out
+
+

@@ -1,0 +1,166 @@
+"""The one runner: work items -> batches -> model -> rows in the run store.
+
+Every task (probes, MM-SHAP, storytelling, metaphor captioning) runs through :func:`run_items`:
+
+* items that are already done — same run fingerprint *and* same item content key, no error — are
+  reused ("resumed N of M"); everything else is computed;
+* items known to be bad before any model call (unreadable line, empty caption) are recorded with
+  their error and never sent to the model;
+* a batch whose model call raises is retried item by item, so one bad pair (a caption the tokenizer
+  rejects, an overflowing log-probability) is the only error and the rest of its batch is kept;
+* each batch's rows are committed as soon as they exist, so a kill loses at most the batch in flight;
+* under ``torchrun``/``accelerate launch`` the batches are sharded over ranks and rank 0 collects;
+* one progress style, and a closing line that counts failures honestly.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connote.progress import progress_bar
+from connote.runs.distributed import Dist, init_distributed
+from connote.runs.store import RunStore
+
+
+@dataclass
+class WorkItem:
+    """One unit of work: its id, the hash of its content, what the task needs, or a known error."""
+
+    item_id: str
+    key: str
+    payload: Any = None
+    error: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    """What a run did; ``rows`` (in item order) only on the main rank."""
+
+    fingerprint: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    total: int = 0
+    resumed: int = 0
+    computed: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    world: int = 1
+    is_main: bool = True
+
+    def summary_line(self, label: str) -> str:
+        return (f"{label}: {self.total} item(s): {self.resumed} resumed, {self.computed} computed now, "
+                f"{self.failed} failed")
+
+
+def error_message(exc: BaseException) -> str:
+    """How an exception is recorded in an item's ``error`` field."""
+    from connote.errors import ConnoteError
+
+    return str(exc) if isinstance(exc, ConnoteError) else f"{type(exc).__name__}: {exc}"
+
+
+def consecutive_batches(items: Sequence[WorkItem], size: int) -> list[list[WorkItem]]:
+    size = max(1, int(size))
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def _compute_with_retry(compute: Callable[[list[WorkItem]], list[dict[str, Any]]], batch: list[WorkItem],
+                        on_error: Callable[[WorkItem, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    try:
+        rows = compute(batch)
+        if len(rows) != len(batch):
+            raise RuntimeError(f"the task returned {len(rows)} rows for {len(batch)} items")
+        return rows
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one failing call must not lose the rest of the run
+        if len(batch) == 1:
+            return [on_error(batch[0], error_message(exc))]
+    out: list[dict[str, Any]] = []
+    for item in batch:  # find the bad item(s): only they become errors
+        out.extend(_compute_with_retry(compute, [item], on_error))
+    return out
+
+
+def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[WorkItem],
+              compute: Callable[[list[WorkItem]], list[dict[str, Any]]], *,
+              on_error: Callable[[WorkItem, str], dict[str, Any]],
+              batches: Callable[[list[WorkItem]], list[list[WorkItem]]] | None = None, batch_size: int = 8,
+              progress: bool = True, label: str = "items", dist: Dist | None = None,
+              log: Callable[[str], None] | None = None) -> RunOutcome:
+    """Compute every item not already stored with the same fingerprint and content key.
+
+    ``compute(batch)`` returns one row (a dict) per item, in order; the runner adds ``item_id``,
+    ``item_key`` and ``error`` (None unless the row sets one). ``on_error(item, message)`` builds the
+    row of an item that failed. ``description`` is everything that makes the run's numbers (task,
+    version, model fingerprint, settings); it is hashed into the run fingerprint.
+    """
+    own_dist = dist is None
+    dist = dist or init_distributed()
+    if log is None:
+        def log(msg: str) -> None:
+            if progress:
+                print(msg, file=sys.stderr)
+    ids = [it.item_id for it in items]
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+        from connote.errors import InputError
+
+        raise InputError(f"item id {dup!r} occurs more than once; ids must be unique")
+    if dist.is_main:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    dist.barrier()
+    store = RunStore(out, lock=dist.is_main)
+    try:
+        fp = store.register(description)
+        keys = {it.item_id: it.key for it in items}
+        reusable = store.reusable(fp, keys)
+        dist.barrier()  # every rank must shard the same to-do list, before any rank writes
+        bad = [it for it in items if it.error is not None]
+        todo = [it for it in items if it.error is None and it.item_id not in reusable]
+        if dist.is_main and bad:
+            store.put(fp, [_finish(on_error(it, it.error or "error"), it) for it in bad])
+        units = dist.shard((batches or (lambda xs: consecutive_batches(xs, batch_size)))(todo))
+        started = time.time()
+        n_todo = sum(len(u) for u in units)
+        resumed = len(reusable)
+        text = f"{label}: {len(todo)} to compute" + (f", resumed {resumed} of {len(items)}" if resumed else "")
+        with progress_bar(n_todo, text, enabled=progress and dist.is_main) as bar:
+            for unit in units:
+                rows = _compute_with_retry(compute, unit, on_error)
+                store.put(fp, [_finish(r, it) for r, it in zip(rows, unit)])
+                bar.advance(len(unit))
+        elapsed = time.time() - started
+        dist.barrier()
+        outcome = RunOutcome(fingerprint=fp, total=len(items), resumed=resumed, computed=len(todo),
+                             seconds=elapsed, world=dist.world, is_main=dist.is_main)
+        if dist.is_main:
+            stored = store.rows(fp)
+            rows = []
+            for it in items:
+                row = stored.get(it.item_id)
+                if row is None or row.get("item_key") != it.key:
+                    row = _finish(on_error(it, "not computed (a rank stopped before this item)"), it)
+                rows.append(row)
+            outcome.rows = rows
+            outcome.failed = sum(r.get("error") is not None for r in rows)
+            log(outcome.summary_line(label))
+    finally:
+        store.close()
+    dist.barrier()
+    if own_dist:
+        dist.close()
+    return outcome
+
+
+def _finish(row: dict[str, Any], item: WorkItem) -> dict[str, Any]:
+    row = dict(row)
+    row["item_id"] = item.item_id
+    row["item_key"] = item.key
+    row.setdefault("error", None)
+    return row

@@ -1,0 +1,144 @@
+"""Video metaphor captioning (VMC): one caption per video with any ``generate`` backend.
+
+Frames are sampled with PyAV as the backend asks (``frame_spec``; default the paper's two frames from
+each third of the video) and sent in one request with the metaphor prompt (GIT-LLaVA: the instruction
+it was trained with). A video's row — ``{item_id, caption, frames, error}`` — is reused only when the
+run fingerprint (model, sampling, prompt, length limit) and the video file's bytes are unchanged. The run
+folder gets ``captions.jsonl`` (the public answer format: ``question_id, video_id, text``), ``run.json``
+and ``store.sqlite``. Scoring is ``connote metaphor score`` (:mod:`connote.metaphor.scoring`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError, ItemError
+from connote.models.protocols import GenerationRequest
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_json, write_jsonl
+from connote.tasks.api import Task
+
+VIDEO_PROMPT = ("Describe the metaphor in this video in one sentence of the form "
+                "'<primary concept> is as <property> as <secondary concept>'.")
+
+
+def default_prompt(generator: Any) -> str:
+    """The prompt a generator is asked with: its own (GIT-LLaVA's training instruction), else :data:`VIDEO_PROMPT`."""
+    return getattr(generator, "default_prompt", None) or VIDEO_PROMPT
+
+
+class MetaphorCaptionTask(Task):
+    """A metaphor caption per video (VMC; scored by ``connote metaphor score``)."""
+
+    name = "vmc-captioning"
+    version = 1
+    capability = "generate"
+    reads = "videos: a folder, a question JSONL or a CSV manifest (video id, path)"
+    title = "Video metaphor captioning: one '<primary> is as <property> as <secondary>' caption per video."
+    label = "videos"
+
+    def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
+                 per_clip: int | None = None, prompt: str | None = None, batch_size: int = 4,
+                 max_new_tokens: int = 48, limit: int | None = None, progress: bool = True) -> None:
+        from connote.metaphor.data import read_video_list
+
+        self.source = videos
+        items = read_video_list(videos)
+        if limit is not None:
+            items = items[:limit]
+        if not items:
+            raise InputError("no videos to caption", path=videos)
+        self.videos = items
+        self.strategy, self.k, self.per_clip, self.prompt = strategy, k, per_clip, prompt
+        self.batch_size, self.max_new_tokens, self.progress = int(batch_size), int(max_new_tokens), progress
+
+    def bind(self, model: Any) -> None:
+        """Resolve the sampling and prompt the model asks for (the command line overrides them)."""
+        from connote.video.frames import STRATEGIES
+
+        m_strategy, m_k, m_per_clip = getattr(model, "frame_spec", ("segments", 6, 6))
+        self.strategy = self.strategy or m_strategy
+        if self.strategy not in STRATEGIES:
+            raise InputError(f"unknown strategy {self.strategy!r}; valid: {', '.join(STRATEGIES)}")
+        self.k = self.k or m_k
+        self.per_clip = self.per_clip or m_per_clip
+        self.prompt = self.prompt or default_prompt(model)
+
+    def settings(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "k": self.k, "per_clip": self.per_clip, "prompt": self.prompt,
+                "max_new_tokens": self.max_new_tokens}
+
+    def config(self) -> dict[str, Any]:
+        return {**self.settings(), "videos": str(self.source), "batch_size": self.batch_size}
+
+    def work_items(self) -> list[WorkItem]:
+        from connote.runs.store import file_sha256
+
+        items = []
+        for vid, path in self.videos:
+            try:
+                ident: Any = file_sha256(path)
+            except (OSError, TypeError) as exc:
+                ident = f"unreadable: {type(exc).__name__}"
+            items.append(WorkItem(vid, content_key({"video": ident}), path))
+        return items
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        from connote.video.frames import read_frames
+
+        rows: dict[str, dict[str, Any]] = {}
+        ready: list[tuple[WorkItem, list[int]]] = []
+        requests: list[GenerationRequest] = []
+        for w in batch:
+            try:
+                sampled = read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip)
+            except ItemError as exc:
+                rows[w.item_id] = {"caption": None, "frames": None, "error": str(exc)}
+                continue
+            requests.append(GenerationRequest(images=sampled.frames, prompt=self.prompt,
+                                              max_new_tokens=self.max_new_tokens))
+            ready.append((w, sampled.indices))
+        if requests:
+            for (w, idx), text in zip(ready, model.generate(requests), strict=True):
+                if isinstance(text, BaseException):
+                    rows[w.item_id] = {"caption": None, "frames": idx,
+                                       "error": f"generation failed: {type(text).__name__}: {text}"}
+                else:
+                    rows[w.item_id] = {"caption": str(text), "frames": idx, "error": None}
+        return [rows[w.item_id] for w in batch]
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        return {"caption": None, "frames": None, "error": message}
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        errors = {r["item_id"]: r["error"] for r in rows if r.get("error")}
+        return {"videos": len(rows), "captioned": len(rows) - len(errors), "errors": errors}
+
+    def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
+        self.bind(model)
+        return super().run(model, out, **kw)
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_jsonl(out / "captions.jsonl", ({"question_id": r["item_id"], "video_id": r["item_id"],
+                                              "text": r["caption"]} for r in rows if r.get("error") is None))
+        write_json(out / "run.json", results)
+
+
+def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, strategy: str | None = None,
+                   k: int | None = None, per_clip: int | None = None, prompt: str | None = None,
+                   batch_size: int = 4, max_new_tokens: int = 48, limit: int | None = None,
+                   progress: bool = True) -> dict[str, Any]:
+    """Caption every listed video with ``model`` (a spec or a generator); returns a summary."""
+    from connote.models.registry import check_spec, load_model
+
+    task = MetaphorCaptionTask(videos, strategy=strategy, k=k, per_clip=per_clip, prompt=prompt,
+                               batch_size=batch_size, max_new_tokens=max_new_tokens, limit=limit, progress=progress)
+    if isinstance(model, str):
+        check_spec(model)
+        model = load_model(model)
+    results, outcome = task.run(model, out)
+    return {"run": str(out), "fingerprint": outcome.fingerprint, "videos": outcome.total,
+            "captioned": outcome.total - outcome.failed, "errors": outcome.failed,
+            "resumed": outcome.resumed, "computed": outcome.computed}
