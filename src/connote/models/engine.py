@@ -26,10 +26,16 @@ from connote.registry import require
 
 
 def resolve_device(device: str | None) -> str:
+    """``auto`` = CUDA when available; an explicit device that is not available is refused."""
     torch = require("torch", "hf")
     if device in (None, "", "auto"):
         return "cuda" if torch.cuda.is_available() else "cpu"
-    return str(device)
+    device = str(device)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} was asked for, but torch sees no CUDA device here")
+    if device.startswith("mps") and not torch.backends.mps.is_available():
+        raise ValueError(f"device {device!r} was asked for, but MPS is not available here")
+    return device
 
 
 def resolve_dtype(dtype: str | None, device: str) -> Any:

@@ -18,6 +18,9 @@ from connote.models.protocols import GenerationRequest
 class GitLlavaGenerator:
     """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote metaphor train`` output)."""
 
+    backend = "git-llava"
+    inputs = "video"
+
     def __init__(self, weights: str, *, device: str | None = None, dtype: str | None = None,
                  batch_size: int | str = 4) -> None:
         from connote.train.git_llava import GitLlava

@@ -57,8 +57,16 @@ class YesNoVlmMatcher:
         tok.padding_side = "left"  # the answer position is then the last column for every row
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
-        self.yes_ids = answer_token_ids(tok, "yes")
-        self.no_ids = answer_token_ids(tok, "no")
+
+    # The answer tokens are looked up when p(match) is first asked for, so a model whose vocabulary has
+    # no single "Yes"/"No" token can still generate text.
+    @property
+    def yes_ids(self) -> list[int]:
+        return answer_token_ids(self.processor.tokenizer, "yes")
+
+    @property
+    def no_ids(self) -> list[int]:
+        return answer_token_ids(self.processor.tokenizer, "no")
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> YesNoVlmMatcher:

@@ -15,6 +15,9 @@ from connote.models.protocols import GenerationRequest
 class NearestCaptionGenerator:
     """Offline default: the first caption of the nearest training video by mean frame embedding."""
 
+    backend = "nearest"
+    inputs = "video"
+
     def __init__(self, captions: str, *, videos: str | None = None, split: str | None = None,
                  embedder: Any = None, strategy: str = "segments") -> None:
         from connote.metaphor.data import load_vmc, read_split

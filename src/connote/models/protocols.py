@@ -56,9 +56,11 @@ class GenerationRequest:
 class Generator(Protocol):
     """Answers: what text do these images (or frames) call for, given the prompt?
 
-    Optional attributes a generator may set: ``needs_images`` (False when ``image_ids`` suffice) and
-    ``frame_spec`` = (strategy, k, per_clip), the video frames it wants (default ``("segments", 6, 6)``:
-    two frames from each third, as the VMC paper samples them).
+    Optional attributes a generator may set: ``inputs`` — ``images`` (any number of photos or frames;
+    the default), ``video`` (the frames of one clip, as many as ``frame_spec`` says) or ``photo-ids``
+    (precomputed features looked up by ``image_ids``); ``needs_images`` (False when ``image_ids``
+    suffice); and ``frame_spec`` = (strategy, k, per_clip), the video frames it wants (default
+    ``("segments", 6, 6)``: two frames from each third, as the VMC paper samples them).
     """
 
     def describe(self) -> dict[str, Any]: ...

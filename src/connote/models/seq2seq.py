@@ -19,6 +19,7 @@ class Seq2SeqStoryGenerator:
     """The paper's GRU baseline over precomputed photo features."""
 
     backend = "seq2seq"
+    inputs = "photo-ids"
     needs_images = False
 
     def __init__(self, weights: str | None = None, *, features: str | None = None, decode: str = "greedy",

@@ -112,6 +112,10 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         from connote.errors import InputError
 
         raise InputError(f"item id {dup!r} occurs more than once; ids must be unique")
+    if Path(out).exists() and not Path(out).is_dir():
+        from connote.errors import InputError
+
+        raise InputError("the run folder is an existing file, not a folder", path=out)
     if dist.is_main:
         Path(out).mkdir(parents=True, exist_ok=True)
     dist.barrier()

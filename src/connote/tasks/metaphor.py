@@ -116,6 +116,12 @@ class MetaphorCaptionTask(Task):
         errors = {r["item_id"]: r["error"] for r in rows if r.get("error")}
         return {"videos": len(rows), "captioned": len(rows) - len(errors), "errors": errors}
 
+    def check_model(self, model: Any) -> None:
+        super().check_model(model)
+        if getattr(model, "inputs", "images") == "photo-ids":
+            raise InputError(f"model backend {getattr(model, 'backend', type(model).__name__)} writes from "
+                             "precomputed photo features; it cannot caption video frames")
+
     def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
         self.bind(model)
         return super().run(model, out, **kw)

@@ -176,6 +176,12 @@ class StorytellingTask(Task):
         return {"n_sequences": len(rows), "n_errors": sum(1 for r in rows if r.get("error")),
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
 
+    def check_model(self, model: Any) -> None:
+        super().check_model(model)
+        if getattr(model, "inputs", "images") == "video":
+            raise InputError(f"model backend {getattr(model, 'backend', type(model).__name__)} captions the frames "
+                             "of one video clip; it cannot write a story over a photo sequence")
+
     def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
         self.needs_images = bool(getattr(model, "needs_images", True))
         self._backend = str(model.describe().get("backend"))

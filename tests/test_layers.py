@@ -1,0 +1,132 @@
+"""The package's layers: no module imports a module above its layer, and no import cycles.
+
+Every ``import``/``from ... import`` in ``src/connote`` is read with ``ast`` — top-level and inside
+functions alike (a lazy import is still a dependency) — so this test fails on a new upward import or
+cycle before anyone has to notice it by hand. ``docs/architecture.md`` draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "connote"
+
+#: Lowest first. A module may import its own layer's packages and any layer below.
+LAYERS: list[set[str]] = [
+    {"errors", "registry", "progress", "records", "assets", "__init__"},
+    {"runs"},
+    {"data", "video", "metrics", "vist", "metaphor"},
+    {"train"},
+    {"models"},
+    {"explain"},
+    {"tasks"},
+    {"report", "collect"},
+    {"cli", "__main__"},
+]
+
+
+def _layer(top: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if top in layer:
+            return i
+    raise AssertionError(f"connote.{top} is in no layer: add it to LAYERS here and to docs/architecture.md")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mod = _module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("connote"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name.startswith("connote"):
+                subs = {f"{name}.{a.name}" for a in node.names}
+                # "from connote.metrics import _arrays" depends on the submodule, not on the package's names
+                found.update(subs if all(_exists(sub) for sub in subs) else {name})
+    return found
+
+
+def _exists(module: str) -> bool:
+    rel = Path(*module.split(".")[1:])
+    return (SRC / rel).with_suffix(".py").is_file() or (SRC / rel / "__init__.py").is_file()
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps = set()
+        for imp in _imports(path):
+            # resolve "connote.x.y" (or "connote.x.name" for a name imported from a module) to a module
+            parts = imp.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            if parts and ".".join(parts) != name:
+                deps.add(".".join(parts))
+        graph[name] = deps
+    return graph
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = []
+    for mod, deps in _graph().items():
+        if mod.endswith("__main__"):
+            continue  # entry points (``python -m connote.train``) may call the CLI
+        for dep in deps:
+            if _layer(_top(dep)) > _layer(_top(mod)):
+                upward.append(f"{mod} -> {dep}")
+    assert not upward, "imports above their layer:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    # packages import their own modules from __init__; a cycle through a package's __init__ is not one
+    edges = {m: {d for d in deps if not (d == m.rsplit(".", 1)[0] and graph.get(d, set()) >= {m})}
+             for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(edges.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join(stack[stack.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_layer_test_sees_lazy_imports(tmp_path: Path) -> None:
+    """The reader must catch an import inside a function, the usual way a cycle sneaks in."""
+    f = SRC / "vist" / "photos.py"
+    assert "connote.data.images" in _imports(f)
