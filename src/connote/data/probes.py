@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +206,10 @@ def read_probe_manifest(path: str | Path, *, captions: str = "original") -> list
         caption_kind = str(row.get("caption_kind") or "").strip().upper()
         image = str(row.get("image") or "").strip()
         if image and not is_url(image) and not Path(image).is_absolute():
-            image = str((path.parent / image).resolve())
+            try:
+                image = str((path.parent / image).resolve())
+            except (OSError, RuntimeError):  # a symlink loop: loading it is an item error, not a crash
+                image = os.path.abspath(path.parent / image)
         caption = str(row.get("caption") or "").strip()
         simplified = str(row.get("caption_simplified") or "").strip() or None
         errors = []
