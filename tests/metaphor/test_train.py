@@ -228,3 +228,51 @@ def test_train_cli_with_overrides(stage2_config, tmp_path: Path, capsys: pytest.
     assert not (tmp_path / "ignored").exists()
     assert main(["metaphor", "caption", "--videos", str(tmp_path), "--model", f"git-llava:{result['final']}",
                  "--out", str(tmp_path / "cap")]) == 2  # no videos in that folder
+
+
+class _RunsCode:
+    """Unpickling this object calls ``Path.write_text`` on the marker: what a crafted checkpoint would do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204
+        return (Path.write_text, (self.marker, "code ran"))
+
+
+def test_resume_never_unpickles_code(stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
+    cfg = config_from_dict(stage2_config(tmp_path / "run", max_steps=4, save_every=1))
+    first = train(cfg, stop_after_steps=1)
+    ckpt = tmp_path / "run" / "checkpoints" / "step-1"
+    assert first.steps == 1 and (ckpt / "scheduler.pt").exists()
+    progress = json.loads((ckpt / "progress.json").read_text())
+    assert progress["format"] == 2
+    # every file of a checkpoint this connote writes loads without pickle
+    for f in ("trainable.pt", "optimizer.pt", "scheduler.pt", "rng-0.pt"):
+        torch.load(ckpt / f, weights_only=True)
+    marker = tmp_path / "marker.txt"
+    good = (ckpt / "scheduler.pt").read_bytes()
+    torch.save({"last_epoch": 1, "evil": _RunsCode(marker)}, ckpt / "scheduler.pt")
+    with pytest.raises(InputError, match="refusing to load: the file needs full unpickling") as info:
+        train(cfg)
+    assert "scheduler.pt" in str(info.value)
+    assert not marker.exists()
+    # the same for the RNG state, and through the CLI: exit 2, one line, no traceback
+    (ckpt / "scheduler.pt").write_bytes(good)
+    torch.save({"python": _RunsCode(marker)}, ckpt / "rng-0.pt")
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(stage2_config(tmp_path / "run", max_steps=4, save_every=1)))
+    assert main(["metaphor", "train", "--config", str(path)]) == 2
+    assert not marker.exists()
+
+
+def test_resume_refuses_checkpoint_format_1(stage2_config, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    cfg = config_from_dict(stage2_config(tmp_path / "run", max_steps=4, save_every=1))
+    train(cfg, stop_after_steps=1)
+    progress_file = tmp_path / "run" / "checkpoints" / "step-1" / "progress.json"
+    progress = json.loads(progress_file.read_text())
+    del progress["format"]  # what connote wrote before checkpoint format 2
+    progress_file.write_text(json.dumps(progress))
+    with pytest.raises(InputError, match="checkpoint format 1 stores optimizer/scheduler/RNG state as pickles"):
+        train(cfg)

@@ -6,8 +6,11 @@ simplified captions are scored). ``image`` is relative to the manifest's folder,
 http(s) URL. ``human_votes`` is ``"1;1;0"`` in CSV and a list in JSONL. An empty ``label`` counts
 as absent and defaults to 0 exactly for PG image x SG caption, else 1.
 
-Problems that make the file unusable (unparseable, missing column, malformed votes or label,
-duplicate ids) raise ``InputError`` naming file, line and column. Problems of one item (unknown
+Problems that make the file unusable (unparseable, not UTF-8, a directory, missing column, a
+duplicate header column, an unbalanced quote, a row with the wrong number of fields, a JSONL field
+that is not a string, malformed votes or label, duplicate ids) raise ``InputError`` naming file,
+line and column. A quoted CSV field may not span lines: in a manifest that is always an unbalanced
+quote that would swallow the next row. Problems of one item (unknown
 kind, empty caption) are kept on the item as ``error`` so the run records them and goes on.
 """
 
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from connote.data.images import is_url
+from connote.data.jsonio import read_jsonl, read_text
 from connote.errors import InputError
 from connote.records import KINDS, ProbeItem, default_label
 
@@ -26,58 +31,128 @@ REQUIRED = ("item_id", "image", "image_kind", "caption", "caption_kind")
 OPTIONAL = ("caption_simplified", "verb", "human_votes", "label")
 
 
+TEXT_FIELDS = ("image", "image_kind", "caption", "caption_simplified", "caption_kind", "verb")
+"""JSONL fields that must be strings (or null): a list or object there is refused, not stringified."""
+
+
+def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for lineno, obj in read_jsonl(path, what="manifest"):
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a JSON object per line, got {type(obj).__name__}", path=path, line=lineno)
+        for name in TEXT_FIELDS + ("item_id",):
+            value = obj.get(name)
+            ok = value is None or isinstance(value, str) or (
+                name == "item_id" and isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                expected = "a string or an integer" if name == "item_id" else "a string"
+                raise InputError(f"field {name!r} must be {expected}, got {type(value).__name__} "
+                                 f"{json.dumps(value)[:60]}", path=path, line=lineno, column=name)
+        votes = obj.get("human_votes")
+        if isinstance(votes, dict) or (isinstance(votes, list) and any(isinstance(v, (list, dict)) for v in votes)):
+            raise InputError(f"field 'human_votes' must be a list of 0/1 or a string like '1;1;0', got "
+                             f"{json.dumps(votes)[:60]}", path=path, line=lineno, column="human_votes")
+        if isinstance(obj.get("label"), (list, dict)):
+            raise InputError(f"field 'label' must be 1, 0 or empty, got {json.dumps(obj['label'])[:60]}",
+                             path=path, line=lineno, column="label")
+        rows.append((lineno, obj))
+    present = set().union(*(r.keys() for _, r in rows)) if rows else set()
+    missing = [c for c in REQUIRED if c not in present]
+    if missing:
+        raise InputError(f"missing required column(s) {', '.join(missing)}", path=path, line=1,
+                         column=missing[0])
+    for lineno, obj in rows:
+        absent = [c for c in REQUIRED if c not in obj]
+        if absent:
+            raise InputError(f"missing field {absent[0]!r}", path=path, line=lineno, column=absent[0])
+    return rows
+
+
+def _open_quote(line: str) -> int | None:
+    """1-based character position of a quote that opens a field on ``line`` and is not closed there."""
+    quoted, opened, field_start, i = False, None, True, 0
+    while i < len(line):
+        ch = line[i]
+        if quoted:
+            if ch == '"':
+                if line[i + 1:i + 2] == '"':
+                    i += 1  # "" inside a quoted field is one literal quote
+                else:
+                    quoted = False
+        elif ch == '"' and field_start:
+            quoted, opened = True, i + 1
+        field_start = not quoted and ch == ","
+        i += 1
+    return opened if quoted else None
+
+
+def _unbalanced(path: Path, lines: list[str], start: int, end: int, header: list[str] | None) -> InputError:
+    """The error for a quote opened on line ``start`` that runs to line ``end``; the column is the
+    field's header name (the character position is in the message)."""
+    line = lines[start - 1].rstrip("\r\n")
+    pos = _open_quote(line)
+    column: str | int | None = pos
+    if pos is not None and header is not None:
+        index = len(next(csv.reader([line[:pos - 1]]), [""])) - 1 if pos > 1 else 0
+        column = header[index] if index < len(header) else pos
+    where = f" opened at character {pos}" if pos else ""
+    return InputError(f"unbalanced quote: the quoted field{where} runs over {end - start + 1} lines (to line "
+                      f"{end}), swallowing what follows; close the quote or double it (\"\") inside a quoted field",
+                      path=path, line=start, column=column)
+
+
+def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV manifest. Strict: an unbalanced quote (a field running over a line break), a
+    duplicate header column, or a row with more or fewer fields than the header is an error."""
+    lines = text.splitlines(keepends=True)
+    reader = csv.reader(lines, strict=True)
+    header: list[str] | None = None
+    header_line = 0
+    rows = []
+    previous_end = 0
+    try:
+        for raw in reader:
+            start, end = previous_end + 1, reader.line_num
+            previous_end = end
+            if not raw or all(v == "" for v in raw):
+                continue
+            if end > start:  # a quoted field swallowed a line break (and, usually, the next row)
+                raise _unbalanced(path, lines, start, end, header)
+            if header is None:
+                header, header_line = [h.strip() for h in raw], start
+                seen: dict[str, int] = {}
+                for i, name in enumerate(header, start=1):
+                    if name in seen:
+                        raise InputError(f"duplicate column {name!r} in the header (columns {seen[name]} and {i}); "
+                                         "each column may appear once", path=path, line=start, column=name)
+                    seen[name] = i
+                missing = [c for c in REQUIRED if c not in header]
+                if missing:
+                    raise InputError(
+                        f"missing required column(s) {', '.join(missing)}; header has: "
+                        f"{', '.join(header) or '(empty)'}", path=path, line=start, column=missing[0])
+                continue
+            if len(raw) != len(header):
+                raise InputError(f"{len(raw)} fields where the header (line {header_line}) has {len(header)}",
+                                 path=path, line=start, column=min(len(raw), len(header)) + 1)
+            rows.append((start, dict(zip(header, raw))))
+    except csv.Error as exc:
+        if "end of data" in str(exc):  # a quote opened and never closed before the end of the file
+            raise _unbalanced(path, lines, previous_end + 1, len(lines), header) from None
+        line = reader.line_num
+        pos = _open_quote(lines[line - 1].rstrip("\r\n")) if 0 < line <= len(lines) else None
+        raise InputError(f"cannot parse CSV: {exc}", path=path, line=line, column=pos) from None
+    if header is None:
+        raise InputError("missing required column(s) " + ", ".join(REQUIRED) + "; header has: (empty)",
+                         path=path, line=1, column=REQUIRED[0])
+    return rows
+
+
 def _rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], str]:
     """(line number, raw row) pairs and the format name."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("manifest not found", path=path) from None
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text ({exc.reason})", path=path, line=line) from None
     if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        rows = []
-        for lineno, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno,
-                                 column=exc.colno) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object per line", path=path, line=lineno)
-            rows.append((lineno, obj))
-        present = set().union(*(r.keys() for _, r in rows)) if rows else set()
-        missing = [c for c in REQUIRED if c not in present]
-        if missing:
-            raise InputError(f"missing required column(s) {', '.join(missing)}", path=path, line=1,
-                             column=missing[0])
-        for lineno, obj in rows:
-            absent = [c for c in REQUIRED if c not in obj]
-            if absent:
-                raise InputError(f"missing field {absent[0]!r}", path=path, line=lineno, column=absent[0])
-        return rows, "jsonl"
-    reader = csv.DictReader(text.splitlines(keepends=True))
-    header = reader.fieldnames or []
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise InputError(
-            f"missing required column(s) {', '.join(missing)}; header has: {', '.join(header) or '(empty)'}",
-            path=path, line=1, column=missing[0])
-    rows = []
-    try:
-        for row in reader:
-            lineno = reader.line_num
-            if None in row:
-                raise InputError(f"{len(header) + len(row[None])} fields where the header has {len(header)}",
-                                 path=path, line=lineno)
-            if all(v in (None, "") for v in row.values()):
-                continue
-            rows.append((lineno, row))
-    except csv.Error as exc:
-        raise InputError(f"cannot parse CSV ({exc})", path=path, line=reader.line_num) from None
-    return rows, "csv"
+        return _jsonl_rows(path), "jsonl"
+    return _csv_rows(path, read_text(path, what="manifest")), "csv"
 
 
 def _votes(value: Any, path: Path, line: int) -> list[int] | None:
@@ -131,7 +206,10 @@ def read_probe_manifest(path: str | Path, *, captions: str = "original") -> list
         caption_kind = str(row.get("caption_kind") or "").strip().upper()
         image = str(row.get("image") or "").strip()
         if image and not is_url(image) and not Path(image).is_absolute():
-            image = str((path.parent / image).resolve())
+            try:
+                image = str((path.parent / image).resolve())
+            except (OSError, RuntimeError):  # a symlink loop: loading it is an item error, not a crash
+                image = os.path.abspath(path.parent / image)
         caption = str(row.get("caption") or "").strip()
         simplified = str(row.get("caption_simplified") or "").strip() or None
         errors = []

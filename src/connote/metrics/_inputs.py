@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -70,13 +69,10 @@ def check_inputs(hyps: Mapping[str, Any], refs: Mapping[str, Any], *, hyp_source
 
 def read_json_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     """Read a JSON object from a file; errors name the file, line and column."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{what} file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+    from connote.data.jsonio import parse_json, read_text
+
+    # non-UTF-8 bytes, a directory, deep nesting: InputError with file (and line, column), not a traceback
+    data = parse_json(read_text(path, what=f"{what} file"), path, message="invalid JSON")
     if isinstance(data, list):  # COCO result list [{"image_id", "caption"}]
         out: dict[str, Any] = {}
         for i, row in enumerate(data):

@@ -1,4 +1,9 @@
-"""The training config (YAML) for GIT-LLaVA: typed sections, unknown fields rejected by name.
+"""The training config (YAML) for GIT-LLaVA: typed sections checked by pydantic, unknown fields rejected by name.
+
+Each section is a pydantic dataclass (``extra="forbid"``): an unknown or mistyped field is an
+``InputError`` (exit status 2) naming the YAML file, the field's line in it, the dotted field path
+and the expected type. Types are strict as before: ``"4"`` is not an int and ``true`` is not a
+number; numbers are accepted where text is expected (``llm: 7`` becomes ``"7"``).
 
 Example (stage 2, GIT-LLaVA-X with 4 clips, LoRA)::
 
@@ -26,16 +31,22 @@ Example (stage 2, GIT-LLaVA-X with 4 clips, LoRA)::
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Strict, StrictBool, StrictInt, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass
 
 from connote.errors import InputError
 
+_CHECKED = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+"""Unknown fields are errors; numbers may stand for text (as the YAML loader reads ``7`` in ``llm: 7``)."""
+StrictFloat = Annotated[float, Strict()]
+"""A float field: ints and floats, never strings or booleans."""
 
-@dataclass
+
+@dataclass(config=_CHECKED)
 class ModelConfig:
     """The GIT-LLaVA architecture."""
 
@@ -43,20 +54,20 @@ class ModelConfig:
     """Frozen GIT video captioner: hub id or local directory (model + processor)."""
     llm: str = "lmsys/vicuna-13b-v1.5"
     """Any Hugging Face causal LM: hub id or local directory (model + tokenizer)."""
-    layer: int = -2
+    layer: StrictInt = -2
     """Which GIT decoder hidden-state layer feeds the projector (index into ``hidden_states``)."""
-    clips: int = 1
+    clips: StrictInt = 1
     """1: GIT-LLaVA (the ``segments`` 6 frames); k > 1: GIT-LLaVA-X (k clips, summed)."""
-    frames_per_clip: int = 6
+    frames_per_clip: StrictInt = 6
     prompt: str = "What caption can best describe the metaphor in the video?"
     template: str = "USER: <video>\n{prompt} ASSISTANT:"
     """Chat layout around the video tokens; ``<video>`` marks where the projected states go."""
-    max_caption_tokens: int = 48
-    projector_hidden: int | None = None
+    max_caption_tokens: StrictInt = 48
+    projector_hidden: StrictInt | None = None
     """Width of the projector's hidden layer (default: the LLM's hidden size)."""
 
 
-@dataclass
+@dataclass(config=_CHECKED)
 class DataConfig:
     """Where the examples come from. Stage 1 uses images, stage 2 the VMC videos."""
 
@@ -70,61 +81,61 @@ class DataConfig:
     """Stage 1: COCO captions JSON (literal captions)."""
     image_dir: str | None = None
     literal_image_dir: str | None = None
-    val_fraction: float = 0.0
+    val_fraction: StrictFloat = 0.0
     """Stage 1 without a validation set: hold out this share of the pairs."""
-    frame_size: int | None = None
+    frame_size: StrictInt | None = None
     """Resize frames' shorter side before the processor (saves decode memory); None: as decoded."""
 
 
-@dataclass
+@dataclass(config=_CHECKED)
 class LoraConfig:
     """LoRA adapters on the LLM through peft."""
 
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: StrictInt = 16
+    alpha: StrictInt = 32
+    dropout: StrictFloat = 0.05
     target_modules: list[str] | str = "all-linear"
 
 
-@dataclass
+@dataclass(config=_CHECKED)
 class TrainLoopConfig:
     """Optimisation and bookkeeping."""
 
-    epochs: float = 1.0
-    max_steps: int | None = None
-    batch_size: int = 4
+    epochs: StrictFloat = 1.0
+    max_steps: StrictInt | None = None
+    batch_size: StrictInt = 4
     """Examples per optimiser step summed over all processes (global batch)."""
-    grad_accum: int = 1
-    lr: float = 2e-6
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.03
+    grad_accum: StrictInt = 1
+    lr: StrictFloat = 2e-6
+    weight_decay: StrictFloat = 0.0
+    warmup_ratio: StrictFloat = 0.03
     scheduler: str = "cosine"
     bf16: str = "auto"
     """'auto' (bf16 on CUDA, fp32 elsewhere), 'yes' or 'no'."""
-    seed: int = 0
-    train_llm: bool | None = None
+    seed: StrictInt = 0
+    train_llm: StrictBool | None = None
     """Stage 2 default True (projector + LLM); stage 1 always trains the projector alone."""
     lora: LoraConfig | None = None
-    early_stopping_patience: int | None = 2
+    early_stopping_patience: StrictInt | None = 2
     """Stop after this many evaluations without a better validation loss (None: never)."""
-    eval_every: int | None = None
+    eval_every: StrictInt | None = None
     """Evaluate every N optimiser steps (default: at the end of every epoch)."""
-    save_every: int | None = None
+    save_every: StrictInt | None = None
     """Write a resumable checkpoint every N optimiser steps (default: at the end of every epoch)."""
-    keep_checkpoints: int = 2
-    num_workers: int = 0
-    log_every: int = 1
-    max_grad_norm: float | None = 1.0
+    keep_checkpoints: StrictInt = 2
+    num_workers: StrictInt = 0
+    log_every: StrictInt = 1
+    max_grad_norm: StrictFloat | None = 1.0
 
 
-@dataclass
+@dataclass(config=_CHECKED)
 class TrainConfig:
     """One training stage of GIT-LLaVA."""
 
-    stage: int = 2
+    stage: StrictInt = 2
     output_dir: str = "runs/git-llava"
     init_from: str | None = None
-    resume: bool = True
+    resume: StrictBool = True
     """Continue from the newest checkpoint in ``output_dir`` when there is one."""
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -134,70 +145,106 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def _is_dataclass_type(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+_SECTIONS: dict[tuple[str, ...], type] = {}
+"""Dotted section path -> its dataclass (filled below, once the classes exist)."""
+
+_EXPECTED = {
+    "int_type": "int", "float_type": "float", "string_type": "str", "bool_type": "bool (true or false)",
+    "list_type": "a list", "dataclass_type": "a mapping", "dict_type": "a mapping",
+}
 
 
-def _build(cls: type, data: Any, where: str, path: Path | None) -> Any:
-    if not isinstance(data, dict):
-        raise InputError(f"{where or 'config'} must be a mapping, got {type(data).__name__}", path=path)
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = [k for k in data if k not in names]
-    if unknown:
-        full = ", ".join(f"{where}.{k}" if where else str(k) for k in unknown)
-        raise InputError(f"unknown config field(s) {full}; valid fields"
-                         f"{' of ' + where if where else ''}: {', '.join(sorted(names))}", path=path)
-    kwargs = {}
-    for key, value in data.items():
-        tp = hints[key]
-        sub = f"{where}.{key}" if where else key
-        options = typing.get_args(tp) if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union \
-            else (tp,)
-        dc = next((o for o in options if _is_dataclass_type(o)), None)
-        if dc is not None and value is not None:
-            kwargs[key] = _build(dc, value, sub, path)
+def _yaml_line(text: str | None, keys: tuple[str | int, ...]) -> int | None:
+    """The 1-based line of ``keys`` in the YAML ``text`` (the deepest key found), or None."""
+    if not text:
+        return None
+    import yaml
+
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in keys:
+        if isinstance(node, yaml.MappingNode):
+            hit = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(key)), None)
+            if hit is None:
+                break
+            line, node = hit[0].start_mark.line + 1, hit[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
         else:
-            kwargs[key] = _check(value, options, sub, path)
-    return cls(**kwargs)
+            break
+    return line
 
 
-def _check(value: Any, options: tuple[Any, ...], where: str, path: Path | None) -> Any:
-    if value is None:
-        if type(None) in options:
-            return None
-        raise InputError(f"{where} may not be empty", path=path)
-    for tp in options:
-        origin = typing.get_origin(tp) or tp
-        if origin is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if origin is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if origin is bool and isinstance(value, bool):
-            return value
-        if origin is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            return str(value)
-        if origin is list and isinstance(value, list):
-            return [str(v) for v in value]
-    names = " or ".join(getattr(o, "__name__", str(o)) for o in options)
-    raise InputError(f"{where} should be {names}, got {value!r}", path=path)
+def _describe(exc: ValidationError, text: str | None) -> tuple[str, int | None]:
+    """One message for all of pydantic's errors: unknown fields first, then mistyped ones (dotted paths)."""
+    unknown: dict[tuple[str, ...], list[str]] = {}
+    wrong: dict[str, tuple[list[str], Any, tuple[str | int, ...]]] = {}
+    first_unknown: tuple[str | int, ...] | None = None
+    first_wrong: tuple[str | int, ...] | None = None
+    for err in exc.errors(include_url=False):
+        # a union member's tag (e.g. 'list[str]') is not a field: keep the keys present in the input
+        loc = tuple(x for x in err["loc"] if isinstance(x, int) or "[" not in x and x not in
+                    ("str", "int", "float", "bool", "list", "function-after"))
+        if err["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
+            unknown.setdefault(tuple(str(x) for x in loc[:-1]), []).append(str(loc[-1]))
+            first_unknown = first_unknown or loc
+        else:
+            dotted = ".".join(str(x) for x in loc) or "config"
+            expected = _EXPECTED.get(err["type"], err["msg"])
+            entry = wrong.setdefault(dotted, ([], err["input"], loc))
+            if expected not in entry[0]:
+                entry[0].append(expected)
+            first_wrong = first_wrong or loc
+    parts = []
+    for section, names in unknown.items():
+        cls = _SECTIONS.get(section)
+        valid = sorted(f.name for f in dataclasses.fields(cls)) if cls else []
+        where = ".".join(section)
+        full = ", ".join(f"{where}.{n}" if where else n for n in names)
+        parts.append(f"unknown config field(s) {full}; valid fields{' of ' + where if where else ''}: "
+                     f"{', '.join(valid)}")
+    for dotted, (expected, value, _loc) in wrong.items():
+        if value is None:
+            parts.append(f"{dotted} may not be empty (expected {' or '.join(expected)})")
+        else:
+            hint = " (YAML reads yes/no/on/off as booleans: quote the value)" \
+                if isinstance(value, bool) and "str" in expected else ""
+            parts.append(f"{dotted} should be {' or '.join(expected)}, got {value!r}{hint}")
+    return "; ".join(parts), _yaml_line(text, first_unknown or first_wrong or ())
 
 
-def config_from_dict(data: dict[str, Any], path: str | Path | None = None) -> TrainConfig:
-    """Build a :class:`TrainConfig`, naming any unknown or mistyped field (dotted)."""
+def config_from_dict(data: dict[str, Any], path: str | Path | None = None, *, text: str | None = None) -> TrainConfig:
+    """Build a :class:`TrainConfig`, naming any unknown or mistyped field (dotted) and its YAML line.
+
+    ``text`` is the YAML the data came from (used only to point at the offending line).
+    """
     p = Path(path) if path is not None else None
-    cfg = _build(TrainConfig, data or {}, "", p)
+    if not isinstance(data, dict) and data is not None:
+        raise InputError(f"config must be a mapping of sections, got {type(data).__name__}", path=p)
+    try:
+        cfg = _ADAPTER.validate_python(data or {})
+    except ValidationError as exc:
+        message, line = _describe(exc, text)
+        raise InputError(message, path=p, line=line) from None
+
+    def fail(message: str, *keys: str) -> InputError:
+        return InputError(message, path=p, line=_yaml_line(text, keys))
+
     if cfg.stage not in (1, 2):
-        raise InputError(f"stage must be 1 or 2, got {cfg.stage}", path=p)
+        raise fail(f"stage must be 1 or 2, got {cfg.stage}", "stage")
     if cfg.model.clips < 1 or cfg.model.frames_per_clip < 1:
-        raise InputError("model.clips and model.frames_per_clip must be at least 1", path=p)
+        raise fail("model.clips and model.frames_per_clip must be at least 1", "model", "clips")
     if "<video>" not in cfg.model.template:
-        raise InputError("model.template must contain <video>", path=p)
+        raise fail("model.template must contain <video>", "model", "template")
     if cfg.train.scheduler not in ("cosine", "linear", "constant"):
-        raise InputError(f"train.scheduler must be cosine, linear or constant, not {cfg.train.scheduler!r}",
-                         path=p)
+        raise fail(f"train.scheduler must be cosine, linear or constant, not {cfg.train.scheduler!r}",
+                   "train", "scheduler")
     if cfg.train.bf16 not in ("auto", "yes", "no"):
-        raise InputError(f"train.bf16 must be auto, yes or no, not {cfg.train.bf16!r}", path=p)
+        raise fail(f"train.bf16 must be auto, yes or no, not {cfg.train.bf16!r}", "train", "bf16")
     return cfg
 
 
@@ -211,14 +258,27 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     path = Path(path)
     if not path.exists():
         raise InputError("config file not found", path=path)
+    if path.is_dir():
+        raise InputError("config is a directory, expected a YAML file", path=path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"config is not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read config ({exc.strerror or exc})", path=path) from None
+    try:
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML: {exc}", path=path, line=mark.line + 1 if mark else None) from exc
     if overrides:
-        data = _merge(data, overrides)
-    return config_from_dict(data, path)
+        data = _merge(data, overrides) if isinstance(data, dict) else data
+    return config_from_dict(data, path, text=text)
+
+
+_ADAPTER = TypeAdapter(TrainConfig)
+_SECTIONS.update({(): TrainConfig, ("model",): ModelConfig, ("data",): DataConfig, ("train",): TrainLoopConfig,
+                  ("train", "lora"): LoraConfig})
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,9 @@ Determinism and distribution
   are the same for any number of processes (up to floating-point summation order).
 * Checkpoints (``output_dir/checkpoints/step-N``) hold the trainable weights, the optimiser and
   scheduler states, every process's RNG states and the data position (epoch, batch in epoch) plus
-  the early-stopping state; resuming continues exactly where the interrupted run was.
+  the early-stopping state; resuming continues exactly where the interrupted run was. Every file
+  holds tensors and plain values only and is loaded with ``torch.load(weights_only=True)``, so a
+  tampered checkpoint cannot run code; older checkpoints that need pickle are refused.
 
 Launch on many GPUs with ``accelerate launch -m connote.train --config c.yaml`` or
 ``torchrun --nproc_per_node N -m connote.train --config c.yaml``.
@@ -54,19 +56,55 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)
 
 
+CHECKPOINT_FORMAT = 2
+"""Bumped when a checkpoint's files change. Format 2 stores every state as tensors and plain Python
+values, so resuming loads each file with ``torch.load(weights_only=True)`` and no file can run code."""
+
+
 def _rng_state() -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every RNG state as tensors, ints and floats (loadable with ``weights_only=True``)."""
+    version, mt, gauss = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": {"version": version, "state": torch.tensor(mt, dtype=torch.int64), "gauss": gauss},
+        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def _set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    py, npy = state["python"], state["numpy"]
+    random.setstate((py["version"], tuple(int(x) for x in py["state"].tolist()), py["gauss"]))
+    np.random.set_state((npy["name"], npy["keys"].numpy().astype(np.uint32), npy["pos"], npy["has_gauss"],
+                         npy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def load_checkpoint_file(path: Path) -> Any:
+    """``torch.load`` with ``weights_only=True``: tensors and plain values only, never code.
+
+    A file that needs full unpickling (a checkpoint from before format 2, or a crafted file) is
+    refused with ``InputError`` rather than unpickled.
+    """
+    import pickle
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            "refusing to load: the file needs full unpickling, which can run arbitrary code "
+            "(a checkpoint written before connote's checkpoint format 2, or a tampered file); "
+            f"only tensors and plain values are loaded. Delete this checkpoint folder to start over "
+            f"or resume from a newer one ({first})", path=path) from None
+    except (OSError, RuntimeError, EOFError) as exc:
+        raise InputError(f"cannot read checkpoint file ({type(exc).__name__}: {exc})", path=path) from None
 
 
 def _seed_all(seed: int) -> None:
@@ -189,7 +227,13 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
         progress = json.loads((ckpt / "progress.json").read_text())
         if progress.get("world_size") != world:
             info(f"note: checkpoint written with {progress.get('world_size')} process(es), resuming with {world}")
-        state = torch.load(ckpt / "trainable.pt", map_location="cpu", weights_only=True)
+        if progress.get("format", 1) < CHECKPOINT_FORMAT:
+            raise InputError(
+                f"checkpoint format {progress.get('format', 1)} stores optimizer/scheduler/RNG state as "
+                f"pickles that can run code when loaded; this connote loads only format {CHECKPOINT_FORMAT} "
+                "(tensors and plain values). Delete the checkpoints folder (or set resume: false) to start "
+                "over", path=ckpt)
+        state = load_checkpoint_file(ckpt / "trainable.pt")
         missing = set(state) ^ {n for n, _ in params}
         if missing:
             raise InputError(f"checkpoint does not match the configured model ({len(missing)} tensor(s) differ, "
@@ -198,11 +242,11 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
             for n, p in core.named_parameters():
                 if n in state:
                     p.copy_(state[n].to(p.device, p.dtype))
-        optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
-        scheduler.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=False))
+        optimizer.load_state_dict(load_checkpoint_file(ckpt / "optimizer.pt"))
+        scheduler.load_state_dict(load_checkpoint_file(ckpt / "scheduler.pt"))
         rng_file = ckpt / f"rng-{rank}.pt"
         if rng_file.exists():
-            _set_rng_state(torch.load(rng_file, weights_only=False))
+            _set_rng_state(load_checkpoint_file(rng_file))
         step, epoch, batch_in_epoch = progress["step"], progress["epoch"], progress["batch_in_epoch"]
         best_val, bad_evals, done = progress["best_val"], progress["bad_evals"], progress["done"]
         info(f"resumed from {ckpt} at step {step} (epoch {epoch}, batch {batch_in_epoch})")
@@ -241,7 +285,8 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
         if acc.is_main_process:
             (d / "progress.json").write_text(json.dumps({
                 "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "best_val": best_val,
-                "bad_evals": bad_evals, "done": done, "world_size": world, "total_steps": total_steps}))
+                "bad_evals": bad_evals, "done": done, "world_size": world, "total_steps": total_steps,
+                "format": CHECKPOINT_FORMAT}))
             old = sorted((out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
             for o in old[: max(0, len(old) - t.keep_checkpoints)]:
                 shutil.rmtree(o, ignore_errors=True)

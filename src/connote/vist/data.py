@@ -256,13 +256,17 @@ def read_text(path: str | Path) -> tuple[str, list[Problem]]:
 
 
 def load_json(path: str | Path) -> tuple[Any, list[Problem]]:
-    """Parse a JSON file; malformed JSON raises ``InputError`` with line and column."""
-    text, problems = read_text(path)
-    try:
-        return json.loads(text), problems
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno,
-                         column=exc.colno) from None
+    """Parse a JSON file; malformed or too deeply nested JSON, a missing file or a directory raise
+    ``InputError`` (malformed JSON with line and column). Bytes that are not UTF-8 become U+FFFD and
+    are reported as a problem with their line, so the rest of the file is still read."""
+    from connote.data.jsonio import decode_utf8, parse_json, read_bytes
+
+    text, bad = decode_utf8(read_bytes(path), path, replace=True)
+    problems = [] if bad is None else [
+        Problem(str(path), f"line {bad.line}",
+                f"not valid UTF-8 (first bad byte at offset {bad.offset}, column {bad.column}); "
+                f"{bad.replaced} character(s) replaced with U+FFFD")]
+    return parse_json(text, path), problems
 
 
 def _str(x: Any) -> str | None:

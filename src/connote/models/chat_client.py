@@ -1,0 +1,185 @@
+"""One client for OpenAI-compatible chat-completions servers (OpenAI, vLLM, llama.cpp, ...), on the ``openai`` package.
+
+``openai`` (the ``api`` extra) provides the transport: base URL, API key, per-read timeouts and the
+typed errors. Retrying is done here so its bounds are connote's, identical for every backend:
+
+* **Retried**: HTTP 408, 409, 429 and 5xx, connection failures and read timeouts, up to
+  ``max_retries`` times, with exponential back-off ``backoff * 2**attempt`` (+ up to 10 % jitter)
+  or the server's ``Retry-After`` / ``retry-after-ms`` when that is longer.
+* **Retry-After cap**: a server asking to wait more than ``max_retry_after`` seconds (default 60)
+  ends the request at once with an ``ApiError`` saying so, rather than sleeping (a day, for
+  ``Retry-After: 86400``).
+* **Deadline**: one request (all attempts, waits and reads together) ends after ``deadline``
+  seconds (default 120) with an ``ApiError``. The response body is read in chunks and the clock is
+  checked between them, so a server trickling a byte every half second is cut off too; a single
+  read waits at most ``min(timeout, time left)``.
+* An answer that is not a JSON object is retried like a failed request; any other HTTP 4xx is an
+  ``ApiError`` at once. Callers record
+  an ``ApiError`` as that item's error, and a rerun retries the item.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import io
+import json
+import os
+import random
+import time
+from typing import Any
+
+from PIL import Image
+
+from connote.registry import require
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+"""Statuses worth retrying; any other 5xx is retried as well."""
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_DEADLINE = 120.0
+DEFAULT_MAX_RETRY_AFTER = 60.0
+
+
+class ApiError(RuntimeError):
+    """A chat request that failed for good (after the retries it was allowed)."""
+
+
+def image_data_url(image: Image.Image, max_side: int = 1024, quality: int = 90) -> str:
+    """An image as a ``data:image/jpeg;base64,...`` URL, its longer side at most ``max_side``."""
+    img = image.convert("RGB")
+    if max(img.size) > max_side:
+        img.thumbnail((max_side, max_side))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=quality)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The wait a response asks for (``retry-after-ms``, ``Retry-After`` in seconds or as an HTTP date)."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class ChatClient:
+    """Chat completions with retries, a capped Retry-After and an overall deadline per request."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, max_retries: int = 5, backoff: float = 1.0,
+                 max_retry_after: float = DEFAULT_MAX_RETRY_AFTER, deadline: float = DEFAULT_DEADLINE) -> None:
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
+        self.max_retry_after, self.deadline = float(max_retry_after), float(deadline)
+        if self.timeout <= 0 or self.deadline <= 0 or self.max_retries < 0 or self.backoff < 0:
+            raise ValueError("timeout and deadline must be positive, max_retries and backoff non-negative")
+        openai = require("openai", "api")
+        # retries are ours (see the module docstring), so the library's own are off
+        self._client = openai.OpenAI(api_key=self.api_key or "none", base_url=self.base_url, max_retries=0,
+                                     timeout=self.timeout)
+        self._openai = openai
+
+    def _attempt(self, body: dict[str, Any], end: float) -> bytes:
+        """One HTTP request; the body read chunk by chunk against the deadline ``end``."""
+        read_timeout = max(0.001, min(self.timeout, end - time.monotonic()))
+        create = self._client.chat.completions.with_streaming_response.create
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        # no key: send no Authorization header at all (as before), not "Bearer none"
+        headers = {} if self.api_key else {"Authorization": self._openai.Omit()}
+        with create(model=body["model"], messages=body["messages"], extra_body=extra or None,
+                    extra_headers=headers or None, timeout=read_timeout) as response:
+            chunks = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > end:
+                    raise _DeadlinePassed
+        return b"".join(chunks)
+
+    def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        """POST ``/chat/completions`` with ``model``, ``messages`` and ``params``; the response as a dict.
+
+        Raises ``ApiError`` when the request fails for good (see the module docstring).
+        """
+        openai = self._openai
+        body = {"model": self.model, "messages": messages, **params}
+        start = time.monotonic()
+        end = start + self.deadline
+        last = "no attempt"
+        for attempt in range(self.max_retries + 1):
+            wait = self.backoff * (2 ** attempt) * (1 + 0.1 * random.random())
+            try:
+                raw = self._attempt(body, end)
+                answer = json.loads(raw.decode("utf-8"))
+                if isinstance(answer, dict):
+                    return answer
+                last = f"the answer is JSON but not an object: {raw[:100]!r}"
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:  # retried, as a cut-off answer would be
+                last = f"the answer is not JSON ({exc})"
+            except _DeadlinePassed:
+                last = "the answer was still arriving"
+            except openai.APIStatusError as exc:
+                detail = _detail(exc)
+                last = f"HTTP {exc.status_code}: {detail}"
+                if exc.status_code not in RETRY_STATUS and exc.status_code < 500:
+                    raise ApiError(last) from None
+                asked = retry_after_seconds(getattr(exc.response, "headers", None))
+                if asked is not None:
+                    if asked > self.max_retry_after:
+                        raise ApiError(f"{last}; the server asks to retry after {asked:g} s, over the "
+                                       f"{self.max_retry_after:g} s cap (max_retry_after): not waiting") from None
+                    wait = max(wait, asked)
+            except openai.APITimeoutError:
+                last = f"no answer within {min(self.timeout, max(0.0, end - start)):g} s"
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__ or exc.__context__
+                last = f"{type(exc).__name__}: {cause or exc}"
+            except (OSError, ValueError) as exc:  # a transport error the library did not wrap
+                last = f"{type(exc).__name__}: {exc}"
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            if attempt < self.max_retries:
+                if wait >= left:
+                    raise ApiError(f"the next attempt (in {wait:.3g} s) would pass the {self.deadline:g} s "
+                                   f"deadline; last: {last}")
+                time.sleep(wait)
+        if time.monotonic() >= end:
+            raise ApiError(f"no complete answer within the {self.deadline:g} s deadline "
+                           f"({attempt + 1} attempt(s)); last: {last}")
+        raise ApiError(f"gave up after {self.max_retries + 1} attempts; last: {last}")
+
+
+class _DeadlinePassed(Exception):
+    """Raised between body chunks when the request's deadline has passed."""
+
+
+def _detail(exc: Any) -> str:
+    response = getattr(exc, "response", None)
+    try:
+        text = response.text if response is not None else str(exc)
+    except Exception:  # noqa: BLE001 - the body of an error response is a courtesy
+        text = str(exc)
+    return text[:300]
+
+
+__all__ = ["ApiError", "ChatClient", "DEFAULT_DEADLINE", "DEFAULT_MAX_RETRY_AFTER", "RETRY_STATUS",
+           "image_data_url", "retry_after_seconds"]

@@ -1,0 +1,225 @@
+"""ChatClient on the openai package against real HTTP servers on 127.0.0.1: retries, Retry-After cap, deadline."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+pytest.importorskip("openai")
+
+from connote.models.chat_client import ApiError, ChatClient, image_data_url, retry_after_seconds  # noqa: E402
+
+ANSWER = {"id": "x", "object": "chat.completion", "model": "m",
+          "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes"}, "finish_reason": "stop",
+                       "logprobs": {"content": [{"token": "Yes", "logprob": -0.1,
+                                                 "top_logprobs": [{"token": "Yes", "logprob": -0.1}]}]}}]}
+
+
+class Server:
+    """A loopback chat server: ``replies`` is a list of callables, one per request (the last repeats)."""
+
+    def __init__(self, replies: list[Callable[[http.server.BaseHTTPRequestHandler], None]]) -> None:
+        self.replies, self.requests, self.stop = replies, [], threading.Event()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.requests.append({"path": self.path, "body": json.loads(body),
+                                       "headers": {k.lower(): v for k, v in self.headers.items()}})
+                reply = outer.replies[min(len(outer.requests), len(outer.replies)) - 1]
+                try:
+                    reply(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def ok(h: http.server.BaseHTTPRequestHandler) -> None:
+    data = json.dumps(ANSWER).encode()
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+def status(code: int, headers: dict[str, str] | None = None) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
+    def reply(h: http.server.BaseHTTPRequestHandler) -> None:
+        data = json.dumps({"error": {"message": f"status {code}"}}).encode()
+        h.send_response(code)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    return reply
+
+
+@pytest.fixture()
+def serve() -> Iterator[Callable[[list], Server]]:
+    made: list[Server] = []
+
+    def start(replies: list) -> Server:
+        made.append(Server(replies))
+        return made[-1]
+
+    yield start
+    for s in made:
+        s.close()
+
+
+def test_request_body_and_answer(serve: Callable[[list], Server]) -> None:
+    server = serve([ok])
+    client = ChatClient("my-model", base_url=server.url, api_key="sk-test")
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Is it?"}]}]
+    answer = client.chat(messages, max_tokens=1, temperature=0, logprobs=True, top_logprobs=5, seed=7)
+    assert answer == ANSWER
+    (req,) = server.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["body"] == {"model": "my-model", "messages": messages, "max_tokens": 1, "temperature": 0,
+                           "logprobs": True, "top_logprobs": 5, "seed": 7}
+    assert req["headers"]["authorization"] == "Bearer sk-test"
+    ChatClient("my-model", base_url=server.url, api_key="").chat(messages)
+    assert "authorization" not in server.requests[1]["headers"]  # no key, no header (a local server)
+
+
+def test_429_then_200_succeeds_after_retry_after(serve: Callable[[list], Server]) -> None:
+    server = serve([status(429, {"Retry-After": "0.3"}), ok])
+    client = ChatClient("m", base_url=server.url, api_key="k", backoff=0.01)
+    t0 = time.monotonic()
+    assert client.chat([{"role": "user", "content": "hi"}])["choices"][0]["message"]["content"] == "Yes"
+    assert len(server.requests) == 2
+    assert time.monotonic() - t0 >= 0.3  # the server's Retry-After was honoured
+
+
+@pytest.mark.parametrize("code", [408, 409, 500, 502, 503, 504])
+def test_retried_statuses(serve: Callable[[list], Server], code: int) -> None:
+    server = serve([status(code), ok])
+    assert ChatClient("m", base_url=server.url, backoff=0.01).chat([])["id"] == "x"
+    assert len(server.requests) == 2
+
+
+def test_client_errors_are_not_retried(serve: Callable[[list], Server]) -> None:
+    server = serve([status(400)])
+    with pytest.raises(ApiError, match="HTTP 400"):
+        ChatClient("m", base_url=server.url, backoff=0.01).chat([])
+    assert len(server.requests) == 1
+
+
+def test_retry_after_a_day_fails_at_once(serve: Callable[[list], Server]) -> None:
+    server = serve([status(429, {"Retry-After": "86400"}), ok])
+    client = ChatClient("m", base_url=server.url, backoff=0.01)
+    t0 = time.monotonic()
+    with pytest.raises(ApiError, match=r"retry after 86400 s, over the 60 s cap \(max_retry_after\)"):
+        client.chat([])
+    assert time.monotonic() - t0 < 10 and len(server.requests) == 1
+
+
+def test_gives_up_after_max_retries(serve: Callable[[list], Server]) -> None:
+    server = serve([status(503)])
+    with pytest.raises(ApiError, match=r"gave up after 3 attempts; last: HTTP 503"):
+        ChatClient("m", base_url=server.url, max_retries=2, backoff=0.01).chat([])
+    assert len(server.requests) == 3
+
+
+def test_trickling_server_ends_at_the_deadline(serve: Callable[[list], Server]) -> None:
+    def trickle(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", "100000")
+        h.end_headers()
+        h.wfile.flush()
+        for _ in range(100):  # one byte every 0.3 s for 30 s: no single read ever times out
+            if server.stop.is_set():
+                return
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            time.sleep(0.3)
+
+    server = serve([trickle])
+    client = ChatClient("m", base_url=server.url, timeout=5, deadline=1.5, backoff=0.01)
+    t0 = time.monotonic()
+    with pytest.raises(ApiError, match=r"within the 1\.5 s deadline"):
+        client.chat([])
+    assert time.monotonic() - t0 < 8  # 1.5 s plus slack for a loaded machine; the server would take 30 s
+    assert len(server.requests) == 1
+
+
+def test_silent_server_times_out_and_is_retried_within_the_deadline(serve: Callable[[list], Server]) -> None:
+    def silent(h: http.server.BaseHTTPRequestHandler) -> None:
+        server.stop.wait(10)
+
+    server = serve([silent])
+    t0 = time.monotonic()
+    with pytest.raises(ApiError, match="deadline"):
+        ChatClient("m", base_url=server.url, timeout=0.5, deadline=2, backoff=0.05).chat([])
+    assert time.monotonic() - t0 < 8 and 1 <= len(server.requests) <= 4
+
+
+def test_connection_refused_is_an_api_error() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    with pytest.raises(ApiError, match="gave up after 2 attempts"):
+        ChatClient("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff=0.01).chat([])
+
+
+def test_retry_after_forms() -> None:
+    assert retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after-ms": "250"}) == 0.25
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert 3000 < retry_after_seconds({"retry-after": time.strftime(
+        "%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 3600))}) <= 3600
+
+
+def test_image_data_url_is_a_bounded_jpeg() -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    url = image_data_url(Image.new("RGB", (3000, 1000), (200, 10, 10)), max_side=300)
+    assert url.startswith("data:image/jpeg;base64,")
+    img = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+    assert img.size == (300, 100)
+
+
+
+
+def test_an_answer_that_is_not_json_is_retried(serve: Callable[[list], Server]) -> None:
+    def garbage(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", "10")
+        h.end_headers()
+        h.wfile.write(b"<html>oops")
+
+    server = serve([garbage, ok])
+    assert ChatClient("m", base_url=server.url, backoff=0.01).chat([])["id"] == "x"
+    assert len(server.requests) == 2
+    server2 = serve([garbage])
+    with pytest.raises(ApiError, match="gave up after 2 attempts; last: the answer is not JSON"):
+        ChatClient("m", base_url=server2.url, max_retries=1, backoff=0.01).chat([])
