@@ -4,84 +4,26 @@ Configuration comes from the environment: ``OPENAI_API_KEY`` and ``OPENAI_BASE_U
 ``https://api.openai.com/v1``); the spec's weights are the model name (``openai:gpt-4o``).
 p(match) comes from the answer token's log-probabilities when the server returns them
 (``logprobs``/``top_logprobs``), else from the answer text (Yes -> 1, No -> 0). Requests time out,
-and 429/5xx/connection failures are retried with exponential back-off (``Retry-After`` honoured);
-a pair that still fails is returned as an error, recorded with its item, and retried on rerun.
+and 408/409/429/5xx/connection failures are retried with exponential back-off (``Retry-After`` honoured
+up to ``max_retry_after`` seconds; every request has an overall ``deadline``), through the ``openai``
+package (:mod:`connote.models.chat_client`); a pair that still fails is returned as an error, recorded
+with its item, and retried on rerun.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
-import json
 import math
-import os
-import random
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from PIL import Image
 
+from connote.models.chat_client import ApiError, ChatClient, image_data_url
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, NO_WORDS, YES_WORDS, match_prompt
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-
-
-class ApiError(RuntimeError):
-    pass
-
-
-def image_data_url(image: Image.Image, max_side: int = 1024, quality: int = 90) -> str:
-    img = image.convert("RGB")
-    if max(img.size) > max_side:
-        img.thumbnail((max_side, max_side))
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=quality)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-class ChatClient:
-    """Minimal chat-completions client with timeouts and retries (stdlib only)."""
-
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0) -> None:
-        self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
-
-    def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
-        body = json.dumps({"model": self.model, "messages": messages, **params}).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last = "no attempt"
-        for attempt in range(self.max_retries + 1):
-            req = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, headers=headers)
-            wait = self.backoff * (2 ** attempt) * (1 + 0.1 * random.random())
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310
-                    return json.loads(resp.read().decode())
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode(errors="replace")[:300]
-                last = f"HTTP {exc.code}: {detail}"
-                if exc.code not in RETRY_STATUS:
-                    raise ApiError(last) from None
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                if retry_after:
-                    try:
-                        wait = max(wait, float(retry_after))
-                    except ValueError:
-                        pass
-            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            if attempt < self.max_retries:
-                time.sleep(wait)
-        raise ApiError(f"gave up after {self.max_retries + 1} attempts; last: {last}")
+__all__ = ["ApiError", "ChatClient", "OpenAIChat", "OpenAIMatcher", "image_data_url", "yes_probability"]
 
 
 def yes_probability(response: dict[str, Any]) -> float:
@@ -112,9 +54,11 @@ class OpenAIMatcher:
 
     def __init__(self, model: str | None = None, *, prompt: str = MATCH_PROMPT, concurrency: int | str = 4,
                  timeout: float | str = 60.0, max_retries: int | str = 5, backoff: float | str = 1.0,
-                 base_url: str | None = None, top_logprobs: int | str = 10) -> None:
+                 base_url: str | None = None, top_logprobs: int | str = 10, max_retry_after: float | str = 60.0,
+                 deadline: float | str = 120.0) -> None:
         self.client = ChatClient(model or "gpt-4o", base_url=base_url, timeout=float(timeout),
-                                 max_retries=int(max_retries), backoff=float(backoff))
+                                 max_retries=int(max_retries), backoff=float(backoff),
+                                 max_retry_after=float(max_retry_after), deadline=float(deadline))
         self.prompt, self.concurrency, self.top_logprobs = prompt, int(concurrency), int(top_logprobs)
 
     @classmethod
