@@ -38,6 +38,10 @@ def table_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str
         rows.append([_name(run), *(format_pct(cells[c]["accuracy"]) for c in CELLS),
                      format_pct(run.get("harmonic_mean")), *(format_r(cells[c]) for c in CELLS),
                      str(sum(cells[c]["errors"] for c in CELLS))])
+    human = next((run["human"] for run in runs if run.get("human")), None)
+    if human:  # Table 4's Human row: the majority of the annotators' votes (a tie counts as wrong)
+        rows.append(["Human (majority of votes)", *(format_pct(human["cells"][c]["accuracy"]) for c in CELLS),
+                     format_pct(human.get("harmonic_mean")), *("—" for _ in CELLS), "0"])
     return header, rows
 
 
@@ -71,6 +75,11 @@ def to_latex(runs: Sequence[dict[str, Any]]) -> str:
         cells = run["cells"]
         vals = [format_pct(cells[c]["accuracy"]) for c in CELLS] + [format_pct(run.get("harmonic_mean"))]
         lines.append(_name(run).replace("_", r"\_") + " & " + " & ".join(vals) + r" \\")
+    human = next((run["human"] for run in runs if run.get("human")), None)
+    if human:
+        vals = [format_pct(human["cells"][c]["accuracy"]) for c in CELLS] + [format_pct(human.get("harmonic_mean"))]
+        lines.append(r"\midrule")
+        lines.append("Human & " + " & ".join(vals) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 

@@ -27,7 +27,7 @@ from connote.runs.store import content_key, write_jsonl, write_text
 from connote.tasks.api import Task
 
 ITEM_FIELDS = ("item_id", "image_kind", "caption_kind", "label", "p_match", "predicted", "correct",
-               "error", "human_score", "caption")
+               "error", "human_score", "human_votes", "caption")
 
 
 def image_identity(image: str) -> dict[str, Any]:
@@ -55,7 +55,8 @@ def _row(item: ProbeItem, captions: str, p: float | None, error: str | None) -> 
         "item_id": item.item_id, "image_kind": item.image_kind, "caption_kind": item.caption_kind,
         "label": item.label, "p_match": p, "predicted": predicted,
         "correct": None if predicted is None else bool(predicted == item.label),
-        "error": error, "human_score": item.human_score, "caption": item.text(captions),
+        "error": error, "human_score": item.human_score, "human_votes": item.human_votes,
+        "caption": item.text(captions),
     }
 
 
@@ -127,27 +128,76 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, flo
     return float(res.statistic), float(res.pvalue)
 
 
+def accuracy_interval(correct: int, n: int, confidence: float = 0.95) -> list[float] | None:
+    """Wilson score interval of an accuracy (scipy's ``binomtest``): honest at the small n of a cell."""
+    if n == 0:
+        return None
+    from scipy.stats import binomtest
+
+    ci = binomtest(correct, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return [float(ci.low), float(ci.high)]
+
+
+def human_majority_correct(votes: Sequence[int], label: int) -> bool:
+    """The majority of the annotators' votes against the label; a tie counts as wrong."""
+    yes = sum(1 for v in votes if v)
+    no = len(votes) - yes
+    if yes == no:
+        return False
+    return int(yes > no) == label
+
+
+def human_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Table 4's "Human" row: per cell, the accuracy of the majority vote against the label, and its HM.
+
+    None when no pair has votes. Computed over every pair with votes (the model's errors do not remove a
+    pair from the human row).
+    """
+    voted = [r for r in rows if r.get("human_votes")]
+    if not voted:
+        return None
+    cells = {}
+    for cell in CELLS:
+        in_cell = [r for r in voted if f"{r['image_kind']}-{r['caption_kind']}" == cell]
+        k = sum(human_majority_correct(r["human_votes"], r["label"]) for r in in_cell)
+        cells[cell] = {"accuracy": k / len(in_cell) if in_cell else None, "n": len(in_cell),
+                       "interval": accuracy_interval(k, len(in_cell))}
+    return {"cells": cells, "harmonic_mean": harmonic_mean([c["accuracy"] for c in cells.values()]),
+            "rule": "majority of votes; a tie counts as wrong"}
+
+
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The ``cells`` block of results.json and the harmonic mean."""
+    """The ``cells`` block of results.json, the harmonic mean and (with votes) the Human row."""
     cells: dict[str, Any] = {}
     for cell in CELLS:
         in_cell = [r for r in rows if f"{r['image_kind']}-{r['caption_kind']}" == cell]
         scored = [r for r in in_cell if r["error"] is None]
-        acc = sum(bool(r["correct"]) for r in scored) / len(scored) if scored else None
+        k = sum(bool(r["correct"]) for r in scored)
+        acc = k / len(scored) if scored else None
         voted = [r for r in scored if r.get("human_score") is not None]
         r_, p_ = pearson([r["p_match"] for r in voted], [r["human_score"] for r in voted])
         cells[cell] = {"accuracy": acc, "n": len(scored), "errors": len(in_cell) - len(scored),
+                       "interval": accuracy_interval(k, len(scored)),
                        "n_votes": len(voted), "pearson_r": r_, "pearson_p": p_}
     other = [r for r in rows if f"{r['image_kind']}-{r['caption_kind']}" not in CELLS]
-    return {"cells": cells, "harmonic_mean": harmonic_mean([c["accuracy"] for c in cells.values()]),
-            "n_items": len(rows), "n_scored": sum(c["n"] for c in cells.values()),
-            "n_errors": sum(c["errors"] for c in cells.values()) + len(other),
-            "errors_outside_cells": len(other)}
+    out = {"cells": cells, "harmonic_mean": harmonic_mean([c["accuracy"] for c in cells.values()]),
+           "n_items": len(rows), "n_scored": sum(c["n"] for c in cells.values()),
+           "n_errors": sum(c["errors"] for c in cells.values()) + len(other),
+           "errors_outside_cells": len(other), "interval_method": "wilson 95%"}
+    human = human_row(rows)
+    if human is not None:
+        out["human"] = human
+    return out
 
 
 def format_pct(v: float | None) -> str:
     """An accuracy fraction as a percentage with two decimals; — for no value."""
     return "—" if v is None else f"{100 * v:.2f}"
+
+
+def format_interval(interval: Sequence[float] | None) -> str:
+    """A [low, high] accuracy interval in %."""
+    return "—" if not interval else f"{100 * interval[0]:.1f}–{100 * interval[1]:.1f}"
 
 
 def format_r(cell: dict[str, Any]) -> str:
@@ -164,16 +214,24 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     lines = []
     if title:
         lines += [f"### {title}", ""]
-    lines += ["| Images | SG | SG | PG | PG | |", "| Captions | SG | PG | SG | PG | Harmonic mean |",
+    # one header row (image kind / caption kind per column), so GitHub and markdown-it render a table
+    lines += ["| Image / caption kind | SG / SG | SG / PG | PG / SG | PG / PG | Harmonic mean |",
               "|---|---:|---:|---:|---:|---:|"]
     hm = results.get("harmonic_mean")
     accuracies = " | ".join(format_pct(cells[c]["accuracy"]) for c in CELLS)
     lines.append(f"| Accuracy (%) | {accuracies} | {format_pct(hm)} |")
+    lines.append("| 95% interval (Wilson) | " + " | ".join(format_interval(cells[c].get("interval"))
+                                                         for c in CELLS) + " | |")
+    human = results.get("human")
+    if human:
+        lines.append("| Human, majority of votes (%) | " + " | ".join(
+            format_pct(human["cells"][c]["accuracy"]) for c in CELLS) + f" | {format_pct(human['harmonic_mean'])} |")
     lines.append("| Items (n) | " + " | ".join(str(cells[c]["n"]) for c in CELLS) + " | |")
     if any(cells[c]["errors"] for c in CELLS):
         lines.append("| Errored (excluded) | " + " | ".join(str(cells[c]["errors"]) for c in CELLS) + " | |")
     lines.append("| Pearson r vs human votes | " + " | ".join(format_r(cells[c]) for c in CELLS) + " | |")
-    lines += ["", "Accuracy excludes errored items; * p < 0.05; — no value (no items or no human votes)."]
+    lines += ["", "Accuracy excludes errored items; * p < 0.05; — no value (no items or no human votes). "
+              "Human: the majority of the annotators' votes against the label (a tie counts as wrong)."]
     return "\n".join(lines) + "\n"
 
 
@@ -182,7 +240,8 @@ class ProbeTask(Task):
 
     name = "cv-probes"
     #: Bumped whenever the protocol, prompt or aggregation changes a number.
-    version = 1
+    #: 2: rows carry the human votes (the Human row of Table 4).
+    version = 2
     capability = "match"
     reads = "a probe manifest (CSV/JSONL: item_id, image, image_kind, caption, caption_simplified, caption_kind, " \
             "verb, human_votes, label)"
