@@ -27,3 +27,24 @@ def test_help_exits_0(capsys):
 def test_models_lists_backends(capsys):
     assert main(["models"]) == 0
     assert "hf-blip-itm" in capsys.readouterr().out
+
+
+def test_version(capsys) -> None:
+    import connote
+    from connote.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"connote {connote.__version__}"
+
+
+def test_tasks_lists_each_task_with_its_version(capsys) -> None:
+    import json
+
+    from connote.cli import main
+    from connote.tasks import TASKS
+
+    assert main(["tasks", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == set(TASKS.names())
+    assert rows["cv-probes"]["capability"] == "match" and rows["vist-storytelling"]["capability"] == "generate"
+    assert all(isinstance(r["version"], int) and r["reads"] for r in rows.values())

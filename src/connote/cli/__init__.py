@@ -36,6 +36,15 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+    @app.callback(invoke_without_command=True)
+    def _root(version: bool = typer.Option(False, "--version", help="Print connote's version and exit.",
+                                           is_eager=True)) -> None:
+        if version:
+            import connote
+
+            print(f"connote {connote.__version__}")
+            raise typer.Exit(0)
+
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
