@@ -35,9 +35,8 @@ def explain(
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
     from connote.explain.shapley import ESTIMATORS
     from connote.models.embedded import quiet_transformers
-    from connote.tasks.explain import run_explain
-
     from connote.models.masking import check_compat
+    from connote.tasks.explain import run_explain
 
     if estimator is not None and estimator not in ESTIMATORS:
         raise InputError(f"unknown estimator {estimator!r}; valid: {', '.join(ESTIMATORS.names())}")
