@@ -16,8 +16,9 @@ The connote path is ``masking_game(matcher, image, caption, compat="mmshap")`` (
 * ``adaptive``: antithetic permutations drawn in rounds until T-SHAP's expected error is below
   ``--tolerance``.
 
-Reference T-SHAP per pair: connote's permutation estimator with ``--ref-permutations`` permutations
-(converged: its standard error is printed). The table prints, per path, model calls (mask rows answered),
+Reference T-SHAP per pair: exact enumeration of the same game (default: 3-word captions, 5 ids, 3x3
+patches, n = 14), or for larger games connote's permutation estimator with ``--ref-permutations``
+permutations (converged: its standard error is printed). The table prints, per path, model calls (mask rows answered),
 forward passes, wall-clock, mean |T-SHAP error| and the wall-clock ratio to the public path.
 
 Model: a small randomly initialised ``BlipForImageTextRetrieval`` built from a config (no hub access),
@@ -171,7 +172,7 @@ def connote_path(matcher, image, caption: str, *, estimator: str, seed: int, **o
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--words", type=int, default=5, help="caption length in words (ids = words + 2)")
+    ap.add_argument("--words", type=int, default=3, help="caption length in words (ids = words + 2)")
     ap.add_argument("--seeds", type=int, default=1, help="estimator seeds per pair")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
@@ -179,7 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--patch", type=int, default=16)
     ap.add_argument("--init-range", type=float, default=0.1)
     ap.add_argument("--tolerance", type=float, default=0.005, help="adaptive estimator's T-SHAP tolerance")
-    ap.add_argument("--ref-permutations", type=int, default=200)
+    ap.add_argument("--exact-up-to", type=int, default=14,
+                    help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
+    ap.add_argument("--ref-permutations", type=int, default=400)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads for both paths")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
@@ -202,11 +205,17 @@ def main(argv: list[str] | None = None) -> None:
 
     refs = []
     for image, caption in pairs:
-        row, game = connote_path(matcher, image, caption, estimator="permutation", seed=10_000,
-                                 n_permutations=args.ref_permutations)
+        from connote.models.masking import masking_game
+
+        probe = masking_game(matcher, image, caption, compat="mmshap")
+        exact = probe.n_text + probe.n_patches <= args.exact_up_to
+        opts = {} if exact else {"n_permutations": args.ref_permutations}
+        row, game = connote_path(matcher, image, caption, estimator="exact" if exact else "permutation",
+                                 seed=10_000, **opts)
         refs.append(row["t_shap"])
+        kind = "exact" if exact else f"{args.ref_permutations} permutations, s.e. {row['t_shap_se']:.4f}"
         print(f"  pair {caption!r}: n = {game.n_text} ids + {game.n_patches} patches, p(match) "
-              f"{row['value_full']:.3f}, reference T-SHAP {row['t_shap']:.4f} (s.e. {row['t_shap_se']:.4f})")
+              f"{row['value_full']:.3f}, reference T-SHAP {row['t_shap']:.4f} ({kind})")
 
     results: dict[str, dict[str, list[float]]] = {}
 

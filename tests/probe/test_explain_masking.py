@@ -230,10 +230,17 @@ def test_a_backend_declares_masking_with_a_method():
         require_masking(type("Plain", (), {"backend": "plain"})())
 
 
-def test_unknown_compat_is_refused(manifest, tmp_path, capsys, tiny_blip_dir):
-    code = main(["explain", "--data", str(manifest), "--model", f"hf-blip-itm:{tiny_blip_dir}",
-                 "--out", str(tmp_path / "x"), "--compat", "shap", "-q"])
-    assert code == 2 and "unknown --compat 'shap'" in capsys.readouterr().err
+@pytest.mark.parametrize("extra, message", [
+    (["--compat", "shap"], "unknown --compat 'shap'"),
+    (["--grid", "0"], "--grid must be a positive integer, got 0"),
+    (["--budget", "0"], "--budget must be a positive integer, got 0"),
+    (["--sample", "-1"], "--sample must be a positive integer, got -1"),
+])
+def test_bad_options_are_refused_before_any_work(manifest, tmp_path, capsys, extra, message):
+    code = main(["explain", "--data", str(manifest), "--model", "hf-blip-itm:/nonexistent/never-loaded",
+                 "--out", str(tmp_path / "x"), "-q", *extra])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 assert ROWS  # the shared manifest rows stay importable for other modules

@@ -41,6 +41,9 @@ def explain(
     if estimator is not None and estimator not in ESTIMATORS:
         raise InputError(f"unknown estimator {estimator!r}; valid: {', '.join(ESTIMATORS.names())}")
     check_compat(compat)
+    for name, value in (("--grid", grid), ("--budget", budget), ("--sample", sample)):
+        if value is not None and value < 1:
+            raise InputError(f"{name} must be a positive integer, got {value}")
     quiet_transformers()
     results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget, sample=sample,
                           seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures,
