@@ -155,15 +155,22 @@ class PublicMMSHAP:
 # ---------------------------------------------------------------------------------------- benchmark
 
 
-def connote_path(matcher, image, caption: str, *, estimator: str, seed: int, **options):
-    from connote.explain.mmshap import explain_pair
+def mmshap_game(matcher, image, caption: str):
+    """connote's masking game under ``compat="mmshap"`` (the public code's game)."""
     from connote.models.masking import masking_game
 
     try:
-        game = masking_game(matcher, image, caption, compat="mmshap")
+        return masking_game(matcher, image, caption, compat="mmshap")
     except TypeError:  # connote before --compat existed (for before/after figures): its own feature definition
         game = masking_game(matcher, image, caption)
         game.image_encodes = [-1]
+        return game
+
+
+def connote_path(matcher, image, caption: str, *, estimator: str, seed: int, **options):
+    from connote.explain.mmshap import explain_pair
+
+    game = mmshap_game(matcher, image, caption)
     row = explain_pair(game.value_fn, game.n_text, game.n_patches, estimator=estimator, seed=seed,
                        find_verb=False, **options)
     return row, game
@@ -205,9 +212,7 @@ def main(argv: list[str] | None = None) -> None:
 
     refs = []
     for image, caption in pairs:
-        from connote.models.masking import masking_game
-
-        probe = masking_game(matcher, image, caption, compat="mmshap")
+        probe = mmshap_game(matcher, image, caption)
         exact = probe.n_text + probe.n_patches <= args.exact_up_to
         opts = {} if exact else {"n_permutations": args.ref_permutations}
         row, game = connote_path(matcher, image, caption, estimator="exact" if exact else "permutation",
