@@ -11,17 +11,20 @@ import pytest
 from connote.explain.mmshap import (
     NO_VERB,
     ROW_FIELDS,
+    VERB_NOT_FOUND,
     aggregate,
     explain_pair,
     find_verbs,
     format_table,
     load_explanations,
+    locate_verb,
     mask_pixels,
     mm_shap_scores,
     patch_boxes,
     patch_grid,
     pixel_keep_mask,
     token_spans,
+    verb_forms,
 )
 
 
@@ -213,3 +216,76 @@ def test_format_table_and_load(tmp_path):
     path = tmp_path / "explanations.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in HAND_MADE) + "\n\n")
     assert load_explanations(path) == HAND_MADE
+
+
+# ------------------------------------------------------------------------------ the data's verb
+
+
+@pytest.mark.parametrize(
+    "caption, tokens, verb, verb_idx, words",
+    [
+        # short simplified captions the tagger reads as nouns; the verb's word-pieces are all credited
+        ("A cat hunts.", ["a", "cat", "hunt", "##s", "."], "hunt", [2, 3], ["hunts"]),
+        ("A man races.", ["a", "man", "race", "##s", "."], "race", [2, 3], ["races"]),
+        ("A rocket stands.", ["a", "rock", "##et", "stands", "."], "stand", [3], ["stands"]),
+        ("A cat sits and looks", ["a", "cat", "sits", "and", "looks"], "sit", [2], ["sits"]),
+        ("A woman is sitting on a bench", ["a", "woman", "is", "sitting", "on", "a", "bench"], "sit", [3],
+         ["sitting"]),
+        ("A man sat down.", ["a", "man", "sat", "down", "."], "sit", [2], ["sat"]),
+        ("A cat hunts.", ["a", "cat", "hunt", "##s", "."], "hunts", [2, 3], ["hunts"]),  # column holds a form
+        ("A boy picks up a cup", ["a", "boy", "picks", "up", "a", "cup"], "pick up", [2, 3], ["picks", "up"]),
+        ("A man races.", ["a", "man", "race", "##s", "."], "pray", [], []),
+    ],
+)
+def test_locate_verb_from_the_data(caption, tokens, verb, verb_idx, words):
+    spans = token_spans(caption, tokens)
+    assert locate_verb(caption, verb, spans) == (verb_idx, words)
+
+
+def test_locate_verb_with_the_tagger_lemma_and_find_verbs_dispatch(nlp):
+    caption = "A cat sits and looks"
+    spans = token_spans(caption, caption.lower().split())
+    assert locate_verb(caption, "sit", spans, nlp=nlp) == ([2], ["sits"])
+    assert find_verbs(caption, spans, nlp=nlp, verb="sit") == ([2], ["sits"])  # the data's verb wins
+    idx, _ = find_verbs(caption, spans, nlp=nlp)  # the tagger fallback credits both verbs
+    assert idx == [2, 4]
+
+
+def test_verb_forms():
+    assert {"race", "races", "raced", "racing"} <= verb_forms("race")
+    assert {"sit", "sits", "sitting", "sat"} <= verb_forms("sit")
+    assert {"carries", "carried", "carrying"} <= verb_forms("carry")
+    assert {"ties", "tied", "tying"} <= verb_forms("tie")
+    assert {"watches", "watched", "watching"} <= verb_forms("watch")
+    assert "looks" not in verb_forms("sit")
+
+
+def test_verb_not_found_is_flagged_and_counted_not_dropped():
+    caption = "a man races"
+    tokens = caption.split()
+    found = explain_pair(_game(3, 4), 3, 4, caption=caption, text_tokens=tokens, estimator="exact", verb="race",
+                         extra={"cell": "PG-SG"})
+    missing = explain_pair(_game(3, 4, seed=1), 3, 4, caption=caption, text_tokens=tokens, estimator="exact",
+                           verb="pray", extra={"cell": "PG-SG"})
+    assert found["verb_source"] == "data" and found["verb_tokens"] == [2] and found["flags"] == []
+    assert missing["flags"] == [VERB_NOT_FOUND] and missing["verb_shap"] is None and missing["verb_wanted"] == "pray"
+    agg = aggregate([found, missing])
+    cell = agg["cells"]["PG-SG"]["all"]
+    assert agg["n_verb_not_found"] == 1 and cell["n_verb_not_found"] == 1 and cell["n_verb"] == 1
+    assert cell["n"] == 2 and cell["t_shap"] == pytest.approx((found["t_shap"] + missing["t_shap"]) / 2)
+    assert cell["verb_shap"] == pytest.approx(found["verb_shap"])
+    assert "notfnd" in format_table(agg)
+
+
+def test_mmshap_patch_layout_leaves_the_remainder_unmasked():
+    # 32 px, p = 3: the public code's 10-pixel patches, rows/columns 30-31 never masked
+    boxes = patch_boxes(32, 32, 3, layout="mmshap")
+    assert boxes[0] == (0, 0, 10, 10) and boxes[4] == (10, 10, 20, 20) and boxes[8] == (20, 20, 30, 30)
+    keep = pixel_keep_mask(np.zeros(9, dtype=bool), 32, 32, 3, layout="mmshap")
+    assert not keep[:30, :30].any() and keep[30:, :].all() and keep[:, 30:].all()
+    # tile layout covers everything
+    assert not pixel_keep_mask(np.zeros(9, dtype=bool), 32, 32, 3).any()
+    # 32 px, p = 7: patch size 4, 8 columns, so patch 7 sits in the first row (as the public loop places it)
+    assert patch_boxes(32, 32, 7, layout="mmshap")[7] == (28, 0, 32, 4)
+    with pytest.raises(ValueError):
+        patch_boxes(4, 4, 5, layout="mmshap")

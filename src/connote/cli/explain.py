@@ -15,13 +15,19 @@ def explain(
     model: str = typer.Option(..., "--model", "-m", help="Model spec, e.g. hf-blip-itm:Salesforce/blip-itm-base-coco"),
     out: Path = typer.Option(Path("runs/explain"), "--out", "-o", help="Run folder (resumes)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Max model calls per pair."),
-    estimator: str = typer.Option("adaptive", "--estimator",
-                                  help="adaptive (default: antithetic permutations until T-SHAP is within 0.01) | "
-                                       "permutation (the MM-SHAP setting) | kernel (paired KernelSHAP) | exact"),
+    estimator: Optional[str] = typer.Option(
+        None, "--estimator",
+        help="permutation (10 antithetic permutations, as the public MM-SHAP code; default under --compat mmshap) | "
+             "adaptive (antithetic permutations until T-SHAP is within 0.01; default under --compat connote) | "
+             "stratified | kernel (paired KernelSHAP) | exact"),
+    compat: str = typer.Option(
+        "mmshap", "--compat",
+        help="mmshap (default: features, patch grid and masked id as the public MM-SHAP code) | connote "
+             "(maskable tokens only, the tokenizer's mask token, a grid that tiles the image); see docs/explain.md"),
     sample: Optional[int] = typer.Option(None, "--sample", help="Explain a seeded random sample of N pairs."),
     seed: int = typer.Option(0, "--seed"),
     captions: str = typer.Option("simplified", "--captions", help="simplified (as the paper) | original"),
-    grid: Optional[int] = typer.Option(None, "--grid", help="Patch grid p (default ceil(sqrt(#text tokens)))."),
+    grid: Optional[int] = typer.Option(None, "--grid", help="Patch grid p (default ceil(sqrt(#text features)))."),
     figures: int = typer.Option(5, "--figures", help="Save heat-map figures for the first N pairs."),
     allow_network: bool = typer.Option(False, "--allow-network"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
@@ -29,16 +35,23 @@ def explain(
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
     from connote.explain.shapley import ESTIMATORS
     from connote.models.embedded import quiet_transformers
+    from connote.models.masking import check_compat
     from connote.tasks.explain import run_explain
 
-    if estimator not in ESTIMATORS:
+    if estimator is not None and estimator not in ESTIMATORS:
         raise InputError(f"unknown estimator {estimator!r}; valid: {', '.join(ESTIMATORS.names())}")
+    check_compat(compat)
+    for name, value in (("--grid", grid), ("--budget", budget), ("--sample", sample)):
+        if value is not None and value < 1:
+            raise InputError(f"{name} must be a positive integer, got {value}")
     quiet_transformers()
     results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget, sample=sample,
-                          seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures)
+                          seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures,
+                          compat=compat)
     print((out / "results.md").read_text(encoding="utf-8"))
     print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors, "
-          f"{results['n_no_verb']} without a verb; run folder: {out}")
+          f"{results['n_no_verb']} without a verb, {results['n_verb_not_found']} whose manifest verb is not in "
+          f"the caption (in the T-SHAP means, not the verb means); run folder: {out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -4,10 +4,13 @@ A model backend supplies a value function over one joint mask of ``n_text + n_pa
 (text tokens first, then image patches in row-major order; ``True`` = kept) that returns the model's
 match probability for every masked variant. Everything here is model-agnostic:
 
-* :func:`patch_grid` / :func:`patch_boxes` / :func:`pixel_keep_mask` / :func:`mask_pixels`: the
-  ``p x p`` patch grid (``p = ceil(sqrt(n_text))`` by default, as in MM-SHAP) and pixel-space masking;
+* :func:`patch_grid` / :func:`patch_boxes` / :func:`pixel_keep_mask` / :func:`mask_pixels`: re-exported
+  from :mod:`connote.models.masking`, where the backends' masking games use them (``p = ceil(sqrt(n))``
+  with ``n`` the number of text features of the chosen ``compat`` definition);
 * :func:`mm_shap_scores`: T-SHAP = sum|phi_text| / (sum|phi_text| + sum|phi_image|), V-SHAP = 1 - T-SHAP;
-* :func:`find_verbs`: verb tokens by spaCy POS tags, mapped to model tokens by character offsets;
+* :func:`locate_verb`: the data's verb (its inflected forms, or its lemma by spaCy) in the caption, mapped
+  to every model token of that word by character offsets; :func:`find_verbs`: spaCy ``VERB`` tags, the
+  fallback where the data has no verb;
 * :func:`explain_pair`: one ``explanations.jsonl`` row;
 * :func:`aggregate` / :func:`format_table`: Table 6 aggregates per cell, split by predicted match.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,13 @@ from typing import Any
 import numpy as np
 
 from connote.explain.shapley import DEFAULT_ESTIMATOR, BudgetError, ShapleyResult, ValueFn, estimate
+from connote.models.masking import mask_pixels, patch_boxes, patch_grid, pixel_keep_mask
+
+__all__ = [
+    "NO_VERB", "ROW_FIELDS", "VERB_NOT_FOUND", "aggregate", "cell_of", "explain_pair", "find_verbs",
+    "format_table", "load_explanations", "locate_verb", "mask_pixels", "mm_shap_scores", "patch_boxes",
+    "patch_grid", "pixel_keep_mask", "token_spans", "verb_forms",
+]
 
 #: Columns every explanations.jsonl row has.
 ROW_FIELDS = (
@@ -31,60 +42,10 @@ ROW_FIELDS = (
 )
 #: Flag set on rows whose caption has no verb (attribution fields are then ``None``).
 NO_VERB = "no_verb"
+#: Flag set on rows whose data names a verb that the caption does not contain in any form.
+VERB_NOT_FOUND = "verb_not_found"
 
 Span = tuple[int, int]
-
-
-# ----------------------------------------------------------------------------------- patch grid
-
-
-def patch_grid(n_text: int, p: int | None = None) -> int:
-    """Side ``p`` of the ``p x p`` patch grid: ``p`` when given, else ``ceil(sqrt(n_text))`` (>= 1)."""
-    if p is not None:
-        if p < 1:
-            raise ValueError(f"patch grid side must be >= 1, got {p}")
-        return int(p)
-    return max(1, math.ceil(math.sqrt(max(n_text, 1))))
-
-
-def _edges(length: int, p: int) -> np.ndarray:
-    return (np.arange(p + 1) * length) // p
-
-
-def patch_boxes(height: int, width: int, p: int) -> list[tuple[int, int, int, int]]:
-    """Pixel boxes ``(left, top, right, bottom)`` (PIL order, right/bottom exclusive) in row-major order.
-
-    Patch ``r * p + c`` covers rows ``[top, bottom)`` and columns ``[left, right)``; the boxes tile the
-    image exactly, the last row/column absorbing the remainder when ``p`` does not divide the size.
-    """
-    ys, xs = _edges(height, p), _edges(width, p)
-    return [(int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1])) for r in range(p) for c in range(p)]
-
-
-def pixel_keep_mask(patch_keep: np.ndarray, height: int, width: int, p: int) -> np.ndarray:
-    """Expand patch masks ``(m, p*p)`` (or ``(p*p,)``) to pixel masks ``(m, height, width)`` (True = kept)."""
-    keep = np.asarray(patch_keep, dtype=bool)
-    single = keep.ndim == 1
-    keep = keep.reshape(-1, p * p)
-    row_of = np.searchsorted(_edges(height, p), np.arange(height), side="right") - 1
-    col_of = np.searchsorted(_edges(width, p), np.arange(width), side="right") - 1
-    index = row_of[:, None] * p + col_of[None, :]  # (H, W) patch index of each pixel
-    out = keep[:, index]
-    return out[0] if single else out
-
-
-def mask_pixels(pixels: np.ndarray, patch_keep: np.ndarray, p: int, *, channels_first: bool = True,
-                fill: float = 0.0) -> np.ndarray:
-    """Masked copies of one image: ``(C, H, W)`` (or ``(H, W, C)``) -> ``(m, C, H, W)`` (resp. ``(m, H, W, C)``).
-
-    Masked patches are set to ``fill`` (MM-SHAP zeroes them in the model's pixel space, i.e. after
-    normalisation when ``pixels`` are the processor's ``pixel_values``).
-    """
-    pixels = np.asarray(pixels)
-    h, w = (pixels.shape[-2], pixels.shape[-1]) if channels_first else (pixels.shape[0], pixels.shape[1])
-    keep = pixel_keep_mask(np.atleast_2d(patch_keep), h, w, p)  # (m, H, W)
-    keep = keep[:, None, :, :] if channels_first else keep[:, :, :, None]
-    return np.where(keep, pixels[None], np.asarray(fill, dtype=pixels.dtype))
 
 
 # ------------------------------------------------------------------------------------- MM-SHAP
@@ -156,30 +117,139 @@ def find_verbs(text: str, spans: Sequence[Span | None], *, nlp: Any = None,
         text: the caption.
         spans: character span of each model text token (``None`` for tokens without one).
         nlp: a spaCy pipeline (default :func:`load_tagger`).
-        verb: the verb to look for (e.g. from the probe data); matched by surface form or lemma.
-            Without it every token tagged ``VERB`` counts.
+        verb: the verb the data names; then :func:`locate_verb` finds it (the tagger is not asked).
+            Without it every token tagged ``VERB`` counts (the fallback for rows without a verb).
 
     Returns:
         ``(token_indices, verb_words)``: indices into ``spans`` whose span overlaps a verb, and the
-        verb words as spaCy tokenised them; both empty when the caption has no verb.
+        verb words; both empty when no verb is found.
     """
+    if verb is not None and verb.strip():
+        return locate_verb(text, verb, spans, nlp=nlp)
     nlp = nlp if nlp is not None else load_tagger()
-    doc = nlp(text)
-    if verb is not None:
-        wanted = verb.strip().lower()
-        lemma = {t.lemma_.lower() for t in nlp(wanted)}
-        words = [t for t in doc if t.text.lower() == wanted or t.lemma_.lower() in lemma]
-    else:
-        words = [t for t in doc if t.pos_ == "VERB"]
+    words = [(w.idx, w.idx + len(w.text), w.text) for w in nlp(text) if w.pos_ == "VERB"]
+    return _tokens_of(words, spans)
+
+
+def _tokens_of(words: Sequence[tuple[int, int, str]], spans: Sequence[Span | None]) -> tuple[list[int], list[str]]:
+    """Model tokens overlapping the words' character ranges, and the words that have a token."""
     indices: list[int] = []
-    for i, span in enumerate(spans):
-        if span is None:
-            continue
-        if any(span[0] < w.idx + len(w.text) and w.idx < span[1] for w in words):
-            indices.append(i)
-    if not indices:
+    used: list[str] = []
+    for start, end, word in words:
+        hit = [i for i, span in enumerate(spans) if span is not None and span[0] < end and start < span[1]]
+        if hit:
+            used.append(word)
+            indices.extend(i for i in hit if i not in indices)
+    return sorted(indices), used
+
+
+#: Irregular past and participle forms of verbs common in image captions (regular forms are generated).
+_IRREGULAR = {
+    "be": "am is are was were been being", "bear": "bore borne", "beat": "beaten", "begin": "began begun",
+    "bend": "bent", "bite": "bit bitten", "blow": "blew blown", "break": "broke broken", "bring": "brought",
+    "build": "built", "burn": "burnt", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+    "climb": "clomb", "come": "came", "dig": "dug", "dive": "dove", "do": "did done does",
+    "draw": "drew drawn", "dream": "dreamt", "drink": "drank drunk", "drive": "drove driven",
+    "eat": "ate eaten", "fall": "fell fallen", "feed": "fed", "feel": "felt", "fight": "fought",
+    "find": "found", "flee": "fled", "fly": "flew flown flies", "forget": "forgot forgotten",
+    "freeze": "froze frozen", "get": "got gotten", "give": "gave given", "go": "went gone goes",
+    "grind": "ground", "grow": "grew grown", "hang": "hung", "have": "has had", "hear": "heard",
+    "hide": "hid hidden", "hold": "held", "keep": "kept", "kneel": "knelt", "know": "knew known",
+    "lay": "laid", "lead": "led", "lean": "leant", "leap": "leapt", "leave": "left", "lend": "lent",
+    "lie": "lay lain lying", "light": "lit", "lose": "lost", "make": "made", "mean": "meant",
+    "meet": "met", "pay": "paid", "ride": "rode ridden", "ring": "rang rung", "rise": "rose risen",
+    "run": "ran", "say": "said", "see": "saw seen", "seek": "sought", "sell": "sold", "send": "sent",
+    "sew": "sewn", "shake": "shook shaken", "shine": "shone", "shoot": "shot", "show": "shown",
+    "shrink": "shrank shrunk", "sing": "sang sung", "sink": "sank sunk", "sit": "sat",
+    "sleep": "slept", "slide": "slid", "speak": "spoke spoken", "spend": "spent", "spin": "spun",
+    "spit": "spat", "stand": "stood", "steal": "stole stolen", "stick": "stuck", "sting": "stung",
+    "strike": "struck", "swear": "swore sworn", "sweep": "swept", "swim": "swam swum", "swing": "swung",
+    "take": "took taken", "teach": "taught", "tear": "tore torn", "tell": "told", "think": "thought",
+    "throw": "threw thrown", "wake": "woke woken", "wear": "wore worn", "weep": "wept", "win": "won",
+    "wind": "wound", "write": "wrote written",
+}
+_VOWELS = set("aeiou")
+
+
+def verb_forms(lemma: str) -> set[str]:
+    """Inflected forms of a verb lemma: itself, 3rd person singular, past, participles, -ing.
+
+    Regular forms follow English spelling rules ("race" -> races, raced, racing; "hunt" -> hunts;
+    "sit" -> sits, sitting; "carry" -> carries, carried; "tie" -> tying); consonant doubling is
+    generated beside the plain form because it depends on stress ("visit" -> visited, "stop" ->
+    stopped). Irregular forms come from a table of verbs common in captions.
+    """
+    v = lemma.strip().lower()
+    if not v:
+        return set()
+    forms = {v}
+    forms.update(_IRREGULAR.get(v, "").split())
+    cons_y = len(v) > 1 and v.endswith("y") and v[-2] not in _VOWELS
+    # 3rd person singular
+    if v.endswith(("s", "x", "z", "ch", "sh", "o")):
+        forms.add(v + "es")
+    elif cons_y:
+        forms.add(v[:-1] + "ies")
+    else:
+        forms.add(v + "s")
+    # consonant doubling: short final consonant-vowel-consonant ("sit", "stop", "beg", "jog")
+    cvc = (len(v) >= 3 and v[-1] not in _VOWELS | set("wxy") and v[-2] in _VOWELS and v[-3] not in _VOWELS)
+    stems = [v] + ([v + v[-1]] if cvc else [])
+    # past / participle
+    if v.endswith("e"):
+        forms.add(v + "d")
+    elif cons_y:
+        forms.add(v[:-1] + "ied")
+    else:
+        forms.update(s + "ed" for s in stems)
+    # -ing
+    if v.endswith("ie"):
+        forms.add(v[:-2] + "ying")
+    elif v.endswith("e") and not v.endswith(("ee", "ye", "oe")) and len(v) > 2:
+        forms.add(v[:-1] + "ing")
+    else:
+        forms.update(s + "ing" for s in stems)
+    return forms
+
+
+_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+
+
+def locate_verb(text: str, verb: str, spans: Sequence[Span | None], *,
+                nlp: Any = None) -> tuple[list[int], list[str]]:
+    """Every model token of the caption word(s) that are the data's ``verb``.
+
+    A caption word is the verb when it is one of :func:`verb_forms` of the verb (the column may hold
+    the lemma or an inflected form: the form's own lemma by spaCy is tried too), or, when ``nlp`` is
+    given, when spaCy lemmatises it to the verb's lemma. A multi-word verb ("pick up") is located by
+    its first word, and its other words are credited where they follow in the caption. All
+    word-pieces of a located word are credited.
+
+    Returns ``(token_indices, words)``; both empty when the caption has no form of the verb.
+    """
+    parts = verb.strip().lower().split()
+    if not parts:
         return [], []
-    return indices, [w.text for w in words]
+    head = parts[0]
+    forms = verb_forms(head)
+    lemmas = {head}
+    if nlp is not None:
+        lemmas.update(t.lemma_.lower() for t in nlp(head)[:1])
+        for lemma in list(lemmas):
+            forms |= verb_forms(lemma)
+    words = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(text)]
+    doc_lemmas: dict[int, str] = {}
+    if nlp is not None:
+        doc_lemmas = {t.idx: t.lemma_.lower() for t in nlp(text)}
+    found: list[tuple[int, int, str]] = []
+    for k, (start, end, word) in enumerate(words):
+        low = word.lower()
+        if low in forms or (doc_lemmas.get(start) in lemmas and low.isalpha()):
+            found.append((start, end, word))
+            for j, particle in enumerate(parts[1:], start=1):  # "pick up": credit the particle when it follows
+                if k + j < len(words) and words[k + j][2].lower() == particle:
+                    found.append(words[k + j])
+    return _tokens_of(found, spans)
 
 
 # ------------------------------------------------------------------------------------- one pair
@@ -209,12 +279,15 @@ def explain_pair(value_fn: ValueFn, n_text: int, n_patches: int, *, estimator: s
         item_id: the pair's id; ``caption``, ``text_tokens``: the caption and its maskable tokens
             (``text_tokens`` defaults to ``tok0..``); ``spans``: their character spans in ``caption``
             (default: :func:`token_spans`).
-        verb: the verb to attribute (default: spaCy ``VERB`` tags); ``find_verb=False`` skips it.
+        verb: the verb the data names (located by :func:`locate_verb`: every word-piece of the caption
+            word that is a form of it); ``None`` or empty: spaCy ``VERB`` tags. ``find_verb=False`` skips it.
         nlp: spaCy pipeline (default :func:`load_tagger`).
         extra: fields copied into the row (``image_kind``, ``caption_kind``, ``cell``, ...).
 
     Returns a JSON-serialisable dict with at least :data:`ROW_FIELDS`. A caption without a verb
-    gets ``verb=None``, ``verb_shap=None``, ``verb_share=None`` and ``"no_verb"`` in ``flags``. A budget
+    gets ``verb=None``, ``verb_shap=None``, ``verb_share=None`` and ``"no_verb"`` in ``flags``
+    (``"verb_not_found"`` when the data named a verb the caption does not contain); ``verb_source``
+    says whether the verb came from the data or the tagger. A budget
     too small for the estimator gives a row with ``error`` set and no values.
     """
     p = math.isqrt(n_patches)
@@ -245,10 +318,15 @@ def explain_pair(value_fn: ValueFn, n_text: int, n_patches: int, *, estimator: s
         return row
     row.update(shapley_fields(result, n_text))
     if find_verb and caption is not None:
-        if spans is None:
+        if not spans:
             spans = token_spans(caption, tokens)
-        idx, words = find_verbs(caption, spans, nlp=nlp, verb=verb)
-        row.update(verb_fields(np.asarray(row["text_shap"]), idx, words))
+        given = verb is not None and bool(verb.strip())
+        idx, words = find_verbs(caption, spans, nlp=nlp, verb=verb if given else None)
+        row.update(verb_fields(np.asarray(row["text_shap"]), idx, words,
+                               missing_flag=VERB_NOT_FOUND if given else NO_VERB))
+        row["verb_source"] = "data" if given else "tagger"
+        if given:
+            row["verb_wanted"] = verb.strip()
     return row
 
 
@@ -270,10 +348,15 @@ def shapley_fields(result: ShapleyResult, n_text: int) -> dict[str, Any]:
     }
 
 
-def verb_fields(text_shap: np.ndarray, verb_tokens: Sequence[int], verb_words: Sequence[str]) -> dict[str, Any]:
-    """``verb``, ``verb_tokens``, ``verb_shap`` (signed sum) and ``verb_share`` (share of sum|phi_text|)."""
+def verb_fields(text_shap: np.ndarray, verb_tokens: Sequence[int], verb_words: Sequence[str], *,
+                missing_flag: str = NO_VERB) -> dict[str, Any]:
+    """``verb``, ``verb_tokens``, ``verb_shap`` (signed sum) and ``verb_share`` (share of sum|phi_text|).
+
+    Without verb tokens the attribution fields are ``None`` and ``flags`` holds ``missing_flag``
+    (``no_verb`` when the tagger found none, ``verb_not_found`` when the data's verb is not in the caption).
+    """
     if not verb_tokens:
-        return {"verb": None, "verb_tokens": [], "verb_shap": None, "verb_share": None, "flags": [NO_VERB]}
+        return {"verb": None, "verb_tokens": [], "verb_shap": None, "verb_share": None, "flags": [missing_flag]}
     sel = text_shap[list(verb_tokens)]
     total = float(np.sum(np.abs(text_shap)))
     share = float(np.sum(np.abs(sel))) / total if total > 0 else math.nan
@@ -310,6 +393,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "verb_share": _mean(shares),
         "n_verb": len(with_verb),
         "n_no_verb": sum(1 for r in rows if NO_VERB in (r.get("flags") or [])),
+        "n_verb_not_found": sum(1 for r in rows if VERB_NOT_FOUND in (r.get("flags") or [])),
         "value_full": _mean([r["value_full"] for r in rows if r.get("value_full") is not None]),
         "calls": _mean([r["calls"] for r in rows if r.get("calls") is not None]),
     }
@@ -328,7 +412,8 @@ def aggregate(rows: Iterable[dict[str, Any]], *, threshold: float = 0.5) -> dict
 
     Each group is split into ``all``, ``match`` (``value_full > threshold``, the model's predicted
     match) and ``non_match``. Rows with an ``error`` or without values are counted and left out;
-    rows flagged ``no_verb`` count for T-SHAP but not for the verb means.
+    rows flagged ``no_verb`` or ``verb_not_found`` count for T-SHAP / V-SHAP but not for the verb means
+    (``n_verb`` says how many rows those means cover; ``n_no_verb`` and ``n_verb_not_found`` count the others).
     """
     rows = list(rows)
     ok = [r for r in rows if not r.get("error") and r.get("value_full") is not None]
@@ -340,6 +425,7 @@ def aggregate(rows: Iterable[dict[str, Any]], *, threshold: float = 0.5) -> dict
         "n_rows": len(rows),
         "n_errors": len(rows) - len(ok),
         "n_no_verb": sum(1 for r in ok if NO_VERB in (r.get("flags") or [])),
+        "n_verb_not_found": sum(1 for r in ok if VERB_NOT_FOUND in (r.get("flags") or [])),
         "overall": _splits(ok, threshold),
         "cells": {c: _splits(rs, threshold) for c, rs in sorted(cells.items())},
     }
@@ -351,7 +437,8 @@ def format_table(aggregates: dict[str, Any]) -> str:
     def fmt(x: Any, spec: str = ".3f") -> str:
         return "-" if x is None else format(x, spec)
 
-    head = f"{'cell':<12} {'split':<10} {'n':>5} {'T-SHAP':>7} {'V-SHAP':>7} {'verb':>8} {'share':>7} {'noverb':>6}"
+    head = (f"{'cell':<12} {'split':<10} {'n':>5} {'T-SHAP':>7} {'V-SHAP':>7} {'verb':>8} {'share':>7} "
+            f"{'n_verb':>6} {'noverb':>6} {'notfnd':>6}")
     lines = [head, "-" * len(head)]
     groups = [("overall", aggregates["overall"])] + list(aggregates["cells"].items())
     for name, splits in groups:
@@ -359,7 +446,8 @@ def format_table(aggregates: dict[str, Any]) -> str:
             s = splits[split]
             lines.append(
                 f"{name:<12} {split:<10} {s['n']:>5} {fmt(s['t_shap']):>7} {fmt(s['v_shap']):>7} "
-                f"{fmt(s['verb_shap'], '+.4f'):>8} {fmt(s['verb_share']):>7} {s['n_no_verb']:>6}"
+                f"{fmt(s['verb_shap'], '+.4f'):>8} {fmt(s['verb_share']):>7} {s['n_verb']:>6} {s['n_no_verb']:>6} "
+                f"{s.get('n_verb_not_found', 0):>6}"
             )
     return "\n".join(lines)
 

@@ -91,6 +91,13 @@ class HFMatcher(TensorMatcher):
     def _p_match(logits: Any) -> Any:
         return logits.float().softmax(dim=-1)[:, 1]
 
+    def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
+                     compat: str | None = None) -> Any:
+        """MM-SHAP masking game for one pair: this backend can be explained (``connote explain``)."""
+        from connote.models.masking import tensor_game
+
+        return tensor_game(self, image, caption, grid=grid, compat=compat)
+
 
 class _ImageSideLinear:
     """Wraps a cross-attention key/value projection so its output can be read from the image state.
@@ -229,6 +236,8 @@ class ClipMatcher(HFMatcher):
     """
 
     backend = "hf-clip"
+    #: Under ``--compat mmshap`` the last id (end of text) is restored too, as the public MM-SHAP CLIP script does.
+    mmshap_keep_last = True
     model_class = "CLIPModel"
     default_weights = "openai/clip-vit-base-patch32"
     caches_text = True

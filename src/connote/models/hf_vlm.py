@@ -78,6 +78,13 @@ class YesNoVlmMatcher:
                 "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest()[:12],
                 "probability": "softmax over Yes/No answer-token logits"}
 
+    def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
+                     compat: str | None = None) -> Any:
+        """MM-SHAP masking game for one pair (words and mean-colour patches): this backend can be explained."""
+        from connote.models.masking import vlm_game
+
+        return vlm_game(self, image, caption, grid=grid, compat=compat)
+
     def _texts(self, captions: Sequence[str]) -> list[str]:
         texts = []
         for caption in captions:

@@ -1,23 +1,36 @@
 """MM-SHAP masking games: one image-caption pair as a value function over joint masks.
 
-Features are the caption's maskable tokens followed by the ``p x p`` image patches (row-major);
-a mask row says which are kept. For tensor backends (BLIP, BLIP-2, FLAVA, CLIP):
+A backend that can be explained declares it: its class has a ``masking_game(image, caption, *, grid,
+compat)`` method returning a :class:`MaskGame` (the Hugging Face ITM/CLIP backends and the yes/no chat
+VLMs do; :func:`require_masking` refuses any other backend before work starts). This module holds
+what those methods share, so the model layer never imports the explain layer:
 
-* masked text tokens are replaced by the tokenizer's mask token (pad where it has none) while its
-  special tokens ([CLS], [SEP], ...) stay — all read from the tokenizer, none hard-coded;
-* masked patches are zeroed in the model's pixel space (the normalised ``pixel_values``), as the
-  public MM-SHAP code does;
-* every distinct image mask in a batch of rows is encoded once and its state reused for all rows
-  with that image mask (permutation steps that only change text reuse the image side), and all
-  pairs are scored through the engine's batched, length-bucketed path.
+* the patch grid and pixel masking (:func:`patch_grid`, :func:`patch_boxes`, :func:`pixel_keep_mask`,
+  :func:`mask_pixels`), in two layouts: ``tile`` (the grid tiles the image exactly) and ``mmshap``
+  (the public MM-SHAP code's layout: square patches of ``H // p`` pixels, the remainder strip never
+  masked);
+* :func:`tensor_game` for tensor backends (BLIP, BLIP-2, FLAVA, CLIP) and :func:`vlm_game` for chat VLMs.
 
-For chat VLMs asked Yes/No, features are the caption's words: masked words become the tokenizer's
-unknown token, and masked patches are filled with the processor's mean colour (zero after its
-normalisation), then p(match) is read as for evaluation.
+Two feature definitions (``compat``):
+
+* ``"mmshap"`` (default), as the public MM-SHAP code computes it: the text features are *all* token
+  ids including the special ones; ``p = ceil(sqrt(#ids))``; a masked id is replaced by ``0`` and the
+  first id ([CLS]) is written back after masking (the backend may declare ``mmshap_keep_last = True`` to
+  also restore the last id, as the public CLIP script does); masked patches are zeroed in the
+  normalised pixel space with the ``mmshap`` layout.
+* ``"connote"``: the text features are the maskable tokens only (special tokens excluded and never
+  masked); a masked token becomes the tokenizer's mask token (pad where it has none); ``p =
+  ceil(sqrt(#maskable tokens))``; patches tile the image exactly (``tile`` layout).
+
+For tensor backends every distinct image mask is encoded once and its state is kept (within a bytes
+budget) across the estimator's rounds; identical joint masks are scored once; all pairs go through the
+engine's batched, length-bucketed path.
 """
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,71 +39,259 @@ import numpy as np
 from PIL import Image
 
 from connote.errors import InputError
-from connote.explain.mmshap import mask_pixels, patch_grid, pixel_keep_mask
+
+#: Feature definitions a masking game accepts; see the module docstring.
+COMPAT_MODES = ("mmshap", "connote")
+DEFAULT_COMPAT = "mmshap"
+#: The id the public MM-SHAP code writes for a masked text token (``masked_X[~mask] = 0``).
+MMSHAP_MASKED_ID = 0
+#: Patch layouts of :func:`pixel_keep_mask`.
+LAYOUTS = ("tile", "mmshap")
+
+Span = tuple[int, int]
+
+
+# ----------------------------------------------------------------------------------- patch grid
+
+
+def patch_grid(n_text: int, p: int | None = None) -> int:
+    """Side ``p`` of the ``p x p`` patch grid: ``p`` when given, else ``ceil(sqrt(n_text))`` (>= 1).
+
+    ``n_text`` is the number of text features of the chosen definition: all token ids including the
+    special ones under ``compat="mmshap"`` (as the public MM-SHAP code counts them), the maskable
+    tokens only under ``compat="connote"``.
+    """
+    if p is not None:
+        if p < 1:
+            raise ValueError(f"patch grid side must be >= 1, got {p}")
+        return int(p)
+    return max(1, math.ceil(math.sqrt(max(n_text, 1))))
+
+
+def _edges(length: int, p: int) -> np.ndarray:
+    return (np.arange(p + 1) * length) // p
+
+
+def patch_boxes(height: int, width: int, p: int, layout: str = "tile") -> list[tuple[int, int, int, int]]:
+    """Pixel boxes ``(left, top, right, bottom)`` (PIL order, right/bottom exclusive) of patches ``0..p*p-1``.
+
+    ``tile``: patch ``r * p + c`` covers rows ``[top, bottom)`` and columns ``[left, right)``; the boxes
+    tile the image exactly, the last row/column absorbing the remainder when ``p`` does not divide the
+    size. ``mmshap``: the public code's layout, patch size ``H // p`` by ``W // p``, patch ``k`` at row
+    ``k // cols`` and column ``k % cols`` with ``cols = W // (W // p)``; pixels past the last full patch
+    are never masked. Boxes may be clipped (or empty) at the image border.
+    """
+    if layout == "tile":
+        ys, xs = _edges(height, p), _edges(width, p)
+        return [(int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1])) for r in range(p) for c in range(p)]
+    if layout != "mmshap":
+        raise ValueError(f"unknown patch layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+    ph, pw = height // p, width // p
+    if ph < 1 or pw < 1:
+        raise ValueError(f"a {p}x{p} grid does not fit a {height}x{width} image")
+    cols = width // pw
+    boxes = []
+    for k in range(p * p):
+        r, c = k // cols, k % cols
+        top, left = min(r * ph, height), min(c * pw, width)
+        boxes.append((left, top, min(left + pw, width), min(top + ph, height)))
+    return boxes
+
+
+def _patch_index(height: int, width: int, p: int, layout: str) -> np.ndarray:
+    """``(H, W)`` patch id of each pixel; ``p*p`` for pixels no patch covers."""
+    if layout == "tile":
+        row_of = np.searchsorted(_edges(height, p), np.arange(height), side="right") - 1
+        col_of = np.searchsorted(_edges(width, p), np.arange(width), side="right") - 1
+        return row_of[:, None] * p + col_of[None, :]
+    index = np.full((height, width), p * p, dtype=np.int64)
+    for k, (left, top, right, bottom) in enumerate(patch_boxes(height, width, p, layout)):
+        index[top:bottom, left:right] = k  # later patches win where boxes overlap, as the public loop does
+    return index
+
+
+def pixel_keep_mask(patch_keep: np.ndarray, height: int, width: int, p: int, layout: str = "tile") -> np.ndarray:
+    """Expand patch masks ``(m, p*p)`` (or ``(p*p,)``) to pixel masks ``(m, height, width)`` (True = kept)."""
+    keep = np.asarray(patch_keep, dtype=bool)
+    single = keep.ndim == 1
+    keep = keep.reshape(-1, p * p)
+    keep = np.concatenate([keep, np.ones((keep.shape[0], 1), dtype=bool)], axis=1)  # uncovered pixels stay
+    out = keep[:, _patch_index(height, width, p, layout)]
+    return out[0] if single else out
+
+
+def mask_pixels(pixels: np.ndarray, patch_keep: np.ndarray, p: int, *, channels_first: bool = True,
+                fill: float = 0.0, layout: str = "tile") -> np.ndarray:
+    """Masked copies of one image: ``(C, H, W)`` (or ``(H, W, C)``) -> ``(m, C, H, W)`` (resp. ``(m, H, W, C)``).
+
+    Masked patches are set to ``fill`` (MM-SHAP zeroes them in the model's pixel space, i.e. after
+    normalisation when ``pixels`` are the processor's ``pixel_values``).
+    """
+    pixels = np.asarray(pixels)
+    h, w = (pixels.shape[-2], pixels.shape[-1]) if channels_first else (pixels.shape[0], pixels.shape[1])
+    keep = pixel_keep_mask(np.atleast_2d(patch_keep), h, w, p, layout)  # (m, H, W)
+    keep = keep[:, None, :, :] if channels_first else keep[:, :, :, None]
+    return np.where(keep, pixels[None], np.asarray(fill, dtype=pixels.dtype))
+
+
+# ---------------------------------------------------------------------------------------- games
 
 
 @dataclass
 class MaskGame:
-    """What an estimator needs for one pair, plus token strings and spans for the verb finder."""
+    """What an estimator needs for one pair, plus token strings and spans for the verb finder.
+
+    ``calls`` counts mask rows answered; ``image_encodes`` counts masked images run through the vision
+    tower (tensor backends), so a benchmark can see what the image-state reuse saves.
+    """
 
     value_fn: Callable[[np.ndarray], np.ndarray]
     n_text: int
     n_patches: int
     tokens: list[str]
-    spans: list[tuple[int, int] | None]
+    spans: list[Span | None]
+    compat: str = DEFAULT_COMPAT
     calls: list[int] = field(default_factory=lambda: [0])
+    image_encodes: list[int] = field(default_factory=lambda: [0])
 
 
-def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None) -> MaskGame:
-    """Masking game for a ``TensorMatcher`` backend."""
+def check_compat(compat: str | None) -> str:
+    """``compat`` or the default, refused with the valid names when unknown."""
+    compat = compat or DEFAULT_COMPAT
+    if compat not in COMPAT_MODES:
+        raise InputError(f"unknown --compat {compat!r}; valid: {', '.join(COMPAT_MODES)}")
+    return compat
+
+
+def _span(offset: Any) -> Span | None:
+    if offset is None:
+        return None
+    start, end = int(offset[0]), int(offset[1])
+    return None if end <= start else (start, end)
+
+
+class _ImageStateCache:
+    """Encoded masked images keyed by their patch mask, kept across value-function calls up to a byte budget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.states: OrderedDict[bytes, Any] = OrderedDict()
+
+    def get(self, key: bytes) -> Any:
+        state = self.states.get(key)
+        if state is not None:
+            self.states.move_to_end(key)
+        return state
+
+    def put(self, key: bytes, state: Any) -> None:
+        nbytes = int(state.numel() * state.element_size())
+        if nbytes > self.max_bytes:
+            return
+        self.states[key] = state
+        self.size += nbytes
+        while self.size > self.max_bytes:
+            _, old = self.states.popitem(last=False)
+            self.size -= int(old.numel() * old.element_size())
+
+
+def _unique_rows(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows in order of first occurrence, and the index of each input row among them."""
+    _, first, inverse = np.unique(masks, axis=0, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return masks[first[order]], rank[inverse]
+
+
+def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
+                compat: str | None = None, cache_bytes: int = 256 * 2**20) -> MaskGame:
+    """Masking game for a ``TensorMatcher`` backend (see the module docstring for ``compat``).
+
+    ``cache_bytes`` bounds the encoded masked images kept between the estimator's rounds.
+    """
+    compat = check_compat(compat)
     torch = matcher.torch
-    enc = matcher.tokenizer(caption, add_special_tokens=True, truncation=True, max_length=matcher.max_length,
-                            return_offsets_mapping=True)
+    try:
+        enc = matcher.tokenizer(caption, add_special_tokens=True, truncation=True, max_length=matcher.max_length,
+                                return_offsets_mapping=True)
+    except NotImplementedError:  # slow tokenizers have no offsets; the verb finder then searches the text
+        enc = matcher.tokenizer(caption, add_special_tokens=True, truncation=True, max_length=matcher.max_length)
     ids = list(enc["input_ids"])
-    special = matcher.special_token_ids()
-    positions = [k for k, t in enumerate(ids) if t not in special]
-    if not positions:
-        raise ValueError(f"caption {caption!r} has no maskable tokens")
     offsets = enc.get("offset_mapping")
+    special = matcher.special_token_ids()
+    if compat == "mmshap":
+        positions = list(range(len(ids)))
+        mask_id = MMSHAP_MASKED_ID
+        restore = [0] + ([len(ids) - 1] if getattr(matcher, "mmshap_keep_last", False) else [])
+        layout = "mmshap"
+    else:
+        positions = [k for k, t in enumerate(ids) if t not in special]
+        mask_id = matcher.mask_token_id
+        restore = []
+        layout = "tile"
+    if not positions or all(ids[k] in special for k in positions):
+        raise ValueError(f"caption {caption!r} has no maskable tokens")
     tokens = matcher.tokenizer.convert_ids_to_tokens([ids[k] for k in positions])
-    spans = [tuple(offsets[k]) if offsets is not None else None for k in positions]
+    spans = [None if ids[k] in special or offsets is None else _span(offsets[k]) for k in positions]
     n_text = len(positions)
     p = patch_grid(n_text, grid)
     pixels = matcher.pixel_values([image])[0].float().cpu().numpy()  # (C, H, W) normalised
-    mask_id = matcher.mask_token_id
+    if layout == "mmshap":
+        patch_boxes(pixels.shape[-2], pixels.shape[-1], p, layout)  # refuses a grid finer than the pixels
+    base_ids = np.asarray(ids, dtype=np.int64)
+    pos = np.asarray(positions, dtype=np.int64)
+    cache = _ImageStateCache(cache_bytes)
     game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=list(tokens),
-                    spans=list(spans))
+                    spans=list(spans), compat=compat)
+
+    def encode(patch_masks: np.ndarray) -> Any:
+        """Image states for the distinct patch masks, from the cache or the vision tower (batched)."""
+        keys = [m.tobytes() for m in patch_masks]
+        found = [cache.get(k) for k in keys]
+        todo = [i for i, s in enumerate(found) if s is None]
+        with torch.inference_mode(), matcher._autocast():
+            for s in range(0, len(todo), matcher.image_batch_size):
+                chunk = todo[s:s + matcher.image_batch_size]
+                pv = torch.from_numpy(mask_pixels(pixels, patch_masks[chunk], p, layout=layout)).to(matcher.device)
+                if matcher.dtype != torch.float32:
+                    pv = pv.to(matcher.dtype)
+                states = matcher.encode_images(pv)
+                game.image_encodes[0] += len(chunk)
+                for j, i in enumerate(chunk):
+                    found[i] = states[j:j + 1]
+                    cache.put(keys[i], found[i])
+        return torch.cat(found) if len(found) > 1 else found[0]
 
     def value_fn(masks: np.ndarray) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
-        text_keep, patch_keep = masks[:, :n_text], masks[:, n_text:]
-        uniq, inverse = np.unique(patch_keep, axis=0, return_inverse=True)
-        inverse = np.asarray(inverse).reshape(-1)
-        states = []
-        with torch.inference_mode(), matcher._autocast():
-            for s in range(0, len(uniq), matcher.image_batch_size):
-                batch = mask_pixels(pixels, uniq[s:s + matcher.image_batch_size], p)
-                pv = torch.from_numpy(batch).to(matcher.device)
-                if matcher.dtype != torch.float32:
-                    pv = pv.to(matcher.dtype)
-                states.append(matcher.encode_images(pv))
-        image_states = torch.cat(states) if len(states) > 1 else states[0]
-        rows = []
-        for keep in text_keep:
-            row = list(ids)
-            for k, kept in zip(positions, keep):
-                if not kept:
-                    row[k] = mask_id
-            rows.append(row)
         game.calls[0] += len(masks)
-        return np.asarray(matcher.score_ids(image_states, inverse.tolist(), rows), dtype=float)
+        rows, row_of = _unique_rows(masks)  # identical joint masks scored once
+        text_keep, patch_keep = rows[:, :n_text], rows[:, n_text:]
+        uniq, image_of = _unique_rows(patch_keep)
+        image_states = encode(uniq)
+        batch = np.repeat(base_ids[None, :], len(rows), axis=0)
+        batch[:, pos] = np.where(text_keep, base_ids[pos][None, :], mask_id)
+        if restore:
+            batch[:, restore] = base_ids[restore]
+        values = np.asarray(matcher.score_ids(image_states, image_of.tolist(), batch.tolist()), dtype=float)
+        return values[row_of]
 
     game.value_fn = value_fn
     return game
 
 
-def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None) -> MaskGame:
-    """Masking game for a yes/no chat VLM (words as text features, mean-colour patches)."""
+def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
+             compat: str | None = None) -> MaskGame:
+    """Masking game for a yes/no chat VLM: words as text features, patches filled with the mean colour.
+
+    The public MM-SHAP code has no chat-VLM path, so both ``compat`` modes mask the same way here
+    (masked words become the tokenizer's unknown token; the ``mmshap`` patch layout under
+    ``compat="mmshap"``).
+    """
+    compat = check_compat(compat)
+    layout = "mmshap" if compat == "mmshap" else "tile"
     words, spans, start = [], [], 0
     for w in caption.split():
         at = caption.index(w, start)
@@ -106,13 +307,14 @@ def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None
     arr = np.asarray(image.convert("RGB"), dtype=np.float32)
     fill_rgb = (mean * 255.0).astype(np.float32)
     unk = matcher.processor.tokenizer.unk_token or matcher.processor.tokenizer.pad_token or "_"
-    game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=words, spans=spans)
+    game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=words,
+                    spans=list(spans), compat=compat)
 
     def value_fn(masks: np.ndarray) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
         h, w = arr.shape[:2]
         images, captions, pairs = [], [], []
-        keep_pix = pixel_keep_mask(masks[:, n_text:], h, w, p)
+        keep_pix = pixel_keep_mask(masks[:, n_text:], h, w, p, layout)
         for r, m in enumerate(masks):
             img = np.where(keep_pix[r][:, :, None], arr, fill_rgb).astype(np.uint8)
             images.append(Image.fromarray(img))
@@ -125,22 +327,22 @@ def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None
     return game
 
 
-def game_builder(matcher: Any) -> Callable[..., MaskGame]:
-    """The masking game for a backend; others are answered with the backends that can be explained."""
-    from connote.models.engine import TensorMatcher
-    from connote.models.hf_vlm import YesNoVlmMatcher
-
-    if isinstance(matcher, TensorMatcher):
-        return tensor_game
-    if isinstance(matcher, YesNoVlmMatcher):
-        return vlm_game
-    backend = getattr(matcher, "backend", type(matcher).__name__)
-    raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
-                     f"hf-blip-itm, hf-blip2-itm, hf-flava-itm, hf-clip and hf-vlm-yesno allow")
+def can_mask(matcher: Any) -> bool:
+    """Whether the backend declares a ``masking_game`` method (it can be explained with MM-SHAP)."""
+    return callable(getattr(matcher, "masking_game", None))
 
 
-def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None) -> MaskGame:
-    """The game for one pair of any supported backend (see :func:`game_builder`)."""
-    return game_builder(matcher)(matcher, image, caption, grid=grid)
+def require_masking(matcher: Any) -> None:
+    """Refuse (``InputError``, exit 2) a backend that does not declare ``masking_game``."""
+    if not can_mask(matcher):
+        backend = getattr(matcher, "backend", type(matcher).__name__)
+        raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
+                         f"only backends with a masking_game method allow (hf-blip-itm, hf-blip2-itm, hf-flava-itm, "
+                         f"hf-clip, hf-vlm-yesno)")
 
 
+def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
+                 compat: str | None = None) -> MaskGame:
+    """The game for one pair, built by the backend's own ``masking_game`` method."""
+    require_masking(matcher)
+    return matcher.masking_game(image, caption, grid=grid, compat=compat)

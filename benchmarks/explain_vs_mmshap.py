@@ -1,0 +1,266 @@
+"""``connote explain`` against the public MM-SHAP code path, on the same BLIP model and pairs, at equal error.
+
+The public path is reproduced as the MM-SHAP repository runs it (its ALBEF script, the closest to BLIP):
+``shap.Explainer(get_model_prediction, custom_masker)`` with a *function* masker, so shap picks its
+permutation explainer; 10 permutations forward and backward (``max_evals = 10 * (2n + 1)``; the repository's
+shap fork hard-codes the 10) in mask batches of 32 (the fork's default); ``custom_masker`` writes 0 for
+masked ids and restores the first id; ``get_model_prediction`` receives one batch of masks per shap call
+and runs **one full forward pass per mask**, re-encoding the masked image every time. Features: all
+token ids (special ones included) and ``p x p`` patches, ``p = ceil(sqrt(#ids))``; T-SHAP as its
+``compute_mm_score``.
+
+The connote path is ``masking_game(matcher, image, caption, compat="mmshap")`` (the same game) and
+``explain_pair`` on the same backend, with
+
+* ``permutation``: the same estimator (10 antithetic permutations), so the same error by construction;
+* ``adaptive``: antithetic permutations drawn in rounds until T-SHAP's expected error is below
+  ``--tolerance``.
+
+Reference T-SHAP per pair: exact enumeration of the same game (default: 3-word captions, 5 ids, 3x3
+patches, n = 14), or for larger games connote's permutation estimator with ``--ref-permutations``
+permutations (converged: its standard error is printed). The table prints, per path, model calls (mask rows answered),
+forward passes, wall-clock, mean |T-SHAP error| and the wall-clock ratio to the public path.
+
+Model: a small randomly initialised ``BlipForImageTextRetrieval`` built from a config (no hub access),
+saved to a temporary folder and loaded through connote's ``hf-blip-itm`` backend. CPU by default.
+
+Run: ``python benchmarks/explain_vs_mmshap.py`` (about 1-2 minutes on 2 cores); needs ``pip install shap``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+WORDS = ("a man woman child dog cat sits begs stands prays holds runs on in at near the street bench cup "
+         "church car floor food red blue green old young small big").split()
+
+
+def build_blip(folder: Path, *, hidden: int, layers: int, image_size: int, patch: int, init_range: float,
+               seed: int) -> Path:
+    """A random BLIP ITM model and its processor written to ``folder`` with ``save_pretrained``."""
+    import torch
+    from transformers import BertTokenizer, BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)) + list("abcdefghijklmnopqrstuvwxyz.,")
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=True)
+    heads = max(1, hidden // 32)
+    cfg = BlipConfig(
+        text_config=dict(vocab_size=tok.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                         num_attention_heads=heads, intermediate_size=4 * hidden, max_position_embeddings=64,
+                         encoder_hidden_size=hidden, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id,
+                         sep_token_id=tok.sep_token_id, initializer_range=init_range),
+        vision_config=dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                           intermediate_size=4 * hidden, image_size=image_size, patch_size=patch,
+                           initializer_range=init_range),
+        projection_dim=hidden, image_text_hidden_size=hidden, initializer_range=init_range)
+    torch.manual_seed(seed)
+    model = BlipForImageTextRetrieval(cfg).eval()
+    processor = BlipProcessor(image_processor=BlipImageProcessor(size={"height": image_size, "width": image_size}),
+                              tokenizer=tok)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def make_pairs(n_pairs: int, n_words: int, seed: int):
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n_pairs):
+        image = Image.fromarray((rng.random((96, 128, 3)) * 255).astype("uint8"))
+        caption = " ".join(rng.choice(WORDS, size=n_words))
+        pairs.append((image, caption))
+    return pairs
+
+
+# ------------------------------------------------------------------------------ the public code path
+
+
+class PublicMMSHAP:
+    """The public MM-SHAP script's masker and prediction function around one BLIP ITM model and pair."""
+
+    def __init__(self, model, processor, image, caption: str) -> None:
+        import torch
+
+        self.torch = torch
+        self.model = model
+        enc = processor.tokenizer(caption, return_tensors="pt")
+        self.input_ids = enc["input_ids"]
+        self.attention_mask = enc["attention_mask"]
+        self.image = processor(images=image, return_tensors="pt")["pixel_values"].float()
+        self.n_text = self.input_ids.shape[1]  # all ids, [CLS] and [SEP] included
+        self.p = int(math.ceil(np.sqrt(self.n_text)))
+        self.size = self.image.shape[-1]
+        self.patch_size = self.size // self.p
+        self.forwards = 0
+        self.model_calls = 0
+
+    def features(self) -> np.ndarray:
+        """``X``: the token ids followed by patch ids ``1..p*p``, shape ``(1, 1, n)``."""
+        image_token_ids = np.arange(1, self.p ** 2 + 1)[None, :]
+        return np.concatenate([self.input_ids.numpy(), image_token_ids], axis=1)[:, None, :]
+
+    def custom_masker(self, mask, x):
+        masked = np.array(x, copy=True)
+        masked[~np.asarray(mask, dtype=bool)[None, :]] = 0  # masked text ids and patch ids -> 0
+        masked[0, 0] = int(self.input_ids[0, 0])  # never mask [CLS]
+        return masked
+
+    def get_model_prediction(self, x):
+        torch = self.torch
+        self.model_calls += 1
+        with torch.no_grad():
+            x = torch.as_tensor(np.asarray(x))
+            input_ids = x[:, :self.n_text].long()
+            masked_image_token_ids = x[:, self.n_text:]
+            result = np.zeros(input_ids.shape[0])
+            row_cols = self.size // self.patch_size
+            for i in range(input_ids.shape[0]):  # one forward pass per mask, the image re-encoded each time
+                masked_image = self.image.clone()
+                for k in range(masked_image_token_ids[i].shape[0]):
+                    if masked_image_token_ids[i][k] == 0:
+                        m, n = k // row_cols, k % row_cols
+                        masked_image[:, :, m * self.patch_size:(m + 1) * self.patch_size,
+                                     n * self.patch_size:(n + 1) * self.patch_size] = 0
+                out = self.model(input_ids=input_ids[i].unsqueeze(0), pixel_values=masked_image,
+                                 attention_mask=self.attention_mask, use_itm_head=True).itm_score
+                self.forwards += 1
+                result[i] = torch.softmax(out, dim=1)[:, 1].item()
+        return result
+
+    def explain(self, seed: int) -> float:
+        """T-SHAP as ``compute_mm_score`` returns it."""
+        import shap
+
+        np.random.seed(seed)  # the public code leaves numpy's global generator unseeded
+        explainer = shap.Explainer(self.get_model_prediction, self.custom_masker, silent=True)
+        n = self.n_text + self.p ** 2
+        values = explainer(self.features(), max_evals=10 * (2 * n + 1), batch_size=32, silent=True).values
+        text = np.abs(values[0, 0, :self.n_text]).sum()
+        image = np.abs(values[0, 0, self.n_text:]).sum()
+        return float(text / (text + image))
+
+
+# ---------------------------------------------------------------------------------------- benchmark
+
+
+def mmshap_game(matcher, image, caption: str):
+    """connote's masking game under ``compat="mmshap"`` (the public code's game)."""
+    from connote.models.masking import masking_game
+
+    try:
+        return masking_game(matcher, image, caption, compat="mmshap")
+    except TypeError:  # connote before --compat existed (for before/after figures): its own feature definition
+        game = masking_game(matcher, image, caption)
+        game.image_encodes = [-1]
+        return game
+
+
+def connote_path(matcher, image, caption: str, *, estimator: str, seed: int, **options):
+    from connote.explain.mmshap import explain_pair
+
+    game = mmshap_game(matcher, image, caption)
+    row = explain_pair(game.value_fn, game.n_text, game.n_patches, estimator=estimator, seed=seed,
+                       find_verb=False, **options)
+    return row, game
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--words", type=int, default=3, help="caption length in words (ids = words + 2)")
+    ap.add_argument("--seeds", type=int, default=1, help="estimator seeds per pair")
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--image-size", type=int, default=64)
+    ap.add_argument("--patch", type=int, default=16)
+    ap.add_argument("--init-range", type=float, default=0.1)
+    ap.add_argument("--tolerance", type=float, default=0.005, help="adaptive estimator's T-SHAP tolerance")
+    ap.add_argument("--exact-up-to", type=int, default=14,
+                    help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
+    ap.add_argument("--ref-permutations", type=int, default=400)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads for both paths")
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from connote.explain.mmshap import mm_shap_scores
+    from connote.models.registry import load_model, parse_spec
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = build_blip(Path(tmp) / "blip", hidden=args.hidden, layers=args.layers, image_size=args.image_size,
+                            patch=args.patch, init_range=args.init_range, seed=0)
+        matcher = load_model(parse_spec(f"hf-blip-itm:{folder}?device={args.device}"))
+    model = matcher.model
+    processor = matcher.processor
+    pairs = make_pairs(args.pairs, args.words, seed=1)
+    print(f"model: BLIP ITM random init, hidden {args.hidden}, {args.layers} layers per tower, "
+          f"{args.image_size}px images, {args.patch}px ViT patches; device {args.device}, {args.threads} thread(s)")
+
+    refs = []
+    for image, caption in pairs:
+        probe = mmshap_game(matcher, image, caption)
+        exact = probe.n_text + probe.n_patches <= args.exact_up_to
+        opts = {} if exact else {"n_permutations": args.ref_permutations}
+        row, game = connote_path(matcher, image, caption, estimator="exact" if exact else "permutation",
+                                 seed=10_000, **opts)
+        refs.append(row["t_shap"])
+        kind = "exact" if exact else f"{args.ref_permutations} permutations, s.e. {row['t_shap_se']:.4f}"
+        print(f"  pair {caption!r}: n = {game.n_text} ids + {game.n_patches} patches, p(match) "
+              f"{row['value_full']:.3f}, reference T-SHAP {row['t_shap']:.4f} ({kind})")
+
+    results: dict[str, dict[str, list[float]]] = {}
+
+    def record(label: str, seconds: float, err: float, calls: int, forwards: int) -> None:
+        r = results.setdefault(label, {"seconds": [], "err": [], "calls": [], "forwards": []})
+        r["seconds"].append(seconds)
+        r["err"].append(err)
+        r["calls"].append(calls)
+        r["forwards"].append(forwards)
+
+    for k, (image, caption) in enumerate(pairs):
+        for seed in range(args.seeds):
+            public = PublicMMSHAP(model, processor, image, caption)
+            start = time.perf_counter()
+            t = public.explain(seed)
+            record("public MM-SHAP (shap permutation, 10 perms)", time.perf_counter() - start, abs(t - refs[k]),
+                   public.forwards, public.forwards)
+            for label, estimator, opts in (
+                ("connote permutation (10 perms)", "permutation", {}),
+                (f"connote adaptive (tol {args.tolerance})", "adaptive", {"tolerance": args.tolerance}),
+            ):
+                start = time.perf_counter()
+                row, game = connote_path(matcher, image, caption, estimator=estimator, seed=seed, **opts)
+                seconds = time.perf_counter() - start
+                t_c = mm_shap_scores(row["text_shap"], row["image_shap"])[0]
+                record(label, seconds, abs(t_c - refs[k]), game.calls[0], game.image_encodes[0])
+
+    base = results["public MM-SHAP (shap permutation, 10 perms)"]
+    base_s = float(np.sum(base["seconds"]))
+    print(f"\n{args.pairs} pairs x {args.seeds} seeds; calls = mask rows answered per pair; vision passes = images "
+          f"encoded per pair (the public path re-encodes the image for every mask)")
+    head = (f"{'path':<46} {'calls':>7} {'vision':>7} {'s/pair':>8} {'mean|dT|':>9} {'max|dT|':>8} "
+            f"{'wall ratio':>10}")
+    print(head)
+    print("-" * len(head))
+    for label, r in results.items():
+        ratio = base_s / float(np.sum(r["seconds"]))
+        print(f"{label:<46} {np.mean(r['calls']):>7.0f} {np.mean(r['forwards']):>7.0f} "
+              f"{np.mean(r['seconds']):>8.3f} {np.mean(r['err']):>9.4f} {np.max(r['err']):>8.4f} {ratio:>9.1f}x")
+
+
+if __name__ == "__main__":
+    main()
