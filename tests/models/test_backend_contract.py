@@ -178,6 +178,16 @@ def _probe(model, fx: Fixtures, out: Path) -> None:
     assert results["n_scored"] == 4
 
 
+def _explain(model, fx: Fixtures, out: Path) -> None:
+    from connote.tasks.explain import ExplainTask
+
+    results, outcome = ExplainTask(fx.manifest, captions="original", sample=1, budget=60, compat="connote",
+                                   progress=False).run(model, out)
+    assert outcome.failed == 0, [r["error"] for r in outcome.rows]
+    row = outcome.rows[0]
+    assert 0.0 <= row["t_shap"] <= 1.0 and row["calls"] <= 60
+
+
 def _stories(model, fx: Fixtures, out: Path) -> None:
     from connote.tasks.storytelling import load_sequences, run_generation
 
@@ -208,6 +218,9 @@ def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: 
     if "match" in caps:
         _probe(model, fx, tmp_path / "probe")
         ran.append("match")
+    if "mask" in caps:
+        _explain(model, fx, tmp_path / "explain")
+        ran.append("mask")
     if "generate" in caps:
         inputs = getattr(model, "inputs", "images")
         if inputs in ("images", "photo-ids"):  # a video model (frames of one clip) writes no stories

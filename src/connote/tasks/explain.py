@@ -4,15 +4,15 @@ For each explained pair: Shapley values over caption tokens and image patches fr
 estimator under a per-pair cap on model calls, T-SHAP / V-SHAP, the verb's attribution and share.
 The verb is the manifest's ``verb`` column (every word-piece of the caption word that is a form of it);
 the spaCy tagger is asked only where the column is empty. Rows stream into the run store keyed by
-model + explanation settings, so explaining resumes.
+model + explanation settings and the pair's content, so explaining resumes (one runner for every task).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,9 @@ from connote.errors import InputError, ItemError
 from connote.explain import mmshap
 from connote.explain.shapley import DEFAULT_ESTIMATOR
 from connote.models.masking import DEFAULT_COMPAT, check_compat, masking_game, require_masking
-from connote.models.registry import load_model, parse_spec
-from connote.progress import progress_bar
-from connote.runs import RunStore, run_metadata, write_json
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_json, write_jsonl, write_text
+from connote.tasks.api import Task
 
 TASK_NAME = "cv-probes-mmshap"
 #: 2: ``--compat mmshap`` (the public MM-SHAP code's features, grid and masked id) is the default, with
@@ -64,6 +64,82 @@ def explain_item(matcher: Any, item: Any, *, captions: str, estimator: str, budg
     return row
 
 
+class ExplainTask(Task):
+    """MM-SHAP per probe pair (Table 6): T-SHAP/V-SHAP, the verb's attribution and share, per cell."""
+
+    name = TASK_NAME
+    version = TASK_VERSION
+    capability = "mask"
+    reads = "a probe manifest (as cv-probes; the verb column names the verb to credit)"
+    title = "MM-SHAP: T-SHAP/V-SHAP and the verb's share per probe pair, split by predicted match (Table 6)."
+    label = "pairs"
+    batch_size = 1  # each pair is many model calls of its own; one pair per stored row
+
+    def __init__(self, data: str | Path, *, captions: str = "simplified", estimator: str | None = None,
+                 budget: int | None = None, sample: int | None = None, seed: int = 0, grid: int | None = None,
+                 allow_network: bool = False, progress: bool = True, compat: str = DEFAULT_COMPAT) -> None:
+        self.compat = check_compat(compat)
+        self.estimator = estimator or default_estimator(self.compat)
+        self.data, self.captions, self.budget, self.sample = data, captions, budget, sample
+        self.seed, self.grid, self.allow_network, self.progress = seed, grid, allow_network, progress
+        items = read_probe_manifest(data, captions=captions)
+        if sample is not None and sample < len(items):
+            items = sorted(random.Random(seed).sample(items, sample), key=lambda it: it.item_id)
+        self.items = items
+        self._nlp: Any = None
+
+    def check_model(self, model: Any) -> None:
+        require_masking(model)  # refuse a backend whose inputs cannot be masked before any work
+
+    def settings(self) -> dict[str, Any]:
+        # verb_source: the data's verb column first, the tagger where it is empty (task version 2)
+        return {"captions": self.captions, "estimator": self.estimator, "budget": self.budget, "seed": self.seed,
+                "grid": self.grid, "compat": self.compat, "verb_source": "data,tagger"}
+
+    def config(self) -> dict[str, Any]:
+        return {"data": str(self.data), **self.settings(), "sample": self.sample}
+
+    def work_items(self) -> list[WorkItem]:
+        from connote.tasks.probe import image_identity
+
+        return [WorkItem(it.item_id, content_key({"caption": it.text(self.captions), "verb": it.verb,
+                                                  "image_kind": it.image_kind, "caption_kind": it.caption_kind,
+                                                  "label": it.label, "image": image_identity(it.image)}), it)
+                for it in self.items]
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        if self._nlp is None:
+            self._nlp = mmshap.load_tagger()
+        return [explain_item(model, w.payload, captions=self.captions, estimator=self.estimator, budget=self.budget,
+                             seed=self.seed, grid=self.grid, allow_network=self.allow_network, nlp=self._nlp,
+                             compat=self.compat) for w in batch]
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        it = item.payload
+        return {"item_id": it.item_id, "caption": it.text(self.captions), "image_kind": it.image_kind,
+                "caption_kind": it.caption_kind, "cell": it.cell, "label": it.label, "image": it.image,
+                "error": message, "calls": 0}
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        flagged = [r for r in rows if mmshap.VERB_NOT_FOUND in (r.get("flags") or [])]
+        return {**mmshap.aggregate([r for r in rows if r.get("error") is None]),
+                "estimator": self.estimator, "budget": self.budget, "compat": self.compat,
+                "n_pairs": len(rows), "n_errors": sum(r.get("error") is not None for r in rows),
+                "n_no_verb": sum(mmshap.NO_VERB in (r.get("flags") or []) for r in rows),
+                "n_verb_not_found": len(flagged), "verb_not_found": [r["item_id"] for r in flagged],
+                "n_verb_from_data": sum(r.get("verb_source") == "data" for r in rows),
+                "n_verb_from_tagger": sum(r.get("verb_source") == "tagger" for r in rows),
+                "calls_total": sum(int(r.get("calls") or 0) for r in rows)}
+
+    def render(self, results: dict[str, Any]) -> str:
+        return mmshap.format_table(results)
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_jsonl(out / "explanations.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
+        write_json(out / "results.json", results)
+        write_text(out / "results.md", self.render(results))
+
+
 def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str = "simplified",
                 estimator: str | None = None, budget: int | None = None, sample: int | None = None,
                 seed: int = 0, grid: int | None = None, allow_network: bool = False, progress: bool = True,
@@ -73,51 +149,16 @@ def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str 
     ``compat``: ``mmshap`` (default; the public MM-SHAP code's features, grid and masked id) or
     ``connote``; ``estimator`` ``None`` means :func:`default_estimator` of ``compat``.
     """
-    compat = check_compat(compat)
-    estimator = estimator or default_estimator(compat)
-    items = read_probe_manifest(data, captions=captions)
-    if sample is not None and sample < len(items):
-        items = sorted(random.Random(seed).sample(items, sample), key=lambda it: it.item_id)
-    matcher = model_obj if model_obj is not None else load_model(parse_spec(model))
-    require_masking(matcher)  # refuse a backend whose inputs cannot be masked before any work
-    out = Path(out)
-    store = RunStore(out)
-    # verb_source: the data's verb column first, the tagger where it is empty (task version 2)
-    settings = {"task": TASK_NAME, "task_version": TASK_VERSION, "captions": captions, "estimator": estimator,
-                "budget": budget, "seed": seed, "grid": grid, "compat": compat, "verb_source": "data,tagger",
-                "model": matcher.describe()}
-    fp = store.register(settings)
-    done = store.done_ids(fp)
-    todo = [it for it in items if it.item_id not in done]
-    nlp = mmshap.load_tagger()
-    with progress_bar(len(todo), f"explaining {len(todo)} pairs [{model}]", enabled=progress) as bar:
-        for item in todo:
-            store.put(fp, [explain_item(matcher, item, captions=captions, estimator=estimator, budget=budget,
-                                        seed=seed, grid=grid, allow_network=allow_network, nlp=nlp,
-                                        compat=compat)])
-            bar.advance()
-    stored = store.rows(fp)
-    rows = [stored[it.item_id] for it in items if it.item_id in stored]
-    store.close()
-    with open(out / "explanations.jsonl.tmp", "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    (out / "explanations.jsonl.tmp").replace(out / "explanations.jsonl")
-    flagged = [r for r in rows if mmshap.VERB_NOT_FOUND in (r.get("flags") or [])]
-    results = {**mmshap.aggregate([r for r in rows if r.get("error") is None]),
-               "task": TASK_NAME, "task_version": TASK_VERSION, "model": model, "fingerprint": fp,
-               "model_fingerprint": settings["model"], "estimator": estimator, "budget": budget, "compat": compat,
-               "n_pairs": len(rows), "n_errors": sum(r.get("error") is not None for r in rows),
-               "n_no_verb": sum(mmshap.NO_VERB in (r.get("flags") or []) for r in rows),
-               "n_verb_not_found": len(flagged), "verb_not_found": [r["item_id"] for r in flagged],
-               "n_verb_from_data": sum(r.get("verb_source") == "data" for r in rows),
-               "n_verb_from_tagger": sum(r.get("verb_source") == "tagger" for r in rows),
-               "calls_total": sum(int(r.get("calls") or 0) for r in rows),
-               **run_metadata({"data": str(data), "model": model, "captions": captions, "estimator": estimator,
-                               "budget": budget, "sample": sample, "grid": grid, "compat": compat}, seed=seed)}
-    write_json(out / "results.json", results)
-    (out / "results.md").write_text(mmshap.format_table(results), encoding="utf-8")
-    _figures(rows, out, figures, allow_network, results)
+    from connote.models.registry import check_spec, load_model
+
+    task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
+                       grid=grid, allow_network=allow_network, progress=progress, compat=compat)
+    if model_obj is None:
+        check_spec(model)
+    matcher = model_obj if model_obj is not None else load_model(model)
+    results, outcome = task.run(matcher, out, seed=seed, extra_results={"model": model})
+    if results:
+        _figures(outcome.rows, Path(out), figures, allow_network, results)
     return results
 
 
