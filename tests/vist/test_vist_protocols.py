@@ -315,3 +315,10 @@ def test_cli_errored_sequence_counts_and_exits_1(files, tmp_path: Path, monkeypa
     out = json.loads(capsys.readouterr().out)
     assert out["n_errors"] == 1 and out["n_covered"] == 2 and out["scores"]["METEOR"] == pytest.approx(2 / 3)
     assert main(["vist", "score", str(p), "--gold", gold, "--ci-method", "normal"]) == 2
+
+
+def test_real_template_as_gold_is_refused(vist_dir: Path, capsys) -> None:
+    happy = vist_dir / "example-submission-file-extra.happy.test.json"
+    assert main(["vist", "score", str(happy), "--gold", str(vist_dir / "vist-challenge-template.json")]) == 2
+    err = capsys.readouterr().err
+    assert "vist-challenge-template.json: no gold stories: 1938 photo sequence(s), every story text empty" in err

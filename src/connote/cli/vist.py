@@ -146,13 +146,15 @@ def score_cmd(
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     sub = read_submission(submission)
-    require_unique_sequences(sub)
+    if protocol == "challenge":  # one story per sequence is scored; the album protocol takes an album's first
+        require_unique_sequences(sub)
     g = read_gold(gold)
     tpl = read_submission(template) if template else None
     other_sub = None
     if compare_to is not None:
         other_sub = read_submission(compare_to)
-        require_unique_sequences(other_sub)
+        if protocol == "challenge":
+            require_unique_sequences(other_sub)
     kwargs: dict[str, Any] = {}
     if tokenize:
         if protocol != "album":
@@ -356,6 +358,7 @@ def train_cmd(
     """Train the paper's seq2seq baseline (GRU over photo features, read in reverse -> GRU story decoder) on SIS."""
     from connote.errors import InputError, ItemError
     from connote.runs import run_metadata, write_json
+    from connote.vist import TASK_VERSION
     from connote.vist.data import read_official
     from connote.vist.seq2seq import ENCODER_ORDERS, load_features, sequence_features, train
 
@@ -379,7 +382,7 @@ def train_cmd(
     model.save(out)
     config = {"sis": str(sis), "features": str(features), "steps": steps, "batch_size": batch_size, "lr": lr,
               "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count,
-              "encoder_order": encoder_order}
+              "encoder_order": encoder_order, "task_version": TASK_VERSION}
     write_json(out / "train.json", {**run_metadata(config, seed=seed), "n_examples": len(examples),
                                     "n_skipped": len(skipped), "skipped": skipped,
                                     "final_loss": losses[-1], "losses": losses})

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from connote.errors import InputError
+from connote.vist import TASK_VERSION
 from connote.vist.data import Gold, SeqKey, Submission, seq_id
 
 PairScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
@@ -291,7 +292,8 @@ def score_challenge(submission: Submission, gold: Gold, *, template: Submission 
                             extra=[seq_id(k) for k in preds if k not in target_set],
                             settings={"metric": "METEOR", "task": "hter", "aggregation": "max over references",
                                       "average": "template" if template is not None else "gold",
-                                      "n_boot": n_boot, "seed": seed, "ci_method": ci_method})
+                                      "n_boot": n_boot, "seed": seed, "ci_method": ci_method,
+                                      "task_version": TASK_VERSION})
     hyps: list[str] = []
     refs: list[str] = []
     owners: list[str] = []
@@ -363,7 +365,7 @@ def score_album(submission: Submission, gold: Gold, *, template: Submission | No
                             extra=[a for a in preds if a not in album_set],
                             settings={"metrics": list(ALBUM_METRICS), "prediction": "first story of the album",
                                       "references": "all stories of the album", "n_boot": n_boot,
-                                      "seed": seed, "ci_method": ci_method})
+                                      "seed": seed, "ci_method": ci_method, "task_version": TASK_VERSION})
     hyps: dict[str, str] = {}
     refs: dict[str, list[str]] = {}
     for a in albums:
