@@ -88,7 +88,15 @@ def test_errors_are_skipped_and_counted(tmp_path: Path, files) -> None:
     r = score_challenge(read_submission(p), read_gold(files[1]), template=read_submission(files[0]),
                         pair_scorer=pair_scorer, n_boot=0)
     assert r.errors == {"6-7-8-9-10": "image 7 unreadable"}
-    assert r.scores["METEOR"] == pytest.approx((1.0 + 0.5) / 2) and r.complete
+    # an errored sequence is not scored, and the score covers fewer sequences than the template
+    assert r.scores["METEOR"] == pytest.approx((1.0 + 0.5) / 2) and not r.complete
+    assert r.n_covered == 2 and r.to_dict()["n_errors"] == 1
+    r0 = score_challenge(read_submission(p), read_gold(files[1]), template=read_submission(files[0]),
+                         pair_scorer=pair_scorer, n_boot=0, allow_missing=True)  # scored 0, as a missing one
+    assert r0.scores["METEOR"] == pytest.approx((1.0 + 0.0 + 0.5) / 3) and r0.complete and r0.n_covered == 2
+    ra = score_album(read_submission(p), read_gold(files[1]), template=read_submission(files[0]),
+                     corpus_scorer=corpus_scorer, n_boot=0)
+    assert ra.errors == {} and ra.complete  # album A's first story counts; B scored
 
 
 def test_album_hand_checked(files) -> None:
@@ -120,6 +128,35 @@ def test_bootstrap_against_numpy() -> None:
     assert bootstrap_ci(x, n_boot=500, seed=3) == (lo, hi)  # seeded
 
 
+def test_bootstrap_is_scipys_percentile_and_bca() -> None:
+    from scipy import stats
+
+    x = np.array([0.1, 0.4, 0.35, 0.8, 0.0, 0.55, 0.2, 0.9])
+    for method in ("percentile", "BCa", "basic"):
+        ref = stats.bootstrap((x,), np.mean, n_resamples=400, method=method, confidence_level=0.9,
+                              rng=np.random.default_rng(5)).confidence_interval
+        assert bootstrap_ci(x, n_boot=400, alpha=0.1, seed=5, method=method) == pytest.approx((ref.low, ref.high))
+    bca, pct = bootstrap_ci(x, n_boot=400, seed=5, method="BCa"), bootstrap_ci(x, n_boot=400, seed=5)
+    assert bca != pct  # BCa corrects the percentile interval for bias and skew
+    assert bootstrap_ci([0.3], n_boot=100) == (0.3, 0.3) and bootstrap_ci([0.2, 0.2]) == (0.2, 0.2)
+    with pytest.raises(ValueError, match="valid"):
+        bootstrap_ci(x, method="normal")
+
+
+def test_paired_bootstrap_resamples_pairs_as_scipy() -> None:
+    from scipy import stats
+
+    a = np.array([0.1, 0.5, 0.2, 0.7, 0.4, 0.3, 0.9, 0.6])
+    b = a + np.array([0.1, -0.05, 0.2, 0.0, 0.15, 0.05, -0.1, 0.1])
+    res = paired_bootstrap(a, b, n_boot=300, seed=2, alpha=0.1)
+    ref = stats.bootstrap((a, b), lambda u, v, axis: np.mean(v - u, axis=axis), paired=True, n_resamples=300,
+                          method="percentile", confidence_level=0.9, rng=np.random.default_rng(2))
+    assert (res["ci_low"], res["ci_high"]) == pytest.approx(tuple(ref.confidence_interval))
+    assert res["b_wins"] == pytest.approx(float(np.mean(ref.bootstrap_distribution > 0)))
+    bca = paired_bootstrap(a, b, n_boot=300, seed=2, method="BCa")
+    assert bca["delta"] == res["delta"] and (bca["ci_low"], bca["ci_high"]) != (res["ci_low"], res["ci_high"])
+
+
 def test_paired_bootstrap() -> None:
     a = [0.1, 0.2, 0.3, 0.4, 0.5] * 8
     same = paired_bootstrap(a, a, n_boot=200)
@@ -149,8 +186,10 @@ def test_cli_score(files, monkeypatch, capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["protocol"] == "challenge" and out["missing"] == ["11-12-13-14-15"]
     assert out["scores"]["METEOR"] == pytest.approx(0.3)
+    perfect = write(Path(gold).parent / "perfect.json", challenge([("A", S1, "a b c d"), ("A", S2, "p q"),
+                                                                   ("B", S3, "m n")]))
     assert main(["vist", "score", sub, "--gold", gold, "--template", tpl, "--json", "--allow-missing",
-                 "--compare", gold]) == 0
+                 "--compare", str(perfect)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["scores"]["METEOR"] == pytest.approx(0.2)
     assert out["compare"]["paired_bootstrap"]["METEOR"]["delta"] == pytest.approx(0.8)
@@ -218,3 +257,68 @@ def test_real_metrics_album_and_cli(files, real_metrics, capsys) -> None:
     assert main(["vist", "score", sub, "--gold", gold, "--template", tpl, "--allow-missing", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["per_album"]["A"]["METEOR"] < 0.5 and out["scores"]["METEOR"] < 0.3
+
+
+# ---------------------------------------------------------------- refusals: exit 2 with a message, exit 1 when short
+
+
+def test_cli_refuses_gold_without_stories(files, capsys) -> None:
+    tpl, _gold, sub = map(str, files)
+    assert main(["vist", "score", sub, "--gold", tpl, "--n-boot", "0"]) == 2  # the template given as gold
+    err = capsys.readouterr().err
+    assert "tpl.json" in err and "no gold stories" in err and "every story text empty" in err
+    assert "template" in err and "Traceback" not in err
+
+
+def test_cli_refuses_duplicate_stories(files, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(protocols, "default_pair_scorer", lambda **kw: pair_scorer)
+    tpl, gold, _sub = map(str, files)
+    dup = write(tmp_path / "dup.json", challenge([("A", S1, "a b"), ("A", S2, "p"), ("A", S1, "a b c d")]))
+    assert main(["vist", "score", str(dup), "--gold", gold, "--template", tpl]) == 2
+    err = capsys.readouterr().err
+    assert "dup.json" in err and "1 photo sequence(s) have more than one story: 1-2-3-4-5 (2 stories)" in err
+    ok = write(tmp_path / "ok.json", challenge([("A", S1, "a b"), ("A", S2, "p"), ("B", S3, "m")]))
+    assert main(["vist", "score", str(ok), "--gold", gold, "--template", tpl, "--compare", str(dup)]) == 2
+    assert "dup.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("gold", "expected"), [
+    ({"type": "story-in-sequence", "annotations": {"0": {}}}, "'annotations' is a JSON object; expected a list"),
+    ({"type": "story-in-sequence", "annotations": [1, 2]},
+     "no story could be read (2 problem(s); first problem: annotations[0]: not an annotation object)"),
+    ({"type": "story-in-sequence", "annotations": [[{"album_id": "A", "photo_flickr_id": "1", "text": "x"}]]},
+     "no 'story_id'"),
+    ({"type": "story-in-sequence", "images": {"1": {}}, "annotations": []}, "'images' is a JSON object"),
+    ({"output_stories": [{"album_id": "A"}]}, "missing or empty 'photo_sequence'"),
+])
+def test_cli_refuses_gold_of_the_wrong_shape(files, tmp_path: Path, gold, expected, capsys) -> None:
+    bad = write(tmp_path / "bad.story-in-sequence.json", gold)
+    assert main(["vist", "score", str(files[2]), "--gold", str(bad), "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.story-in-sequence.json" in err and expected in err and "Traceback" not in err
+
+
+def test_cli_errored_sequence_counts_and_exits_1(files, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(protocols, "default_pair_scorer", lambda **kw: pair_scorer)
+    tpl, gold, _sub = map(str, files)
+    p = tmp_path / "gen.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in [
+        {"album_id": "A", "photo_sequence": S1, "story": "a b c d"},
+        {"album_id": "A", "photo_sequence": S2, "story": "", "error": "image 7 unreadable"},
+        {"album_id": "B", "photo_sequence": S3, "story": "m n"}]))
+    assert main(["vist", "score", str(p), "--gold", gold, "--template", tpl, "--n-boot", "0"]) == 1
+    captured = capsys.readouterr()
+    assert "errors 1" in captured.out and "failed (1): 6-7-8-9-10: image 7 unreadable" in captured.out
+    assert "the score covers 2 of 3 sequences (0 missing, 1 failed)" in captured.err
+    assert main(["vist", "score", str(p), "--gold", gold, "--template", tpl, "--n-boot", "0", "--allow-missing",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_errors"] == 1 and out["n_covered"] == 2 and out["scores"]["METEOR"] == pytest.approx(2 / 3)
+    assert main(["vist", "score", str(p), "--gold", gold, "--ci-method", "normal"]) == 2
+
+
+def test_real_template_as_gold_is_refused(vist_dir: Path, capsys) -> None:
+    happy = vist_dir / "example-submission-file-extra.happy.test.json"
+    assert main(["vist", "score", str(happy), "--gold", str(vist_dir / "vist-challenge-template.json")]) == 2
+    err = capsys.readouterr().err
+    assert "vist-challenge-template.json: no gold stories: 1938 photo sequence(s), every story text empty" in err

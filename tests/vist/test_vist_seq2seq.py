@@ -115,3 +115,59 @@ def test_cli_train(tmp_path: Path, sis_file: Path, capsys) -> None:
     for method in DECODERS:
         text = m.generate(f, method=method, beam_size=2, grounded={"beach"}, max_len=12)
         assert isinstance(text, str)
+
+
+# ---------------------------------------------------------------- encoder order (the paper reads the photos reversed)
+
+
+def test_encoder_reads_reversed_by_default(trained, tmp_path: Path) -> None:
+    import torch
+
+    from connote.vist.seq2seq import ENCODER_ORDERS, Seq2SeqConfig
+
+    model, feats = trained
+    assert model.config.encoder_order == "reverse" and ENCODER_ORDERS == ("reverse", "forward")
+    x = torch.as_tensor(feats[0]).unsqueeze(0)
+    mod = model.module
+    with torch.no_grad():
+        _, h_rev = mod.encoder(torch.tanh(mod.project(torch.flip(x, dims=[1]))))  # last photo read first
+        assert torch.equal(mod.encode(x), h_rev)
+        model.config.encoder_order = "forward"
+        try:
+            _, h_fwd = mod.encoder(torch.tanh(mod.project(x)))
+            assert torch.equal(mod.encode(x), h_fwd) and not torch.allclose(h_fwd, h_rev)
+        finally:
+            model.config.encoder_order = "reverse"
+    with pytest.raises(ValueError, match="encoder_order"):
+        Seq2SeqConfig(feature_dim=2, vocab_size=5, encoder_order="sideways")
+
+
+def test_encoder_order_saved_and_old_models_load_forward(trained, tmp_path: Path) -> None:
+    model, feats = trained
+    model.save(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["encoder_order"] == "reverse"
+    again = StoryModel.load(tmp_path / "m")
+    assert again.config.encoder_order == "reverse" and not again.notes
+    assert again.generate(feats[1]) == model.generate(feats[1])
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    del cfg["encoder_order"]  # a model saved before the order was recorded
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    with pytest.warns(UserWarning, match="no encoder_order .* loaded as forward"):
+        old = StoryModel.load(tmp_path / "m")
+    assert old.config.encoder_order == "forward" and "forward" in old.notes[0]
+    assert old.describe()["encoder_order"] == "forward"
+
+
+def test_cli_train_encoder_order(tmp_path: Path, sis_file: Path, capsys) -> None:
+    vf = read_official(sis_file)
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "f.npz", **{p: rng.normal(size=6).astype(np.float32) for p in vf.images})
+    common = ["story", "train", "--sis", str(sis_file), "--features", str(tmp_path / "f.npz"), "--steps", "2",
+              "--embed-dim", "8", "--hidden-dim", "8", "--batch-size", "2"]
+    assert main([*common, "--out", str(tmp_path / "rev")]) == 0
+    assert main([*common, "--out", str(tmp_path / "fwd"), "--encoder-order", "forward"]) == 0
+    assert StoryModel.load(tmp_path / "rev").config.encoder_order == "reverse"
+    assert StoryModel.load(tmp_path / "fwd").config.encoder_order == "forward"
+    assert json.loads((tmp_path / "fwd" / "train.json").read_text())["config"]["encoder_order"] == "forward"
+    assert main([*common, "--out", str(tmp_path / "x"), "--encoder-order", "backward"]) == 2
+    assert "backward" in capsys.readouterr().err

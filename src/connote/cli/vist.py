@@ -128,18 +128,33 @@ def score_cmd(
     per_item_out: Annotated[Path | None, typer.Option("--per-item", help="Write per-item scores (JSON) here.")] = None,
     tokenize: Annotated[str | None, typer.Option(help="album protocol: 'ptb' to PTB-tokenize first "
                                                  "(default: text used as already tokenized).")] = None,
+    ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
+    = "percentile",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Score a submission under the ``challenge`` or ``album`` protocol (scores on a 0-1 scale)."""
+    """Score a submission under the ``challenge`` or ``album`` protocol (scores on a 0-1 scale).
+
+    Exit status: 0 every template sequence scored; 1 some are missing or failed (the score covers fewer
+    sequences than the template); 2 bad input (no gold stories, several stories for one sequence, ...).
+    """
     from connote.errors import InputError
     from connote.vist.data import read_gold, read_submission
-    from connote.vist.protocols import PROTOCOLS, compare, score
+    from connote.vist.protocols import CI_METHODS, PROTOCOLS, compare, require_unique_sequences, score
 
     if protocol not in PROTOCOLS:
         raise InputError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
+    if ci_method not in CI_METHODS:
+        raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     sub = read_submission(submission)
+    if protocol == "challenge":  # one story per sequence is scored; the album protocol takes an album's first
+        require_unique_sequences(sub)
     g = read_gold(gold)
     tpl = read_submission(template) if template else None
+    other_sub = None
+    if compare_to is not None:
+        other_sub = read_submission(compare_to)
+        if protocol == "challenge":
+            require_unique_sequences(other_sub)
     kwargs: dict[str, Any] = {}
     if tokenize:
         if protocol != "album":
@@ -147,15 +162,17 @@ def score_cmd(
         from connote.vist import protocols
 
         kwargs["corpus_scorer"] = protocols.default_corpus_scorer(tokenize=tokenize)
-    res = score(protocol, sub, g, template=tpl, allow_missing=allow_missing, n_boot=n_boot, seed=seed, **kwargs)
+    res = score(protocol, sub, g, template=tpl, allow_missing=allow_missing, n_boot=n_boot, seed=seed,
+                ci_method=ci_method, **kwargs)
     out = res.to_dict()
     out["submission"] = str(submission)
     out["gold"] = str(gold)
-    if compare_to is not None:
-        other = score(protocol, read_submission(compare_to), g, template=tpl, allow_missing=allow_missing,
-                      n_boot=n_boot, seed=seed, **kwargs)
+    if other_sub is not None:
+        other = score(protocol, other_sub, g, template=tpl, allow_missing=allow_missing,
+                      n_boot=n_boot, seed=seed, ci_method=ci_method, **kwargs)
         out["compare"] = {"submission_b": str(compare_to), "scores_b": other.scores,
-                          "paired_bootstrap": compare(res, other, n_boot=max(n_boot, 1), seed=seed)}
+                          "paired_bootstrap": compare(res, other, n_boot=max(n_boot, 1), seed=seed,
+                                                      ci_method=ci_method)}
     if per_item_out is not None:
         from connote.runs import write_json
 
@@ -178,6 +195,13 @@ def score_cmd(
         if res.missing:
             typer.echo(f"missing ({len(res.missing)}): " + ", ".join(res.missing[:10])
                        + (" ..." if len(res.missing) > 10 else ""))
+        if res.errors:
+            typer.echo(f"failed ({len(res.errors)}): " + ", ".join(f"{k}: {v}" for k, v in list(res.errors.items())[:5])
+                       + (" ..." if len(res.errors) > 5 else ""))
+    if not res.complete:
+        unit = "albums" if protocol == "album" else "sequences"
+        print(f"the score covers {res.n_covered} of {res.n_items} {unit} ({len(res.missing)} missing, "
+              f"{len(res.errors)} failed); --allow-missing scores them 0", file=sys.stderr)
     _exit(0 if res.complete else 1)
 
 
@@ -249,35 +273,67 @@ def correlate_cmd(
     = None,
     stories: Annotated[Path | None, typer.Option("--stories", help="Official SIS file: score each rated story "
                                                   "against the other stories of its photo sequence.")] = None,
-    metrics: Annotated[str, typer.Option(help="Metrics for --stories.")] = "bleu,meteor,rouge_l,cider",
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples.")] = 1000,
+    metrics: Annotated[str, typer.Option(help="Measures for --stories: the paper's meteor, smoothed_bleu "
+                                         "(Lin & Och 2004), embedding (MiniLM cosine, the stand-in for "
+                                         "Skip-Thoughts); also bleu, rouge_l, cider.")]
+    = "meteor,smoothed_bleu,embedding",
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: no intervals).")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
+    = "percentile",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Pearson/Spearman (p-values, bootstrap intervals) of each metric with the mean human rating."""
+    """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
     from connote.errors import InputError
     from connote.vist.correlate import correlate, leave_one_out_scores, read_metric_scores, read_ratings
+    from connote.vist.protocols import CI_METHODS
 
     if (scores is None) == (stories is None):
         raise InputError("give exactly one of --scores (precomputed) and --stories (an SIS file)")
+    if ci_method not in CI_METHODS:
+        raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     human = read_ratings(ratings)
+    if not human:
+        raise InputError("no ratings in this file", path=ratings)
     if scores is not None:
         auto = read_metric_scores(scores)
+        source = scores
     else:
         from connote.vist.data import read_official
 
         vf = read_official(stories)
-        auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories},
-                                    metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()),
+        known = {"bleu", "meteor", "rouge_l", "cider", "smoothed_bleu", "embedding"}
+        wanted = tuple(m.strip() for m in metrics.split(",") if m.strip())
+        unknown = [m for m in wanted if m not in known]
+        if unknown or not wanted:
+            raise InputError(f"--metrics: unknown {', '.join(unknown) or '(none given)'}; "
+                             f"valid: {', '.join(sorted(known))}")
+        auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories}, metrics=wanted,
                                     only=set(human))
-    res = correlate(human, auto, n_boot=n_boot, seed=seed)
+        source = stories
+    if not set(human) & {i for i, row in auto.items() if row}:
+        rated_in_sis = [s.id for s in vf.stories if s.id in human] if stories is not None else []
+        if rated_in_sis:
+            what = (f"{len(rated_in_sis)} rated stories are in the file, but none has another story on its "
+                    "photo sequence to be scored against")
+        else:
+            ids = sorted(s.id for s in vf.stories) if stories is not None else sorted(auto)
+            what = (f"no story id is in both: {ratings.name} rates {len(human)} (e.g. "
+                    f"{', '.join(sorted(human)[:3])}), this file has {len(ids)} (e.g. {', '.join(ids[:3]) or 'none'})")
+        raise InputError(f"nothing to correlate: {what}", path=source)
+    res = correlate(human, auto, n_boot=n_boot, seed=seed, ci_method=ci_method)
     if as_json:
         _echo_json(res)
         return
-    typer.echo("metric\tn\tpearson\tp\tspearman\tp")
+    typer.echo("metric\tn\tpearson\tp\tspearman\tp\tkendall\tp")
     for m, r in res.items():
         typer.echo(f"{m}\t{r['n']}\t{r['pearson']:.3f}\t{r['pearson_p']:.3g}\t{r['spearman']:.3f}\t"
-                   f"{r['spearman_p']:.3g}")
+                   f"{r['spearman_p']:.3g}\t{r['kendall']:.3f}\t{r['kendall_p']:.3g}")
+    if n_boot > 0:
+        typer.echo(f"{1 - 0.05:.0%} bootstrap intervals ({ci_method}, {n_boot} resamples of stories):")
+        for m, r in res.items():
+            typer.echo(f"{m}\t" + "\t".join(f"{c} [{r[c + '_ci'][0]:.3f}, {r[c + '_ci'][1]:.3f}]"
+                                             for c in ("pearson", "spearman", "kendall")))
 
 
 # --------------------------------------------------------------------------- story train
@@ -296,13 +352,18 @@ def train_cmd(
     min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
     seed: Annotated[int, typer.Option()] = 0,
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
+    encoder_order: Annotated[str, typer.Option("--encoder-order", help="How the encoder reads the photos: reverse "
+                                               "(the paper's baseline) or forward.")] = "reverse",
 ) -> None:
-    """Train the paper's seq2seq baseline (GRU over photo features -> GRU story decoder) on SIS."""
+    """Train the paper's seq2seq baseline (GRU over photo features, read in reverse -> GRU story decoder) on SIS."""
     from connote.errors import InputError, ItemError
     from connote.runs import run_metadata, write_json
+    from connote.vist import TASK_VERSION
     from connote.vist.data import read_official
-    from connote.vist.seq2seq import load_features, sequence_features, train
+    from connote.vist.seq2seq import ENCODER_ORDERS, load_features, sequence_features, train
 
+    if encoder_order not in ENCODER_ORDERS:
+        raise InputError(f"unknown --encoder-order {encoder_order!r}; valid: {', '.join(ENCODER_ORDERS)}")
     vf = read_official(sis)
     if vf.tier != "sis":
         raise InputError(f"training needs a story-in-sequence file, this is {vf.tier}", path=sis)
@@ -316,14 +377,53 @@ def train_cmd(
     if not examples:
         raise InputError(f"no story has features for all its photos ({len(skipped)} skipped)", path=features)
     model, losses = train(examples, steps=steps, batch_size=batch_size, lr=lr, embed_dim=embed_dim,
-                          hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every)
+                          hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every,
+                          encoder_order=encoder_order)
     model.save(out)
     config = {"sis": str(sis), "features": str(features), "steps": steps, "batch_size": batch_size, "lr": lr,
-              "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count}
+              "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count,
+              "encoder_order": encoder_order, "task_version": TASK_VERSION}
     write_json(out / "train.json", {**run_metadata(config, seed=seed), "n_examples": len(examples),
                                     "n_skipped": len(skipped), "skipped": skipped,
                                     "final_loss": losses[-1], "losses": losses})
     typer.echo(f"trained on {len(examples)} stories ({len(skipped)} skipped); final loss {losses[-1]:.4f}; "
+               f"saved to {out}")
+
+
+@story_app.command("train-captioner")
+def train_captioner_cmd(
+    dii: Annotated[Path, typer.Option("--dii", help="Official description-in-isolation training file.")],
+    features: Annotated[Path, typer.Option("--features", help=".npz: photo id -> image feature vector.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trained captioner.")],
+    steps: Annotated[int, typer.Option(help="Optimisation steps.")] = 1000,
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
+    lr: Annotated[float, typer.Option()] = 1e-3,
+    embed_dim: Annotated[int, typer.Option("--embed-dim")] = 256,
+    hidden_dim: Annotated[int, typer.Option("--hidden-dim")] = 512,
+    min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
+    seed: Annotated[int, typer.Option()] = 0,
+    log_every: Annotated[int, typer.Option("--log-every")] = 100,
+) -> None:
+    """Train the captioner baseline of +Grounded on DII (one photo's features -> its description)."""
+    from connote.errors import InputError
+    from connote.runs import run_metadata, write_json
+    from connote.vist.data import read_official
+    from connote.vist.grounding import train_captioner
+    from connote.vist.seq2seq import load_features
+
+    vf = read_official(dii)
+    if vf.tier != "dii":
+        raise InputError(f"the captioner trains on a description-in-isolation file, this is {vf.tier}", path=dii)
+    model, losses, skipped = train_captioner(vf, load_features(features), steps=steps, batch_size=batch_size, lr=lr,
+                                             embed_dim=embed_dim, hidden_dim=hidden_dim, min_count=min_count,
+                                             seed=seed, log_every=log_every, max_len=30)
+    model.save(out)
+    config = {"task": "captioner", "dii": str(dii), "features": str(features), "steps": steps,
+              "batch_size": batch_size, "lr": lr, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
+              "min_count": min_count}
+    write_json(out / "train.json", {**run_metadata(config, seed=seed), "n_skipped_photos": len(skipped),
+                                    "skipped": skipped, "final_loss": losses[-1], "losses": losses})
+    typer.echo(f"captioner trained ({len(skipped)} photos without features skipped); final loss {losses[-1]:.4f}; "
                f"saved to {out}")
 
 

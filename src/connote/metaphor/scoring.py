@@ -67,15 +67,22 @@ def _pick(values: dict[str, float], names: Sequence[str]) -> float | None:
 
 
 def bootstrap_interval(values: Sequence[float], n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values``."""
+                       level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
+    """Bootstrap interval of the mean of ``values`` from ``scipy.stats.bootstrap``, seeded.
+
+    ``method``: ``percentile`` (default) or ``BCa``/``basic``. All values equal gives ``(mean, mean)``.
+    """
     import numpy as np
+    from scipy import stats
 
     x = np.asarray(values, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
+    if x.size == 0:
+        return float("nan"), float("nan")
+    if x.size == 1 or np.ptp(x) == 0:  # scipy needs two distinct values; every resample has this mean
+        return float(x.mean()), float(x.mean())
+    res = stats.bootstrap((x,), lambda s, axis: np.mean(s, axis=axis), n_resamples=n_boot, confidence_level=level,
+                          method=method, vectorized=True, rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def score_captions(captions: dict[str, str | None], refs: dict[str, list[str]], *, run: str = "",

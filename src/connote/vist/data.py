@@ -269,6 +269,23 @@ def load_json(path: str | Path) -> tuple[Any, list[Problem]]:
     return parse_json(text, path), problems
 
 
+ANNOTATIONS_SHAPE = ("a list of one-element lists, each holding one annotation object "
+                     "{album_id, photo_flickr_id, story_id, text, worker_arranged_photo_order, ...}")
+
+
+def _json_type(x: Any) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if isinstance(x, Mapping):
+        return "object"
+    if isinstance(x, str):
+        return "string"
+    if isinstance(x, bool):
+        return "boolean"
+    if isinstance(x, (int, float)):
+        return "number"
+    return "null" if x is None else "array"
+
+
 def _str(x: Any) -> str | None:
     if x is None:
         return None
@@ -356,6 +373,10 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
     if "annotations" not in obj:
         raise InputError("no 'annotations' key: not an official VIST file "
                          "(a challenge-format file has 'output_stories')", path=path)
+    for key, shape in (("annotations", ANNOTATIONS_SHAPE), ("images", "a list of image objects"),
+                       ("albums", "a list of album objects")):
+        if obj.get(key) is not None and not isinstance(obj[key], list):
+            raise InputError(f"'{key}' is a JSON {_json_type(obj[key])}; expected {shape}", path=path)
     tier = tier or detect_tier(obj, path)
     p = str(path)
 
@@ -411,9 +432,14 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
         if aid is None or pid is None:
             problems.append(Problem(p, f"annotations[{i}]", "missing album_id or photo_flickr_id"))
             continue
+        raw_text = ann.get("text")
+        if raw_text is not None and not isinstance(raw_text, str):
+            problems.append(Problem(p, f"annotations[{i}]",
+                                    f"'text' is a JSON {_json_type(raw_text)}, expected a string; read as empty"))
+            raw_text = ""
         storylets.append(Storylet(
             story_id=_str(ann.get("story_id")), storylet_id=_str(ann.get("storylet_id")),
-            album_id=aid, photo_id=pid, text=_text(ann.get("text")),
+            album_id=aid, photo_id=pid, text=_text(raw_text),
             original_text=_str(ann.get("original_text")), order=_order_key(ann),
             tier=_str(ann.get("tier")), worker_id=_str(ann.get("worker_id")),
             setting=_str(ann.get("setting")),
@@ -427,9 +453,11 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
         for sl in storylets:
             descriptions[sl.photo_id].append(sl)
     grouped: dict[str, list[Storylet]] = defaultdict(list)
-    for sl in storylets:
+    for i, sl in enumerate(storylets):
         if sl.story_id is not None and tier != "dii":
             grouped[sl.story_id].append(sl)
+        elif tier != "dii":
+            problems.append(Problem(p, f"storylet {i} (photo {sl.photo_id})", "no 'story_id': not part of a story"))
     for sid, sls in grouped.items():
         sls.sort(key=lambda s: (s.order if s.order is not None else 10**9,
                                 int(s.storylet_id) if (s.storylet_id or "").isdigit() else 0))
@@ -597,6 +625,18 @@ def read_gold(path: str | Path) -> Gold:
     else:
         raise InputError("gold must be an official SIS file ('annotations') or a challenge-format "
                          "file ('output_stories')", path=path)
+    if not any(by_seq.values()):
+        if by_seq:  # e.g. the challenge template given as gold by mistake
+            hint = (f"{len(problems)} problem(s), first: {problems[0].item}: {problems[0].message}" if problems
+                    else "is this the challenge template?")
+            found = f"{len(by_seq)} photo sequence(s), every story text empty ({hint})"
+        else:
+            first = f"; first problem: {problems[0].item}: {problems[0].message}" if problems else ""
+            found = f"no story could be read ({len(problems)} problem(s){first})"
+        expected = ("stories in 'output_stories' entries' 'story_text_normalized'"
+                    if isinstance(obj, Mapping) and "output_stories" in obj
+                    else f"story-in-sequence 'annotations': {ANNOTATIONS_SHAPE}")
+        raise InputError(f"no gold stories: {found}; expected {expected}", path=path)
     return Gold(path=str(path), by_sequence=dict(by_seq), sequence_album=seq_album, problems=problems)
 
 

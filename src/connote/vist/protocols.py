@@ -17,10 +17,12 @@ one single-reference score per pair) for ``challenge`` and ``corpus_scorer(hyps,
 
 Missing sequences/albums are listed; with ``allow_missing`` they score 0 and count in the mean,
 otherwise the mean is taken over the items present and ``complete`` is false (the CLI exits 1).
-Items whose generation failed (``SubmissionEntry.error``) are skipped and counted.
+Items whose generation failed (``SubmissionEntry.error``) are counted in ``errors`` and treated as
+missing ones: skipped (``complete`` false) or, with ``allow_missing``, scored 0.
 
-Confidence intervals are percentile bootstrap intervals over items (photo sequences or albums),
-seeded. For the album protocol the corpus-level BLEU/METEOR/CIDEr are not means of per-album
+Confidence intervals are bootstrap intervals over items (photo sequences or albums) from
+``scipy.stats.bootstrap``, seeded: percentile by default, ``ci_method="BCa"`` or ``"basic"`` on request.
+For the album protocol the corpus-level BLEU/METEOR/CIDEr are not means of per-album
 scores; their intervals are those of the per-album mean (``ci_basis = "per-item mean"``).
 """
 
@@ -34,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from connote.errors import InputError
+from connote.vist import TASK_VERSION
 from connote.vist.data import Gold, SeqKey, Submission, seq_id
 
 PairScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
@@ -121,26 +125,56 @@ def _flt(v: Any) -> float:
 # --------------------------------------------------------------------------- bootstrap
 
 
+CI_METHODS = ("percentile", "BCa", "basic")
+
+
+def _mean(sample: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(sample, axis=axis)
+
+
+def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(b - a, axis=axis)
+
+
+def _check_method(method: str) -> str:
+    if method not in CI_METHODS:
+        raise ValueError(f"unknown interval method {method!r}; valid: {', '.join(CI_METHODS)}")
+    return method
+
+
 def bootstrap_ci(values: Sequence[float], *, n_boot: int = 1000, alpha: float = 0.05,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (``nan`` when there are no values)."""
+                 seed: int = 0, method: str = "percentile") -> tuple[float, float]:
+    """Bootstrap interval of the mean from ``scipy.stats.bootstrap`` (``nan`` when there are no values).
+
+    ``method``: ``percentile`` (default; the resampled means' quantiles), ``BCa`` (bias-corrected and
+    accelerated) or ``basic``. Seeded: the same ``seed`` gives the same resamples. One value (or all
+    values equal) gives the degenerate interval ``(mean, mean)``.
+    """
+    from scipy import stats
+
+    _check_method(method)
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
-    means = x[idx].mean(axis=1)
-    return (float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2)))
+    if x.size == 1 or np.ptp(x) == 0:  # scipy needs two distinct values; every resample has this mean
+        return (float(x.mean()), float(x.mean()))
+    res = stats.bootstrap((x,), _mean, n_resamples=n_boot, confidence_level=1 - alpha, method=method,
+                          vectorized=True, rng=np.random.default_rng(seed))
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, n_boot: int = 1000, alpha: float = 0.05,
-                     seed: int = 0) -> dict[str, float]:
-    """Paired bootstrap test of ``mean(b) - mean(a)`` over the same items.
+                     seed: int = 0, method: str = "percentile") -> dict[str, float]:
+    """Paired bootstrap test of ``mean(b) - mean(a)`` over the same items (``scipy.stats.bootstrap``, paired).
 
-    Returns the observed difference, its percentile interval, the share of resamples in which B
-    beats A, and a two-sided p-value for "no difference" computed on the resampled differences
-    shifted to the null: ``(#{|d* - d| >= |d|} + 1) / (n_boot + 1)``.
+    Items are resampled together in both runs. Returns the observed difference, its interval
+    (``method`` as in :func:`bootstrap_ci`), the share of resamples in which B beats A, and a two-sided
+    p-value for "no difference" computed on the resampled differences shifted to the null:
+    ``(#{|d* - d| >= |d|} + 1) / (n_boot + 1)``.
     """
+    from scipy import stats
+
+    _check_method(method)
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError("paired bootstrap needs scores for the same items in both runs")
@@ -149,12 +183,16 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, n_boot: int = 10
                 "p_value": float("nan"), "b_wins": float("nan"), "n": 0}
     d = y - x
     obs = float(d.mean())
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, d.size, size=(n_boot, d.size))
-    boots = d[idx].mean(axis=1)
+    if d.size == 1 or np.ptp(d) == 0:  # every resample has the observed difference
+        boots = np.full(n_boot, obs)
+        lo = hi = obs
+    else:
+        res = stats.bootstrap((x, y), _mean_difference, n_resamples=n_boot, confidence_level=1 - alpha,
+                              method=method, paired=True, vectorized=True, rng=np.random.default_rng(seed))
+        boots = np.asarray(res.bootstrap_distribution, dtype=float)
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     p = (int(np.sum(np.abs(boots - obs) >= abs(obs) - 1e-15)) + 1) / (n_boot + 1)
-    return {"delta": obs, "ci_low": float(np.quantile(boots, alpha / 2)),
-            "ci_high": float(np.quantile(boots, 1 - alpha / 2)), "p_value": float(min(1.0, p)),
+    return {"delta": obs, "ci_low": float(lo), "ci_high": float(hi), "p_value": float(min(1.0, p)),
             "b_wins": float(np.mean(boots > 0)), "n": int(d.size)}
 
 
@@ -185,7 +223,13 @@ class ProtocolResult:
 
     @property
     def complete(self) -> bool:
-        return not self.missing or self.allow_missing
+        """Every target item scored: none missing and none errored (or ``allow_missing``, which scores them 0)."""
+        return not (self.missing or self.errors) or self.allow_missing
+
+    @property
+    def n_covered(self) -> int:
+        """Items whose own story was scored (missing and errored ones scored 0 are not counted)."""
+        return self.n_scored - (len(self.missing) + len(self.errors) if self.allow_missing else 0)
 
     def item_scores(self, metric: str) -> dict[str, float]:
         return {i: s[metric] for i, s in self.per_item.items() if metric in s}
@@ -197,6 +241,7 @@ class ProtocolResult:
             "item_means": self.item_means,
             "missing": self.missing, "n_missing": len(self.missing), "allow_missing": self.allow_missing,
             "complete": self.complete, "n_items": self.n_items, "n_scored": self.n_scored,
+            "n_covered": self.n_covered,
             "n_empty": self.n_empty, "n_errors": len(self.errors), "errors": self.errors,
             "no_gold": self.no_gold, "n_extra": len(self.extra),
             "per_album": self.per_album, "signatures": self.signatures, "settings": self.settings,
@@ -216,17 +261,18 @@ def _album_means(per_item: Mapping[str, Mapping[str, float]],
 
 
 def _cis(per_item: Mapping[str, Mapping[str, float]], metrics: Sequence[str], n_boot: int,
-         seed: int) -> dict[str, tuple[float, float]]:
+         seed: int, method: str = "percentile") -> dict[str, tuple[float, float]]:
     if n_boot <= 0:
         return {}
     items = sorted(per_item)
-    return {m: bootstrap_ci([per_item[i][m] for i in items if m in per_item[i]], n_boot=n_boot, seed=seed)
+    return {m: bootstrap_ci([per_item[i][m] for i in items if m in per_item[i]], n_boot=n_boot, seed=seed,
+                            method=method)
             for m in metrics}
 
 
 def score_challenge(submission: Submission, gold: Gold, *, template: Submission | None = None,
                     allow_missing: bool = False, pair_scorer: PairScorer | None = None,
-                    n_boot: int = 1000, seed: int = 0) -> ProtocolResult:
+                    n_boot: int = 1000, seed: int = 0, ci_method: str = "percentile") -> ProtocolResult:
     """The VIST challenge protocol (see module docstring)."""
     scorer = pair_scorer or default_pair_scorer()
     signature = getattr(scorer, "signature", None)
@@ -246,7 +292,8 @@ def score_challenge(submission: Submission, gold: Gold, *, template: Submission 
                             extra=[seq_id(k) for k in preds if k not in target_set],
                             settings={"metric": "METEOR", "task": "hter", "aggregation": "max over references",
                                       "average": "template" if template is not None else "gold",
-                                      "n_boot": n_boot, "seed": seed})
+                                      "n_boot": n_boot, "seed": seed, "ci_method": ci_method,
+                                      "task_version": TASK_VERSION})
     hyps: list[str] = []
     refs: list[str] = []
     owners: list[str] = []
@@ -266,6 +313,8 @@ def score_challenge(submission: Submission, gold: Gold, *, template: Submission 
             continue
         if e.error:
             result.errors[sid] = e.error
+            if allow_missing:  # a failed sequence is scored as a missing one
+                per_item[sid] = {"METEOR": 0.0}
             continue
         if not e.text.strip():
             result.n_empty += 1
@@ -291,7 +340,7 @@ def score_challenge(submission: Submission, gold: Gold, *, template: Submission 
     result.scores = {"METEOR": float(np.mean(vals)) if vals else 0.0}
     result.item_means = dict(result.scores)
     result.per_album = _album_means(result.per_item, album_of)
-    result.ci = _cis(result.per_item, ["METEOR"], n_boot, seed)
+    result.ci = _cis(result.per_item, ["METEOR"], n_boot, seed, ci_method)
     if signature:
         result.signatures = {"METEOR": str(signature() if callable(signature) else signature)}
     return result
@@ -299,7 +348,7 @@ def score_challenge(submission: Submission, gold: Gold, *, template: Submission 
 
 def score_album(submission: Submission, gold: Gold, *, template: Submission | None = None,
                 allow_missing: bool = False, corpus_scorer: CorpusScorer | None = None,
-                n_boot: int = 1000, seed: int = 0) -> ProtocolResult:
+                n_boot: int = 1000, seed: int = 0, ci_method: str = "percentile") -> ProtocolResult:
     """The album protocol of the AREL code base (see module docstring)."""
     scorer = corpus_scorer or default_corpus_scorer()
     gold_albums = gold.by_album()
@@ -316,7 +365,7 @@ def score_album(submission: Submission, gold: Gold, *, template: Submission | No
                             extra=[a for a in preds if a not in album_set],
                             settings={"metrics": list(ALBUM_METRICS), "prediction": "first story of the album",
                                       "references": "all stories of the album", "n_boot": n_boot,
-                                      "seed": seed})
+                                      "seed": seed, "ci_method": ci_method, "task_version": TASK_VERSION})
     hyps: dict[str, str] = {}
     refs: dict[str, list[str]] = {}
     for a in albums:
@@ -332,11 +381,13 @@ def score_album(submission: Submission, gold: Gold, *, template: Submission | No
             text = ""
         elif e.error:
             result.errors[a] = e.error
-            continue
+            if not allow_missing:
+                continue
+            text = ""  # a failed album is scored as a missing one
         else:
             text = e.text
         if not text.strip():
-            result.n_empty += 1 if e is not None else 0
+            result.n_empty += 1 if e is not None and not e.error else 0
         hyps[a] = text
         refs[a] = list(references)
     per_item: dict[str, dict[str, float]] = {}
@@ -353,7 +404,7 @@ def score_album(submission: Submission, gold: Gold, *, template: Submission | No
     result.per_album = result.per_item
     result.item_means = {m: float(np.mean([d[m] for d in result.per_item.values() if m in d]))
                          for m in result.scores if any(m in d for d in result.per_item.values())}
-    result.ci = _cis(result.per_item, list(result.scores), n_boot, seed)
+    result.ci = _cis(result.per_item, list(result.scores), n_boot, seed, ci_method)
     return result
 
 
@@ -368,7 +419,8 @@ def score(protocol: str, submission: Submission, gold: Gold, **kwargs: Any) -> P
     raise ValueError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
 
 
-def compare(a: ProtocolResult, b: ProtocolResult, *, n_boot: int = 1000, seed: int = 0) -> dict[str, dict[str, float]]:
+def compare(a: ProtocolResult, b: ProtocolResult, *, n_boot: int = 1000, seed: int = 0,
+            ci_method: str = "percentile") -> dict[str, dict[str, float]]:
     """Paired bootstrap test per metric over the items both runs scored."""
     if a.protocol != b.protocol:
         raise ValueError("compare results of the same protocol")
@@ -377,5 +429,20 @@ def compare(a: ProtocolResult, b: ProtocolResult, *, n_boot: int = 1000, seed: i
     for m in a.scores:
         items = [i for i in common if m in a.per_item[i] and m in b.per_item[i]]
         out[m] = paired_bootstrap([a.per_item[i][m] for i in items], [b.per_item[i][m] for i in items],
-                                  n_boot=n_boot, seed=seed)
+                                  n_boot=n_boot, seed=seed, method=ci_method)
     return out
+
+
+def duplicate_sequences(submission: Submission) -> dict[str, int]:
+    """Photo sequences with more than one story in ``submission``: ``{sequence id: number of stories}``."""
+    return {seq_id(k): len(v) for k, v in submission.by_sequence().items() if len(v) > 1}
+
+
+def require_unique_sequences(submission: Submission) -> None:
+    """Refuse a submission with several stories for one photo sequence (which one would be scored?)."""
+    dups = duplicate_sequences(submission)
+    if dups:
+        shown = ", ".join(f"{k} ({n} stories)" for k, n in list(dups.items())[:5])
+        raise InputError(f"{len(dups)} photo sequence(s) have more than one story: {shown}"
+                         f"{' ...' if len(dups) > 5 else ''}; a submission holds one story per sequence "
+                         f"(see 'connote vist validate')", path=submission.path)

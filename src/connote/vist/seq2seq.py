@@ -1,8 +1,10 @@
 """The paper's baseline: a sequence-to-sequence story model over a photo sequence.
 
-Architecture: the image feature vectors of the (five) photos are projected and read by a GRU encoder;
-its last hidden state initialises a GRU decoder that writes the whole story word by word (the story's
-storylets joined, as in the paper). Trained with teacher forcing and cross-entropy.
+Architecture: the image feature vectors of the (five) photos are projected and read by a GRU encoder
+-- in reverse order by default, as the paper's baseline does (``encoder_order``: ``reverse`` or
+``forward``, saved in the model's ``config.json``); its last hidden state initialises a GRU decoder that
+writes the whole story word by word (the story's storylets joined, as in the paper). Trained with
+teacher forcing and cross-entropy.
 
 Decoding, each a named option (``DECODERS``):
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -102,8 +105,19 @@ class Vocab:
 # --------------------------------------------------------------------------- model
 
 
+ENCODER_ORDERS = ("reverse", "forward")
+"""The order in which the encoder reads the photos: the paper's baseline reads them in reverse."""
+
+
 @dataclass
 class Seq2SeqConfig:
+    """The model's shape and how it reads the photos (saved as ``config.json``).
+
+    ``encoder_order``: ``reverse`` (the paper's baseline: the GRU runs over the photos' features from the
+    last photo to the first, so the first photo is read last) or ``forward``. A ``config.json`` saved
+    before this field existed is loaded as ``forward``, which is how those models were trained.
+    """
+
     feature_dim: int
     vocab_size: int
     embed_dim: int = 256
@@ -111,6 +125,11 @@ class Seq2SeqConfig:
     num_layers: int = 1
     dropout: float = 0.0
     max_len: int = 100
+    encoder_order: str = "reverse"
+
+    def __post_init__(self) -> None:
+        if self.encoder_order not in ENCODER_ORDERS:
+            raise ValueError(f"unknown encoder_order {self.encoder_order!r}; valid: {', '.join(ENCODER_ORDERS)}")
 
 
 def _build_module(cfg: Seq2SeqConfig) -> Any:
@@ -133,6 +152,9 @@ def _build_module(cfg: Seq2SeqConfig) -> Any:
             self.out = nn.Linear(c.hidden_dim, c.vocab_size)
 
         def encode(self, feats: torch.Tensor) -> torch.Tensor:
+            """Photo features (B, n_photos, d) -> the encoder's last hidden state, read in the configured order."""
+            if self.config.encoder_order == "reverse":
+                feats = torch.flip(feats, dims=[1])
             _, h = self.encoder(torch.tanh(self.project(feats)))
             return h
 
@@ -155,6 +177,7 @@ class StoryModel:
         self.config = config
         self.vocab = vocab
         self.module = module if module is not None else _build_module(config)
+        self.notes: list[str] = []
 
     # ---- persistence
     def save(self, folder: str | Path) -> Path:
@@ -175,9 +198,22 @@ class StoryModel:
         for name in ("model.pt", "config.json", "vocab.json"):
             if not (folder / name).is_file():
                 raise InputError(f"not a seq2seq story model folder: {name} is missing", path=folder)
-        cfg = Seq2SeqConfig(**json.loads((folder / "config.json").read_text()))
+        raw = json.loads((folder / "config.json").read_text())
+        if not isinstance(raw, dict):
+            raise InputError("config.json is not a JSON object", path=folder / "config.json")
+        notes = []
+        if "encoder_order" not in raw:  # saved before the order was recorded: those models read forward
+            raw["encoder_order"] = "forward"
+            notes.append("config.json has no encoder_order (saved by an older connote): loaded as forward, "
+                         "the order it was trained with")
+            warnings.warn(f"{folder}: {notes[-1]}", stacklevel=2)
+        try:
+            cfg = Seq2SeqConfig(**raw)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"bad model config: {exc}", path=folder / "config.json") from None
         vocab = Vocab(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))
         model = cls(cfg, vocab)
+        model.notes = notes
         model.module.load_state_dict(torch.load(folder / "model.pt", map_location=device, weights_only=True))
         model.module.eval()
         return model
@@ -248,9 +284,18 @@ def sequence_logprob(model: StoryModel, feats: np.ndarray, text: str) -> float:
 def decode(model: StoryModel, feats: np.ndarray, *, beam_size: int = 1, no_dups: bool = False,
            grounded: set[str] | None = None, max_len: int = 100, length_penalty: float = 0.0) -> str:
     """Beam search (``beam_size`` 1 is greedy) with optional -Dups and +Grounded constraints."""
+    return decode_nbest(model, feats, n_best=1, beam_size=beam_size, no_dups=no_dups, grounded=grounded,
+                        max_len=max_len, length_penalty=length_penalty)[0]
+
+
+def decode_nbest(model: StoryModel, feats: np.ndarray, *, n_best: int = 5, beam_size: int | None = None,
+                 no_dups: bool = False, grounded: set[str] | None = None, max_len: int = 100,
+                 length_penalty: float = 0.0) -> list[str]:
+    """The ``n_best`` highest-scoring texts of a beam search (width ``max(beam_size, n_best)``), best first."""
     import torch
 
     vocab, mod = model.vocab, model.module
+    beam_size = max(int(beam_size or n_best), int(n_best))
     mod.eval()
     allowed = _allowed_mask(vocab, grounded)
     never = [vocab.index[PAD], vocab.index[BOS], vocab.index[UNK]]
@@ -285,8 +330,7 @@ def decode(model: StoryModel, feats: np.ndarray, *, beam_size: int = 1, no_dups:
                     candidates.append((score + float(logp[t]), seq + [t], h2, t == eos))
             candidates.sort(key=lambda c: _rank(c[0], len(c[1]), length_penalty), reverse=True)
             beams = candidates[:beam_size]
-    best = beams[0][1]
-    return vocab.decode(best)
+    return [vocab.decode(seq) for _, seq, _, _ in beams[:n_best]]
 
 
 # --------------------------------------------------------------------------- data and training
@@ -348,8 +392,12 @@ def train(examples: Sequence[tuple[np.ndarray, str]], *, vocab: Vocab | None = N
           batch_size: int = 32, lr: float = 1e-3, embed_dim: int = 256, hidden_dim: int = 512,
           num_layers: int = 1, dropout: float = 0.0, max_len: int = 100, min_count: int = 1, seed: int = 0,
           grad_clip: float = 5.0, log_every: int = 0, model: StoryModel | None = None,
-          ) -> tuple[StoryModel, list[float]]:
-    """Train on ``(features (n_photos, d), story text)`` pairs with teacher forcing; seeded."""
+          encoder_order: str = "reverse") -> tuple[StoryModel, list[float]]:
+    """Train on ``(features (n_photos, d), story text)`` pairs with teacher forcing; seeded.
+
+    ``encoder_order``: ``reverse`` (the paper's baseline, default) or ``forward`` (ignored when ``model``
+    is given: a model keeps the order it was built with).
+    """
     import torch
 
     if not examples:
@@ -359,7 +407,8 @@ def train(examples: Sequence[tuple[np.ndarray, str]], *, vocab: Vocab | None = N
     if model is None:
         vocab = vocab or Vocab.build((t for _, t in examples), min_count=min_count)
         cfg = Seq2SeqConfig(feature_dim=int(examples[0][0].shape[-1]), vocab_size=len(vocab), embed_dim=embed_dim,
-                            hidden_dim=hidden_dim, num_layers=num_layers, dropout=dropout, max_len=max_len)
+                            hidden_dim=hidden_dim, num_layers=num_layers, dropout=dropout, max_len=max_len,
+                            encoder_order=encoder_order)
         model = StoryModel(cfg, vocab)
     vocab = model.vocab
     mod = model.module
