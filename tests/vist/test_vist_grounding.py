@@ -171,3 +171,23 @@ def test_cli_train_captioner(world, tmp_path: Path, capsys) -> None:
     assert main(["story", "train-captioner", "--dii", str(world["sis"]), "--features", str(world["features"]),
                  "--out", str(out)]) == 2
     assert "description-in-isolation file, this is sis" in capsys.readouterr().err
+
+
+def test_the_seq2seq_backend_grounds_as_the_paper(world, tmp_path: Path) -> None:
+    """The spec options reach the same +Grounded stories as the API, and read no test annotation."""
+    from connote.models.protocols import GenerationRequest
+    from connote.models.registry import load_model
+
+    world["story_model"].save(tmp_path / "m")
+    spec = (f"seq2seq:{tmp_path / 'm'}?features={world['features']}&decode=greedy-dups-grounded"
+            f"&grounding_dii={world['dii']}&grounding_sis={world['sis']}&captioner={world['captioner']}&n_best=1")
+    gen = load_model(spec)
+    grounding = PaperGrounding.from_options(dii=world["dii"], sis=world["sis"], captioner=world["captioner"],
+                                            features=world["features"], n_best=1)
+    feats = load_features(world["features"])
+    seq = ("21", "22", "23", "24", "25")
+    expected = world["story_model"].generate(np.stack([feats[p] for p in seq]), method="greedy-dups-grounded",
+                                             grounded=grounding.licensed_words(seq))
+    (story,) = gen.generate([GenerationRequest([], None, 40, seq)])
+    assert story == expected
+    assert gen.describe()["paper_grounding"]["rule"] == "P(w|DII)/P(w|SIS) > 1"
