@@ -214,3 +214,44 @@ def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) 
     assert caps["blue0"] is None and caps["red0"] == "ok"
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert "server said no" in meta["errors"]["blue0"]
+
+
+def test_several_samples_per_video_are_scored_and_averaged(colour_set, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """The public evaluation's protocol: k captions per video at a temperature, scores averaged over samples."""
+    from connote.metaphor.captioning import read_run_samples
+    from connote.metaphor.scoring import score_captions
+    from connote.tasks.metaphor import caption_videos
+
+    class Sampler:
+        frame_spec = ("uniform", 1, 1)
+        seen: list = []
+
+        def describe(self) -> dict:
+            return {"backend": "sampler"}
+
+        def generate(self, reqs: list) -> list[str]:
+            Sampler.seen.extend((r.temperature, r.seed) for r in reqs)
+            good = ["the sea is as blue as ice", "a video of a colour", "the sea is as blue as ice"]
+            return [good[r.seed] for r in reqs]
+
+    ids = ["blue4", "blue5"]
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n" for v in ids))
+    with pytest.raises(Exception, match="temperature above 0"):
+        caption_videos(manifest, Sampler(), tmp_path / "bad", samples=3, progress=False)
+    caption_videos(manifest, Sampler(), tmp_path / "run", samples=3, temperature=0.2, progress=False)
+    assert Sampler.seen == [(0.2, 0), (0.2, 1), (0.2, 2)] * 2
+    samples, temperature = read_run_samples(tmp_path / "run")
+    assert temperature == 0.2 and [s["blue4"] for s in samples] == ["the sea is as blue as ice",
+                                                                      "a video of a colour",
+                                                                      "the sea is as blue as ice"]
+    split = tmp_path / "s.txt"
+    split.write_text("\n".join(ids))
+    assert main(["metaphor", "score", str(tmp_path / "run"), "--refs", str(colour_set.captions), "--split", str(split),
+                 "--bootstrap", "0", "--json"]) == 0
+    (res,) = json.loads(capsys.readouterr().out)
+    refs = {v: [colour_set.caption_for(v)] for v in ids}
+    per_sample = [score_captions(s, refs, n_boot=0).table["ROUGE-L"] for s in samples]
+    assert res["table"]["ROUGE-L"] == pytest.approx(sum(per_sample) / 3)
+    assert res["table"]["template"] == pytest.approx(2 / 3)
+    assert all(sig.endswith("|samples:3|temperature:0.2") for sig in res["signatures"].values())

@@ -57,13 +57,17 @@ def caption_cmd(
     batch_size: Annotated[int, typer.Option(help="Videos per generate call.")] = 4,
     max_new_tokens: Annotated[int, typer.Option(help="Caption length limit in tokens.")] = 48,
     limit: Annotated[int | None, typer.Option(help="Only the first N videos.")] = None,
+    samples: Annotated[int, typer.Option(help="Captions per video (several need --temperature > 0; the public "
+                                               "evaluation draws 3 at 0.2 and averages the scores).")] = 1,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
     from connote.tasks.metaphor import caption_videos
 
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
-                             max_new_tokens=max_new_tokens, limit=limit, progress=not quiet)
+                             max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
+                             temperature=temperature)
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
 

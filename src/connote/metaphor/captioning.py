@@ -24,3 +24,25 @@ def read_run_captions(run: str | Path) -> dict[str, str | None]:
     with RunStore(run) as store:
         rows = store.rows(fp)
     return {vid: (row.get("caption") if not row.get("error") else None) for vid, row in rows.items()}
+
+
+def read_run_samples(run: str | Path) -> tuple[list[dict[str, str | None]], float]:
+    """The run's captions as one ``video_id -> caption`` mapping per sample, and the sampling temperature.
+
+    A greedy run (one caption per video) is one sample at temperature 0.
+    """
+    from connote.runs import RunStore
+
+    run = Path(run)
+    read_run_captions(run)  # the same checks of the folder
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    config = meta.get("config") or {}
+    n, temperature = int(config.get("samples") or 1), float(config.get("temperature") or 0.0)
+    with RunStore(run) as store:
+        rows = store.rows(meta["fingerprint"])
+    samples: list[dict[str, str | None]] = [{} for _ in range(n)]
+    for vid, row in rows.items():
+        texts = row.get("samples") or [row.get("caption")] * n
+        for k in range(n):
+            samples[k][vid] = None if row.get("error") else texts[k]
+    return samples, temperature

@@ -151,5 +151,22 @@ def score_runs(runs: Sequence[str | Path], refs_path: str | Path, *, split: str 
         for r in runs:
             seen |= set(read_run_captions(r))
         refs = {i: refs[i] for i in refs if i in seen}
-    return [score_captions(read_run_captions(r), refs, run=str(r), metrics=metrics, n_boot=n_boot, seed=seed,
-                           **settings) for r in runs]
+    return [_score_run(r, refs, metrics=metrics, n_boot=n_boot, seed=seed, **settings) for r in runs]
+
+
+def _score_run(run: str | Path, refs: dict[str, list[str]], **kw: Any) -> RunScores:
+    """One run's scores; a run with several samples per video is scored per sample and the table is the
+    mean over samples (the public VMC evaluation's protocol); its intervals and per-video rows are sample 1's."""
+    from connote.metaphor.captioning import read_run_samples
+
+    samples, temperature = read_run_samples(run)
+    scored = [score_captions(s, refs, run=str(run), **kw) for s in samples]
+    first = scored[0]
+    if len(scored) > 1:
+        for col in first.table:
+            vals = [s.table[col] for s in scored]
+            first.table[col] = None if any(v is None for v in vals) else sum(vals) / len(vals)  # type: ignore[arg-type]
+        first.template_share = float(first.table.get("template") or 0.0)
+    first.signatures = {k: f"{v}|samples:{len(scored)}|temperature:{temperature:g}"
+                        for k, v in first.signatures.items()}
+    return first

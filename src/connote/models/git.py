@@ -55,7 +55,7 @@ class GitVideoCaptioner:
             pv = pv.unsqueeze(0) if self.frames > 1 else pv[:1]
             with torch.inference_mode():
                 ids = self.model.generate(pixel_values=pv, max_new_tokens=req.max_new_tokens,
-                                          num_beams=self.num_beams, do_sample=False)
+                                          num_beams=self.num_beams, **req.sampling())
             out.append(self.processor.batch_decode(ids, skip_special_tokens=True)[0].strip())
         return out
 

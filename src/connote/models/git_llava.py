@@ -78,6 +78,11 @@ class GitLlavaGenerator:
                 clips = [frames[j * c.frames_per_clip:(j + 1) * c.frames_per_clip] for j in range(c.clips)]
                 pvs.append(self.model.pixel_values(clips))
             prompts = [req.prompt or c.prompt for req in chunk]
+            if any(r.temperature > 0 for r in chunk):  # sampled: one request at a time, each with its seed
+                for req, pv, prompt in zip(chunk, pvs, prompts):
+                    out.extend(self.model.generate(pv[None], [prompt], max_new_tokens=req.max_new_tokens,
+                                                   **req.sampling()))
+                continue
             out.extend(self.model.generate(torch.stack(pvs), prompts,
                                            max_new_tokens=max(r.max_new_tokens for r in chunk)))
         return out

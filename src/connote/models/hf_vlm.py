@@ -173,7 +173,7 @@ class ChatVlm(YesNoVlmMatcher):
                     inputs[k] = v.to(self.dtype)
             with torch.inference_mode():
                 ids = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens or req.max_new_tokens,
-                                          do_sample=False)
+                                          **req.sampling())
             new = ids[0, inputs["input_ids"].shape[1]:]
             out.append(self.processor.decode(new, skip_special_tokens=True).strip())
         return out

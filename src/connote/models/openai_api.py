@@ -128,8 +128,10 @@ class OpenAIChat(OpenAIMatcher):
             text = {"type": "text", "text": self.generation_prompt or req.prompt or ""}
             content = [text, *content] if self.text_first else [*content, text]
             try:
-                resp = self.client.chat([{"role": "user", "content": content}], temperature=self.temperature,
-                                        max_tokens=self.max_tokens or req.max_new_tokens)
+                extra = {"seed": req.seed} if req.temperature > 0 and req.seed is not None else {}
+                resp = self.client.chat([{"role": "user", "content": content}],
+                                        temperature=req.temperature if req.temperature > 0 else self.temperature,
+                                        max_tokens=self.max_tokens or req.max_new_tokens, **extra)
                 return ((resp["choices"][0].get("message") or {}).get("content") or "").strip()
             except (ApiError, KeyError, IndexError, TypeError, AttributeError) as exc:
                 return ApiError(f"API error: {exc}")

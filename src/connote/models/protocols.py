@@ -50,6 +50,18 @@ class GenerationRequest:
     max_new_tokens: int = 128
     image_ids: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
+    #: 0 = greedy; above 0, sample at this temperature with ``seed`` (for repeatable samples)
+    temperature: float = 0.0
+    seed: int | None = None
+
+    def sampling(self) -> dict[str, Any]:
+        """``generate()`` keyword arguments of Hugging Face models for this request (seeding torch first)."""
+        if self.temperature <= 0:
+            return {"do_sample": False}
+        import torch
+
+        torch.manual_seed(0 if self.seed is None else int(self.seed))
+        return {"do_sample": True, "temperature": float(self.temperature)}
 
 
 @runtime_checkable
