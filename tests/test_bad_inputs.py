@@ -85,6 +85,41 @@ CASES = [
          "s.json: JSON nested too deeply", id="vist-deep-json"),
     case(lambda t: ["vist", "info", str((t / "sis.json").mkdir() or t / "sis.json")],
          "sis.json: is a directory, expected a file", id="vist-directory"),
+    # ---- model specs (connote.models.registry): refused before anything loads
+    case(lambda t: probe(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a man,SG\n")[:-1]
+         + ["--model", "objects?threshhold=0.1", "-q"],
+         "unknown option 'threshhold' for model backend objects; valid options:", id="spec-unknown-option"),
+    case(lambda t: probe(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a man,SG\n")[:-1]
+         + ["--model", "objects?top_k=abc", "-q"],
+         "model option top_k='abc' of objects: expected an integer", id="spec-bad-value"),
+    case(lambda t: probe(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a man,SG\n")[:-1]
+         + ["--model", "hf-blip-itm:./models/blipp", "-q"],
+         "'./models/blipp' for hf-blip-itm: no such local folder", id="spec-missing-local-folder"),
+    case(lambda t: probe(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a man,SG\n")[:-1]
+         + ["--model", "nope", "-q"],
+         "unknown model 'nope'; valid models:", id="spec-unknown-backend"),
+    # ---- run folders (connote.runs)
+    case(lambda t: ["probe", "--data", str(write(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a,SG\n")),
+                    "--out", str(write(t, "taken.txt", "mine")), "-q"],
+         "taken.txt: the run folder is an existing file", id="out-is-a-file"),
+    case(lambda t: ["probe", "--data", str(write(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a,SG\n")),
+                    "--out", str(write(t, "run/store.sqlite", b"garbage" * 200).parent), "-q"],
+         "store.sqlite: the run store is damaged or not a SQLite file", id="store-damaged"),
+    case(lambda t: ["report", str((t / "notarun").mkdir() or t / "notarun")],
+         "no results.json", id="report-not-a-run"),
+    # ---- explain
+    case(lambda t: ["explain", "--data", str(write(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a,SG\n")),
+                    "--model", "objects", "--out", str(t / "run"), "--sample", "-1"],
+         "--sample", id="explain-negative-sample"),
+    case(lambda t: ["explain", "--data", str(write(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a,SG\n")),
+                    "--model", "objects", "--out", str(t / "run"), "--budget", "0"],
+         "--budget", id="explain-zero-budget"),
+    # ---- VIST scoring
+    case(lambda t: ["vist", "score", str(write(t, "sub.json", json.dumps({"output_stories": [
+        {"album_id": "1", "photo_sequence": ["a", "b"], "story_text_normalized": "we went ."}]}))),
+                    "--gold", str(write(t, "gold.json", json.dumps({"output_stories": [
+                        {"album_id": "1", "photo_sequence": ["a", "b"], "story_text_normalized": ""}]})))],
+         "no gold stories", id="vist-gold-without-stories"),
     # ---- training config (connote.train.config)
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "train:\n  lr: 0.1\n  lrr: 2\n"))],
          "c.yaml, line 3: unknown config field(s) train.lrr", id="train-config-unknown-field"),

@@ -26,7 +26,7 @@ class ObjectsMatcher:
     backend = "objects"
 
     def __init__(self, *, top_k: int | str = 5, threshold: float | str = 0.3, scale: float | str = 10.0,
-                 device: str = "cpu", **_: Any) -> None:
+                 device: str = "cpu") -> None:
         self.encoder = EmbeddedEncoder(top_k=int(top_k), device=device)
         self.threshold = float(threshold)
         self.scale = float(scale)
