@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "connote.cli.explain",
     "connote.cli.vist",
     "connote.cli.metaphor",
+    "connote.cli.collect",
 )
 
 
