@@ -79,6 +79,22 @@ class Screening:
         return [f"{name}: {'; '.join(why)}" for name, why in sorted(self.excluded.items())]
 
 
+def _norm(value: str) -> str:
+    return " ".join(str(value).lower().replace(".", " ").replace("!", " ").split())
+
+
+def passes(answer: Answer, schema: str, want: str) -> tuple[bool, str]:
+    """Whether ``answer`` gives ``want`` for ``schema``, and what it gave: a radio's one chosen label, or
+    a text scheme's one non-empty value (case, spacing and final full stop ignored)."""
+    given = [(label, value) for label, value in (answer.get(schema) or {}).items()
+             if str(value).strip() and str(value).lower() not in ("false", "off")]
+    if len(given) != 1:
+        return False, "; ".join(f"{label}={value}" for label, value in given) or "nothing"
+    label, value = given[0]
+    shown = label if str(value).lower() in ("true", "on", label.lower()) else value
+    return _norm(want) in (_norm(label) if str(value).lower() in ("true", "on") else "", _norm(value)), shown
+
+
 def screen(annotators: Mapping[str, Annotator], expected: Mapping[str, Mapping[str, str]]) -> Screening:
     """Fail an annotator on any attention check answered other than its known answer."""
     result = Screening()
@@ -90,8 +106,8 @@ def screen(annotators: Mapping[str, Annotator], expected: Mapping[str, Mapping[s
                 continue
             answered += 1
             for schema, label in want.items():
-                given = choice(got, schema)
-                if given != label:
+                ok, given = passes(got, schema, label)
+                if not ok:
                     result.excluded.setdefault(name, []).append(
                         f"attention check {iid} answered {given!r} for {schema!r}, expected {label!r}")
         result.checks_answered[name] = answered
