@@ -81,8 +81,8 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, captions: st
                   schemes=[radio(SCHEMA, "Does the caption apply to both images, only one of them, or neither?",
                                  LABELS)],
                   display_fields=[{"key": "images", "type": "gallery", "label": "The two images",
-                                   "display_options": {"layout": "horizontal", "thumbnail_size": 380,
-                                                       "max_height": 420, "show_captions": True}},
+                                   "display_options": {"layout": "horizontal", "thumbnail_size": 300, "max_height": 480,
+                                                       "show_captions": True, "resizable": False}},
                                   {"key": "text", "type": "text", "label": "Caption"}],
                   per_item=per_item, options={"captions": captions, "source": str(source.resolve())})
     media = MediaFolder(study)

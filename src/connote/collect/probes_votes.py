@@ -75,7 +75,7 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, captions: st
     study = Study(name=NAME, title="Does the caption match the photo?", instructions=INSTRUCTIONS,
                   schemes=[radio(SCHEMA, "Does the caption match the photo?", LABELS)],
                   display_fields=[{"key": "image", "type": "image", "label": "Photo",
-                                   "display_options": {"max_height": 420}},
+                                   "display_options": {"max_height": 380, "resizable": False}},
                                   {"key": "text", "type": "text", "label": "Caption"}],
                   per_item=per_item, options={"captions": captions, "source": str(source.resolve())})
     media = MediaFolder(study)

@@ -47,7 +47,7 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, completion: 
     study = Study(name=NAME, title="Describe the photo in one sentence", instructions=INSTRUCTIONS,
                   schemes=[textbox(SCHEMA, "Your one-sentence description of the photo", min_chars=MIN_CHARS)],
                   display_fields=[{"key": "image", "type": "image", "label": "Photo",
-                                   "display_options": {"max_height": 420}}],
+                                   "display_options": {"max_height": 400, "resizable": False}}],
                   per_item=per_item, options={"source": str(source.resolve()), "album_id": safe_name(source.name)})
     media = MediaFolder(study)
     for path in sorted(source.iterdir()):

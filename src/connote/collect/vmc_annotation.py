@@ -75,7 +75,7 @@ def make(videos: str | Path, out: str | Path, *, per_item: int = 3, completion: 
     videos = Path(videos)
     study = Study(name=NAME, title="Visual metaphors in videos", instructions=INSTRUCTIONS, schemes=schemes(),
                   display_fields=[{"key": "video", "type": "video", "label": "Video",
-                                   "display_options": {"controls": True, "max_height": 360}},
+                                   "display_options": {"max_height": 360, "resizable": False}},
                                   {"key": "text", "type": "text", "label": "Task"}],
                   per_item=per_item, options={"videos": str(videos.resolve())})
     media = MediaFolder(study)

@@ -84,7 +84,7 @@ def make(runs: list[str | Path], videos: str | Path, out: str | Path, *, per_ite
     study = Study(name=NAME, title="Rate metaphor captions of videos", instructions=INSTRUCTIONS,
                   schemes=[radio(c, d, YES_NO, keys=False) for c, d in CRITERIA.items()],
                   display_fields=[{"key": "video", "type": "video", "label": "Video",
-                                   "display_options": {"controls": True, "max_height": 360}},
+                                   "display_options": {"max_height": 360, "resizable": False}},
                                   {"key": "text", "type": "text", "label": "Caption"}],
                   per_item=per_item, options={"videos": str(videos.resolve()), "runs": {}})
     media = MediaFolder(study)

@@ -1,0 +1,176 @@
+"""Fixtures for the collect tests: a real Potato server per study on loopback, headless Chromium, and an
+HTTP annotator that posts answers the way the annotation page does.
+
+Browser tests need Potato, Chromium and chromedriver; without them they skip, except under ``CI=true``
+where a missing piece is a failure (CI installs them, so a skip there would hide a broken setup).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHOTS = Path("/work/wt/collect-shots")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+def missing_tools() -> list[str]:
+    missing = []
+    for module in ("potato", "selenium", "requests"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(f"python package {module}")
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not Path(path).exists():
+            missing.append(path)
+    return missing
+
+
+def need_browser_tools() -> None:
+    """Skip (or fail under CI=true) when Potato, Selenium or Chromium is absent."""
+    missing = missing_tools()
+    if missing:
+        message = "needs " + ", ".join(missing)
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (CI=true: browser tests must run)")
+        pytest.skip(message)
+
+
+def free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running Potato server on a study folder."""
+
+    def __init__(self, folder: Path) -> None:
+        from connote.collect import serving
+
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = folder.parent / f"{folder.name}.server.log"
+        t0 = time.monotonic()
+        self.proc = serving.start(folder, self.port, log=self.log)
+        try:
+            serving.wait_ready(self.port, self.proc, timeout=120)
+        except Exception:
+            serving.stop(self.proc)
+            raise AssertionError(f"Potato did not start: {self.log.read_text()[-3000:]}") from None
+        self.start_seconds = time.monotonic() - t0
+
+    def stop(self) -> None:
+        from connote.collect import serving
+
+        serving.stop(self.proc)
+
+
+@contextlib.contextmanager
+def running(folder: Path) -> Iterator[Server]:
+    server = Server(folder)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class Annotator:
+    """An annotator over HTTP: logs in like the login form, saves like the page, moves on like Next."""
+
+    def __init__(self, server: Server, name: str) -> None:
+        import requests
+
+        self.server, self.name = server, name
+        self.http = requests.Session()
+        self.http.trust_env = False  # loopback only, never a proxy
+        r = self.http.post(f"{server.url}/auth", data={"action": "login", "email": name}, timeout=30)
+        assert r.status_code == 200, r.text[:300]
+
+    def current(self) -> dict[str, Any] | None:
+        r = self.http.get(f"{self.server.url}/api/current_instance", timeout=30)
+        if r.status_code != 200:
+            return None
+        data = r.json()
+        return data if data.get("instance_id") else None
+
+    def answer(self, instance_id: str, annotations: dict[str, str]) -> None:
+        r = self.http.post(f"{self.server.url}/updateinstance",
+                           json={"instance_id": instance_id, "annotations": annotations}, timeout=30)
+        assert r.status_code == 200 and r.json().get("status") != "error", r.text[:300]
+
+    def next(self, instance_id: str) -> None:
+        r = self.http.post(f"{self.server.url}/annotate", json={"action": "next_instance",
+                                                                 "instance_id": instance_id}, timeout=30)
+        assert r.status_code == 200, r.text[:300]
+
+    def work(self, answers_for, limit: int = 200) -> list[str]:
+        """Answer every item Potato hands out (``answers_for(instance) -> annotations``); returns item ids."""
+        done = []
+        for _ in range(limit):
+            inst = self.current()
+            if inst is None or inst["instance_id"] in done:
+                break
+            iid = inst["instance_id"]
+            self.answer(iid, answers_for(inst))
+            done.append(iid)
+            self.next(iid)
+        return done
+
+
+def chrome(tmp: Path):
+    """Headless Chromium driven by the system chromedriver, with a fresh profile."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="chrome-profile-", dir=tmp)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1400"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def shoot(driver, tmp: Path, name: str) -> Path:
+    """Save a full-page screenshot in the test's tmp dir and copy it for the lead to look at."""
+    height = driver.execute_script("return Math.max(document.body.scrollHeight, 900)")
+    driver.set_window_size(1280, min(int(height) + 100, 4000))
+    path = tmp / f"{name}.png"
+    driver.save_screenshot(str(path))
+    with contextlib.suppress(OSError):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SHOTS / path.name)
+    return path
+
+
+def browser_login(driver, server: Server, name: str) -> None:
+    """Log in through the real login form."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(server.url + "/")
+    field = WebDriverWait(driver, 30).until(ec.presence_of_element_located(
+        (By.ID, "login-email")))
+    field.send_keys(name)
+    field.submit()
+    WebDriverWait(driver, 30).until(lambda d: "/annotate" in d.current_url or d.find_elements(By.ID, "next-btn"))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
