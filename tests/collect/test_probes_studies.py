@@ -8,14 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Annotator, browser_login, chrome, need_browser_tools, running, shoot
+from conftest import Annotator, browser_login, chrome, click, shoot
 
 from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.collect.status import study_status
 from connote.data.probes import read_probe_manifest
-from connote.data.sample import write_sample_probes
 
 pytestmark = pytest.mark.browser
 
@@ -34,21 +33,8 @@ def vote_for(name: str, item_id: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def votes_study(tmp_path_factory):
-    need_browser_tools()
-    tmp = tmp_path_factory.mktemp("votes")
-    manifest = write_sample_probes(tmp / "sample")
-    # keep 6 pairs (3 photos) so three annotators finish quickly; one row points to a missing photo
-    rows = list(csv.DictReader(manifest.open()))[:6]
-    rows.append({**rows[0], "item_id": "ghost-sg", "image": "images/ghost.jpg"})
-    small = tmp / "sample" / "small.csv"
-    with small.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    assert main(["collect", "make", "probes-votes", "--from", str(small), "--out", str(tmp / "study")]) == 0
-    with running(tmp / "study") as server:
-        yield tmp, server
+def votes_study(studies, tmp_path_factory):
+    return tmp_path_factory.mktemp("votes"), studies["servers"]["probes-votes"]
 
 
 def _answers(name, manifest):
@@ -64,7 +50,7 @@ def test_votes_three_annotators_page_and_http(votes_study):
     from selenium.webdriver.support.ui import WebDriverWait
 
     tmp, server = votes_study
-    folder = tmp / "study"
+    folder = server.folder
     manifest = read_manifest(folder)
     assert "ghost-sg" not in manifest["items"] and any("ghost" in r for r in manifest["left_out"])
     t0 = time.monotonic()
@@ -82,7 +68,7 @@ def test_votes_three_annotators_page_and_http(votes_study):
             radio = driver.find_element(By.CSS_SELECTOR, f"input[type=radio][value='{want}']")
             driver.find_element(By.CSS_SELECTOR, f"label[for='{radio.get_attribute('id')}']").click()
             seen.append(iid)
-            driver.find_element(By.ID, "next-btn").click()
+            click(driver, driver.find_element(By.ID, "next-btn"))
             WebDriverWait(driver, 20).until(
                 lambda d: d.execute_script("return document.readyState") == "complete" and (
                     "done" in d.current_url or not d.find_elements(By.ID, "instance_id")
@@ -128,31 +114,19 @@ def test_votes_kappa_equals_agreement_command(votes_study, capsys):
     out = tmp / "out" / "probes-with-votes.csv"
     if not out.exists():
         pytest.skip("runs after the annotation test")
-    report = import_study(tmp / "study", out)
+    report = import_study(server.folder, out)
     capsys.readouterr()
     assert main(["agreement", str(out.with_name("probes-with-votes.labels.csv")), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == report.agreement
     from connote.metaphor.agreement import fleiss_kappa
 
-    rows = [[vote_for(n, iid) for n in ANNOTATORS] for iid in read_manifest(tmp / "study")["items"]]
+    rows = [[vote_for(n, iid) for n in ANNOTATORS] for iid in read_manifest(server.folder)["items"]]
     assert report.agreement[0]["fleiss"] == pytest.approx(fleiss_kappa(rows), abs=1e-6)
 
 
 @pytest.fixture(scope="module")
-def validation_study(tmp_path_factory):
-    need_browser_tools()
-    tmp = tmp_path_factory.mktemp("validation")
-    manifest = write_sample_probes(tmp / "sample")
-    rows = [r for r in csv.DictReader(manifest.open()) if r["item_id"].split("-")[0] in ("grace_hopper", "coffee")]
-    small = tmp / "sample" / "pair.csv"
-    with small.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    assert main(["collect", "make", "probes-validation", "--from", str(small), "--out", str(tmp / "study"),
-                 "--completion-code", "VALID-42"]) == 0
-    with running(tmp / "study") as server:
-        yield tmp, server
+def validation_study(studies, tmp_path_factory):
+    return tmp_path_factory.mktemp("validation"), studies["servers"]["probes-validation"]
 
 
 def test_validation_repair_rule(validation_study):
@@ -160,7 +134,7 @@ def test_validation_repair_rule(validation_study):
     from selenium.webdriver.support.ui import WebDriverWait
 
     tmp, server = validation_study
-    folder = tmp / "study"
+    folder = server.folder
     manifest = read_manifest(folder)
     items = manifest["items"]
     assert len(items) == 4  # grace_hopper (SG image) x coffee (PG image), paired by the verb "serves"
@@ -206,8 +180,8 @@ def test_validation_repair_rule(validation_study):
 
 
 def test_media_paths_stay_inside(validation_study):
-    tmp, _server = validation_study
-    folder = (tmp / "study").resolve()
+    _tmp, server = validation_study
+    folder = server.folder.resolve()
     for path in folder.rglob("*"):
         assert path.resolve().is_relative_to(folder)
     config = (folder / "config.yaml").read_text()
