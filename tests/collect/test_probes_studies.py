@@ -70,9 +70,9 @@ def test_votes_three_annotators_page_and_http(votes_study):
             seen.append(iid)
             click(driver, driver.find_element(By.ID, "next-btn"))
             WebDriverWait(driver, 20).until(
-                lambda d: d.execute_script("return document.readyState") == "complete" and (
+                lambda d, was=iid: d.execute_script("return document.readyState") == "complete" and (
                     "done" in d.current_url or not d.find_elements(By.ID, "instance_id")
-                    or d.find_element(By.ID, "instance_id").get_attribute("value") != iid))
+                    or d.find_element(By.ID, "instance_id").get_attribute("value") != was))
             if not driver.find_elements(By.CSS_SELECTOR, "input[type=radio]"):
                 break
         shoot(driver, tmp, "probes-votes-done")

@@ -46,40 +46,39 @@ def test_storytelling_through_the_page(album):
     server = studies["servers"]["vist-storytelling"]
     folder = server.folder
     manifest = read_manifest(folder)
-    if True:
-        t0 = time.monotonic()
-        driver = chrome(tmp)
-        try:
-            browser_login(driver, server, "alice")
-            WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".connote-story-photo")) == 9)
-            shoot(driver, tmp, "vist-storytelling-empty")
-            first = driver.find_element(By.ID, "instance_id").get_attribute("value")
-            # pick the photos in a different order, then fix the order with the arrows
-            for pid in ["astronaut", "rocket", "camera", "coffee", "chelsea"]:
-                click(driver, driver.find_element(By.CSS_SELECTOR, f".connote-story-photo[data-photo='{pid}']"))
-            cards = driver.find_elements(By.CSS_SELECTOR, ".connote-story-card")
-            click(driver, cards[1].find_element(By.CSS_SELECTOR, "button[title='Move left']"))
-            areas = driver.find_elements(By.CSS_SELECTOR, ".connote-story-card textarea")
-            for area, sentence in zip(areas, ALICE[:4]):
-                area.send_keys(sentence)
-            # four sentences: the page must refuse to go on
-            click(driver, driver.find_element(By.ID, "next-btn"))
-            time.sleep(1.0)
-            assert driver.find_element(By.ID, "instance_id").get_attribute("value") == first
-            assert "write a sentence on 1 card" in driver.find_element(By.CSS_SELECTOR, ".connote-story-status").text
-            areas[4].send_keys(ALICE[4])
-            assert "Story complete" in driver.find_element(By.CSS_SELECTOR, ".connote-story-status").text
-            shoot(driver, tmp, "vist-storytelling")
-            click(driver, driver.find_element(By.ID, "next-btn"))
-            WebDriverWait(driver, 30).until(lambda d: manifest["completion_code"] in d.page_source)
-        finally:
-            driver.quit()
-        page_seconds = time.monotonic() - t0
-        for name in ("bob", "carol"):
-            ann = Annotator(server, name)
-            assert ann.work(lambda inst, n=name: story_answers(*story_of(n))) == ["album-sample-album"]
-        print(f"\nvist-storytelling: server start {server.start_seconds:.1f} s, alice through the page "
-              f"{page_seconds:.1f} s")
+    t0 = time.monotonic()
+    driver = chrome(tmp)
+    try:
+        browser_login(driver, server, "alice")
+        WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".connote-story-photo")) == 9)
+        shoot(driver, tmp, "vist-storytelling-empty")
+        first = driver.find_element(By.ID, "instance_id").get_attribute("value")
+        # pick the photos in a different order, then fix the order with the arrows
+        for pid in ["astronaut", "rocket", "camera", "coffee", "chelsea"]:
+            click(driver, driver.find_element(By.CSS_SELECTOR, f".connote-story-photo[data-photo='{pid}']"))
+        cards = driver.find_elements(By.CSS_SELECTOR, ".connote-story-card")
+        click(driver, cards[1].find_element(By.CSS_SELECTOR, "button[title='Move left']"))
+        areas = driver.find_elements(By.CSS_SELECTOR, ".connote-story-card textarea")
+        for area, sentence in zip(areas, ALICE[:4]):
+            area.send_keys(sentence)
+        # four sentences: the page must refuse to go on
+        click(driver, driver.find_element(By.ID, "next-btn"))
+        time.sleep(1.0)
+        assert driver.find_element(By.ID, "instance_id").get_attribute("value") == first
+        assert "write a sentence on 1 card" in driver.find_element(By.CSS_SELECTOR, ".connote-story-status").text
+        areas[4].send_keys(ALICE[4])
+        assert "Story complete" in driver.find_element(By.CSS_SELECTOR, ".connote-story-status").text
+        shoot(driver, tmp, "vist-storytelling")
+        click(driver, driver.find_element(By.ID, "next-btn"))
+        WebDriverWait(driver, 30).until(lambda d: manifest["completion_code"] in d.page_source)
+    finally:
+        driver.quit()
+    page_seconds = time.monotonic() - t0
+    for name in ("bob", "carol"):
+        ann = Annotator(server, name)
+        assert ann.work(lambda inst, n=name: story_answers(*story_of(n))) == ["album-sample-album"]
+    print(f"\nvist-storytelling: server start {server.start_seconds:.1f} s, alice through the page "
+          f"{page_seconds:.1f} s")
     out = tmp / "stories.json"
     report = import_study(folder, out)
     vist = read_official(out)
@@ -106,20 +105,19 @@ def test_retelling_and_skip(album):
     folder = server.folder
     manifest = read_manifest(folder)
     board = manifest["sources"][manifest["items"][0]]["photos"]
-    if True:
-        driver = chrome(tmp)
-        try:
-            browser_login(driver, server, "alice")
-            WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".connote-story-card img")) == 5)
-            for area, sentence in zip(driver.find_elements(By.CSS_SELECTOR, ".connote-story-card textarea"), ALICE):
-                area.send_keys(sentence)
-            shoot(driver, tmp, "vist-retelling")
-        finally:
-            driver.quit()
-        # alice comes back in a new session (same id) and carries on over HTTP from where she is
-        Annotator(server, "alice").work(lambda inst: story_answers(board, ALICE))
-        Annotator(server, "bob").work(lambda inst: story_answers(board, story_of("bob")[1]))
-        Annotator(server, "carol").work(lambda inst: {"story:::order": "skip"})
+    driver = chrome(tmp)
+    try:
+        browser_login(driver, server, "alice")
+        WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".connote-story-card img")) == 5)
+        for area, sentence in zip(driver.find_elements(By.CSS_SELECTOR, ".connote-story-card textarea"), ALICE):
+            area.send_keys(sentence)
+        shoot(driver, tmp, "vist-retelling")
+    finally:
+        driver.quit()
+    # alice comes back in a new session (same id) and carries on over HTTP from where she is
+    Annotator(server, "alice").work(lambda inst: story_answers(board, ALICE))
+    Annotator(server, "bob").work(lambda inst: story_answers(board, story_of("bob")[1]))
+    Annotator(server, "carol").work(lambda inst: {"story:::order": "skip"})
     report = import_study(folder, tmp / "retold.json")
     vist = read_official(tmp / "retold.json")
     assert sorted(s.storylets[0].worker_id for s in vist.stories) == ["alice", "bob"]
@@ -143,21 +141,23 @@ def test_descriptions_refuse_short_text(album):
             return {"description:::text_box": want or f"{name} sees the {iid} photo with many details in it."}
         return answers
 
-    if True:
-        driver = chrome(tmp)
-        try:
-            browser_login(driver, server, "alice")
-            box = WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "textarea.annotation-input"))
-            first = driver.find_element(By.ID, "instance_id").get_attribute("value")
-            box.send_keys("A cat.")
-            click(driver, driver.find_element(By.ID, "next-btn"))
-            time.sleep(1.0)
-            assert driver.find_element(By.ID, "instance_id").get_attribute("value") == first
-            shoot(driver, tmp, "vist-descriptions")
-        finally:
-            driver.quit()
-        for name in ("alice", "bob"):
-            Annotator(server, name).work(describe(name))
+    driver = chrome(tmp)
+    try:
+        browser_login(driver, server, "alice")
+        box = WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "textarea.annotation-input"))
+        first = driver.find_element(By.ID, "instance_id").get_attribute("value")
+        box.send_keys("A cat.")
+        click(driver, driver.find_element(By.ID, "next-btn"))
+        alert = WebDriverWait(driver, 10).until(lambda d: d.find_element(By.CSS_SELECTOR, ".connote-too-short"))
+        assert "too short" in alert.text
+        time.sleep(1.0)
+        assert driver.find_element(By.ID, "instance_id").get_attribute("value") == first
+        assert driver.find_element(By.CSS_SELECTOR, "textarea.annotation-input").is_displayed()
+        shoot(driver, tmp, "vist-descriptions")
+    finally:
+        driver.quit()
+    for name in ("alice", "bob"):
+        Annotator(server, name).work(describe(name))
     out = tmp / "dii.json"
     report = import_study(folder, out)
     vist = read_official(out)

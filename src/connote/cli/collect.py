@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -19,10 +19,10 @@ collect_app = typer.Typer(help="Collect the papers' human data with Potato: make
 def make_cmd(
     study: Annotated[str, typer.Argument(help="probes-validation | probes-votes | vist-storytelling | "
                                          "vist-retelling | vist-descriptions | vmc-annotation | vmc-evaluation")],
-    more: Annotated[Optional[List[Path]], typer.Argument(help="More sources after --from (caption runs).",
+    more: Annotated[Optional[list[Path]], typer.Argument(help="More sources after --from (caption runs).",
                                                          show_default=False)] = None,
     out: Annotated[Path, typer.Option("--out", help="New study folder.")] = Path("study"),
-    sources: Annotated[Optional[List[Path]], typer.Option(
+    sources: Annotated[Optional[list[Path]], typer.Option(
         "--from", help="Probe manifest, VIST SIS/storyboards JSON, photo folder, or caption run folder(s).")] = None,
     videos: Annotated[Optional[Path], typer.Option(help="Folder of videos (vmc-*).")] = None,
     images: Annotated[Optional[Path], typer.Option(help="Folder of VIST photos named <photo id>.<ext> "
@@ -105,7 +105,7 @@ def status_cmd(
 def import_cmd(
     folder: Annotated[Path, typer.Argument(help="Study folder.")],
     out: Annotated[Path, typer.Option("--out", help="Output file (probes, vist) or folder (vmc-annotation).")],
-    scores: Annotated[Optional[List[Path]], typer.Option(
+    scores: Annotated[Optional[list[Path]], typer.Option(
         "--scores", help="vmc-evaluation: scores.json of `connote metaphor score` runs (per-video ACD) for the "
         "ACD-creativity correlation; default: the runs' own scores.json where present.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the import report as JSON.")] = False,

@@ -64,7 +64,8 @@ class Study:
     sources: dict[str, Any] = field(default_factory=dict)  # item id -> what import needs
     left_out: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
-    plugins: list[str] = field(default_factory=list)
+    # connote's Potato plugin: the storyboard scheme, and the check that refuses too-short text answers
+    plugins: list[str] = field(default_factory=lambda: [PLUGIN])
     media: dict[str, Path] = field(default_factory=dict)  # media file name -> source file
     attention_every: int = 4
 

@@ -62,7 +62,8 @@ def start(folder: str | Path, port: int, *, host: str = "127.0.0.1", log: Path |
                             start_new_session=True)
 
 
-def wait_ready(port: int, proc: subprocess.Popen | None = None, timeout: float = 90.0, host: str = "127.0.0.1") -> float:
+def wait_ready(port: int, proc: subprocess.Popen | None = None, timeout: float = 90.0,
+               host: str = "127.0.0.1") -> float:
     """Seconds until the server answers HTTP; raises if it exits or does not answer in time."""
     t0 = time.monotonic()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -15,6 +15,10 @@ The answers are ordinary Potato text answers of the scheme: ``order`` (photo ids
 from the item's ``photos`` field (``[{"id", "url"}]``), read by the page script from
 ``/api/current_instance``, so no server code is added: the scheme's HTML holds the inputs Potato saves
 and the script (``static/connote-story.js``) drives them.
+
+Every page of a study that lists the plugin also gets ``static/connote-checks.js``: Potato's text scheme
+shows a counter for ``min_chars`` but lets Next through, so the script holds the page until each visible
+text box of such a scheme has at least that many characters (empty and too-short answers are refused).
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ def generate_story_layout(scheme: dict[str, Any]) -> tuple[str, list]:
                       f'id="{name}_sentence_{k}_text" name="{name}:::sentence_{k}" schema="{name}" '
                       f'label_name="sentence_{k}" data-card="{k}" placeholder="One sentence for this photo" '
                       f'aria-label="Sentence for card {k}"></textarea>')
-    skip = (f'<label class="connote-story-skip"><input type="checkbox" class="connote-story-skip-box"> '
-            f'This album is not storyable (for example, a collection of coins): skip it</label>') if allow_skip else ""
+    skip = ('<label class="connote-story-skip"><input type="checkbox" class="connote-story-skip-box"> '
+            'This album is not storyable (for example, a collection of coins): skip it</label>') if allow_skip else ""
     body = f"""
 <form id="{name}" class="annotation-form connote-story" action="javascript:void(0)" data-annotation-type="text"
       data-schema-name="{name}" data-mode="{mode}" data-photos="{photos}" data-min-words="{min_words}">
@@ -65,4 +69,4 @@ def register(api: Any) -> None:
     api.add_schema(SCHEMA_TYPE, generate_story_layout, optional_fields=["mode", "photos", "min_words", "allow_skip",
                                                                        "label_requirement"],
                    description="Choose and order an album's photos and write one sentence per photo (VIST)")
-    api.add_assets("static", scripts=["connote-story.js"], styles=["connote-story.css"])
+    api.add_assets("static", scripts=["connote-story.js", "connote-checks.js"], styles=["connote-story.css"])

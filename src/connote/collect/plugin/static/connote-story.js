@@ -136,6 +136,8 @@
         order.value = value;
         order.dispatchEvent(new Event("input", {bubbles: true}));
         order.dispatchEvent(new Event("change", {bubbles: true}));
+        // refresh Potato's "please answer" notice, which would otherwise outlive a now complete story
+        if (typeof window.validateRequiredFields === "function") window.validateRequiredFields({});
       }
       full.textContent = cards.map(function (c) { return c.text.trim(); }).filter(Boolean).join(" ");
       status.className = "connote-story-status " + (value ? "ok" : "todo");
