@@ -262,3 +262,17 @@ def click(driver, element) -> None:
     """Scroll an element to the middle of the window and click it like a person would."""
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
     element.click()
+
+
+def page_instance(driver) -> str | None:
+    """The item id the page shows (read in the page, so a reload in between cannot leave a stale handle)."""
+    return driver.execute_script("var e = document.getElementById('instance_id'); return e ? e.value : null;")
+
+
+def wait_for_next_page(driver, previous: str | None, timeout: float = 30) -> None:
+    """Wait until the page has moved on from item ``previous`` (or to the done page)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: d.execute_script("return document.readyState") == "complete" and page_instance(d) != previous)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Annotator, browser_login, chrome, click, shoot
+from conftest import Annotator, browser_login, chrome, click, page_instance, shoot, wait_for_next_page
 
 from connote.cli import main
 from connote.collect.importing import import_study
@@ -60,8 +60,7 @@ def test_votes_three_annotators_page_and_http(votes_study):
         browser_login(driver, server, "alice")
         for step in range(12):
             WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "input[type=radio]"))
-            iid = driver.execute_script("return (window.currentInstance && currentInstance.id) || "
-                                        "document.getElementById('instance_id').value")
+            iid = page_instance(driver)
             if step == 0:
                 shoot(driver, tmp, "probes-votes")
             want = manifest["attention"].get(iid, {}).get("match") or vote_for("alice", iid)
@@ -69,10 +68,7 @@ def test_votes_three_annotators_page_and_http(votes_study):
             driver.find_element(By.CSS_SELECTOR, f"label[for='{radio.get_attribute('id')}']").click()
             seen.append(iid)
             click(driver, driver.find_element(By.ID, "next-btn"))
-            WebDriverWait(driver, 20).until(
-                lambda d, was=iid: d.execute_script("return document.readyState") == "complete" and (
-                    "done" in d.current_url or not d.find_elements(By.ID, "instance_id")
-                    or d.find_element(By.ID, "instance_id").get_attribute("value") != was))
+            wait_for_next_page(driver, iid)
             if not driver.find_elements(By.CSS_SELECTOR, "input[type=radio]"):
                 break
         shoot(driver, tmp, "probes-votes-done")

@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from conftest import Annotator, browser_login, chrome, shoot
+from conftest import Annotator, browser_login, chrome, click, shoot
 
 from connote.cli import main
 from connote.collect.importing import import_study
@@ -47,7 +47,7 @@ def test_vmc_annotation_keeps_videos_all_marked_metaphoric(studies, tmp_path):
         WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "video"))
         label = driver.find_element(By.CSS_SELECTOR, "label[for='" + driver.find_element(
             By.CSS_SELECTOR, "input[type=radio][value='yes']").get_attribute("id") + "']")
-        label.click()  # questions b-h appear once a) is "yes"
+        click(driver, label)  # questions b-h appear once a) is "yes"
         WebDriverWait(driver, 10).until(lambda d: d.find_element(By.CSS_SELECTOR, "form#caption").is_displayed())
         shoot(driver, tmp_path, "vmc-annotation")
     finally:
