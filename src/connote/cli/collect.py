@@ -77,6 +77,18 @@ def make_cmd(
     return 0
 
 
+@collect_app.command("sample")
+def sample_cmd(
+    folder: Annotated[Path, typer.Argument(help="Folder to write the sample inputs into.")],
+) -> int:
+    """Write the bundled sample photos as inputs: probes.csv, images/, and a VIST album (SIS JSON)."""
+    from connote.collect.samples import write_sample_album
+
+    album = write_sample_album(folder)
+    print(json.dumps({"probes": str(folder / "probes.csv"), "images": str(folder / "images"), "album": str(album)}))
+    return 0
+
+
 @collect_app.command("serve")
 def serve_cmd(
     folder: Annotated[Path, typer.Argument(help="Study folder made by `connote collect make`.")],
