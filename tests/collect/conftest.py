@@ -258,10 +258,19 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def click(driver, element) -> None:
-    """Scroll an element to the middle of the window and click it like a person would."""
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
-    element.click()
+def click(driver, element, timeout: float = 20) -> None:
+    """Scroll an element to the middle of the window and click it like a person would, waiting while
+    something (the page's loading cover) is still in front of it."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def attempt(driver) -> bool:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        element.click()
+        return True
+
+    WebDriverWait(driver, timeout, poll_frequency=0.3,
+                  ignored_exceptions=(ElementClickInterceptedException,)).until(attempt)
 
 
 def page_instance(driver) -> str | None:

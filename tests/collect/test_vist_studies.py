@@ -111,11 +111,13 @@ def test_retelling_and_skip(album):
         WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".connote-story-card img")) == 5)
         for area, sentence in zip(driver.find_elements(By.CSS_SELECTOR, ".connote-story-card textarea"), ALICE):
             area.send_keys(sentence)
+        WebDriverWait(driver, 10).until(
+            lambda d: "Story complete" in d.find_element(By.CSS_SELECTOR, ".connote-story-status").text)
         shoot(driver, tmp, "vist-retelling")
+        click(driver, driver.find_element(By.ID, "next-btn"))
+        WebDriverWait(driver, 30).until(lambda d: manifest["completion_code"] in d.page_source)
     finally:
         driver.quit()
-    # alice comes back in a new session (same id) and carries on over HTTP from where she is
-    Annotator(server, "alice").work(lambda inst: story_answers(board, ALICE))
     Annotator(server, "bob").work(lambda inst: story_answers(board, story_of("bob")[1]))
     Annotator(server, "carol").work(lambda inst: {"story:::order": "skip"})
     report = import_study(folder, tmp / "retold.json")
