@@ -94,6 +94,7 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, captions: st
 
 
 def is_complete(answer: Answer) -> bool:
+    """Whether one annotator's answer to an item is finished (what import and status count)."""
     return choice(answer, SCHEMA) in LABELS
 
 

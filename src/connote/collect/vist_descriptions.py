@@ -71,6 +71,7 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, completion: 
 
 
 def is_complete(answer: Answer) -> bool:
+    """Whether one annotator's answer to an item is finished (what import and status count)."""
     return len(text(answer, SCHEMA)) >= MIN_CHARS
 
 

@@ -117,6 +117,7 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
 
 
 def is_complete(answer: Answer) -> bool:
+    """Whether one annotator's answer to an item is finished (what import and status count)."""
     order = text(answer, SCHEMA, "order")
     if order == "skip":
         return True

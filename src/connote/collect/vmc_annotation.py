@@ -98,6 +98,7 @@ def make(videos: str | Path, out: str | Path, *, per_item: int = 3, completion: 
 
 
 def is_complete(answer: Answer) -> bool:
+    """Whether one annotator's answer to an item is finished (what import and status count)."""
     said = choice(answer, "metaphor")
     if said == "no":
         return True

@@ -113,6 +113,7 @@ def make(runs: list[str | Path], videos: str | Path, out: str | Path, *, per_ite
 
 
 def is_complete(answer: Answer) -> bool:
+    """Whether one annotator's answer to an item is finished (what import and status count)."""
     return all(choice(answer, c) in YES_NO for c in CRITERIA)
 
 
