@@ -67,3 +67,22 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["collect", "make", "probes-votes", "--from", str(manifest), "--out", str(out)]) == 0
     assert main(["collect", "make", "probes-votes", "--from", str(manifest), "--out", str(out)]) == 2
     assert main(["collect", "import", str(out), "--out", str(tmp_path / "v.csv"), "--scores", "s.json"]) == 2
+
+
+def test_storytelling_leaves_out_missing_photos_and_short_albums(tmp_path, capsys):
+    from connote.collect.samples import write_sample_album
+
+    album = write_sample_album(tmp_path / "sample")
+    (tmp_path / "sample" / "images" / "chelsea.jpg").unlink()
+    out = tmp_path / "story"
+    assert main(["collect", "make", "vist-storytelling", "--from", str(album), "--out", str(out)]) == 0
+    made = read_manifest(out)
+    assert any("photo chelsea: no image file" in r for r in made["left_out"])
+    photos = json.loads((out / "data.jsonl").read_text().splitlines()[0])["photos"]
+    assert [p["id"] for p in photos] == ["astronaut", "grace_hopper", "camera", "rocket", "coffee", "motorcycle",
+                                         "china", "flower"]  # time order, without the missing photo
+    assert "chelsea" in capsys.readouterr().err
+    for name in ("astronaut", "grace_hopper", "camera", "rocket"):
+        (tmp_path / "sample" / "images" / f"{name}.jpg").unlink()
+    assert main(["collect", "make", "vist-storytelling", "--from", str(album), "--out", str(tmp_path / "s2")]) == 2
+    assert "only 4 of its photos found" in capsys.readouterr().err

@@ -16,7 +16,6 @@ from connote.collect.answers import Answer, ImportReport, choice, collect, finis
 from connote.collect.project import MediaFolder, Study, example_block, radio, write_project
 from connote.data.images import is_url
 from connote.data.probes import read_probe_manifest
-from connote.errors import InputError
 
 NAME = "probes-votes"
 SCHEMA = "match"
@@ -138,8 +137,3 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
     read_probe_manifest(out)  # what we wrote must be readable by connote's own reader
     return finish(report, collected)
 
-
-def check_source(source: str | Path | None) -> Path:
-    if source is None:
-        raise InputError("--from PROBES.csv is required for this study")
-    return Path(source)

@@ -124,7 +124,9 @@ def write_project(study: Study, out: str | Path, *, completion: str | None = Non
     if out.exists() and any(out.iterdir()):
         raise InputError("the study folder exists and is not empty; choose a new --out", path=out)
     if not study.items:
-        raise InputError(f"no usable items for {study.name}: " + ("; ".join(study.left_out[:5]) or "empty input"))
+        why = study.left_out if len(study.left_out) <= 10 else study.left_out[:9] + [
+            f"... and {len(study.left_out) - 9} more"]
+        raise InputError(f"no usable items for {study.name}: " + ("; ".join(why) or "empty input"))
     if study.per_item < 1:
         raise InputError(f"--per-item must be at least 1, got {study.per_item}")
     out.mkdir(parents=True, exist_ok=True)
