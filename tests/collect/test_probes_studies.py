@@ -45,7 +45,7 @@ def _answers(name, manifest):
     return answers_for
 
 
-def test_votes_three_annotators_page_and_http(votes_study):
+def test_votes_three_annotators_page_and_http(votes_study, capsys):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -65,7 +65,7 @@ def test_votes_three_annotators_page_and_http(votes_study):
                 shoot(driver, tmp, "probes-votes")
             want = manifest["attention"].get(iid, {}).get("match") or vote_for("alice", iid)
             radio = driver.find_element(By.CSS_SELECTOR, f"input[type=radio][value='{want}']")
-            driver.find_element(By.CSS_SELECTOR, f"label[for='{radio.get_attribute('id')}']").click()
+            click(driver, driver.find_element(By.CSS_SELECTOR, f"label[for='{radio.get_attribute('id')}']"))
             seen.append(iid)
             click(driver, driver.find_element(By.ID, "next-btn"))
             wait_for_next_page(driver, iid)
@@ -92,6 +92,11 @@ def test_votes_three_annotators_page_and_http(votes_study):
 
     status = study_status(folder)
     assert status["done"] == len(items) and status["left"] == 0 and not status["excluded"]
+    capsys.readouterr()
+    assert main(["collect", "status", str(folder), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["done"] == len(items) and [p["annotator"] for p in printed["annotators"]] == list(ANNOTATORS)
+    assert all(p["done"] == len(items) and p["attention_checks_answered"] >= 1 for p in printed["annotators"])
     out = tmp / "out" / "probes-with-votes.csv"
     report = import_study(folder, out)
     got = {it.item_id: it.human_votes for it in read_probe_manifest(out)}
