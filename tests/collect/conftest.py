@@ -265,6 +265,8 @@ def click(driver, element, timeout: float = 20) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     def attempt(driver) -> bool:
+        if not page_ready(driver):
+            raise ElementClickInterceptedException("the page is still loading")
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
         element.click()
         return True
@@ -285,3 +287,12 @@ def wait_for_next_page(driver, previous: str | None, timeout: float = 30) -> Non
 
     WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: d.execute_script("return document.readyState") == "complete" and page_instance(d) != previous)
+
+
+def page_ready(driver) -> bool:
+    """Whether Potato has finished setting the page up (its loading cover is gone, its scripts are idle)."""
+    return bool(driver.execute_script(
+        "var m = document.getElementById('main-content');"
+        "if (!m) return document.readyState === 'complete';"
+        "return document.readyState === 'complete' && m.style.display !== 'none'"
+        " && (typeof isLoading === 'undefined' || !isLoading);"))
