@@ -87,8 +87,6 @@ def test_votes_three_annotators_page_and_http(votes_study, capsys):
     assert again.current()["instance_id"] != first[0]
     again.work(_answers("bob", manifest))
     Annotator(server, "carol").work(_answers("carol", manifest))
-    print(f"\nprobes-votes: server start {server.start_seconds:.1f} s, alice through the page "
-          f"({len(seen)} items) {browser_seconds:.1f} s")
 
     status = study_status(folder)
     assert status["done"] == len(items) and status["left"] == 0 and not status["excluded"]
@@ -97,6 +95,8 @@ def test_votes_three_annotators_page_and_http(votes_study, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["done"] == len(items) and [p["annotator"] for p in printed["annotators"]] == list(ANNOTATORS)
     assert all(p["done"] == len(items) and p["attention_checks_answered"] >= 1 for p in printed["annotators"])
+    print(f"\nprobes-votes: server start {server.start_seconds:.1f} s, alice through the page "
+          f"({len(seen)} items) {browser_seconds:.1f} s")
     out = tmp / "out" / "probes-with-votes.csv"
     report = import_study(folder, out)
     got = {it.item_id: it.human_votes for it in read_probe_manifest(out)}
