@@ -1,0 +1,40 @@
+"""Collecting the papers' human data on Potato, and importing it back into connote's formats.
+
+``connote collect make <study>`` writes a ready-to-serve Potato project (see ``project.py``);
+``serve`` runs Potato on loopback, ``status`` reports progress and ``import`` turns Potato's
+output into the files the other connote commands read. One module per study:
+
+==================== =========================================================
+probes-validation    two images + one caption: both / only one / neither
+probes-votes         one image + one caption: match / no match (human_votes)
+vist-storytelling    choose 5 album photos, order them, one sentence each (SIS)
+vist-retelling       a story for an already ordered storyboard (SIS)
+vist-descriptions    one caption per photo in isolation (DII)
+vmc-annotation       questions a-h of the VMC paper's appendix A.1 per video
+vmc-evaluation       four binary labels per generated caption (+ kappa, ACD)
+==================== =========================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+STUDIES = {
+    "probes-validation": "connote.collect.probes_validation",
+    "probes-votes": "connote.collect.probes_votes",
+    "vist-storytelling": "connote.collect.vist_storytelling",
+    "vist-retelling": "connote.collect.vist_retelling",
+    "vist-descriptions": "connote.collect.vist_descriptions",
+    "vmc-annotation": "connote.collect.vmc_annotation",
+    "vmc-evaluation": "connote.collect.vmc_evaluation",
+}
+
+
+def study_module(name: str) -> ModuleType:
+    """The module that makes and imports study ``name``."""
+    from connote.errors import InputError
+
+    if name not in STUDIES:
+        raise InputError(f"unknown study {name!r}; choose one of {', '.join(STUDIES)}")
+    return importlib.import_module(STUDIES[name])
