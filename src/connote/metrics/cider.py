@@ -19,12 +19,14 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from connote.metrics import _arrays
 from connote.metrics._gc import gc_paused
 from connote.metrics.bleu import ngram_counts
+from connote.metrics.options import opt
 
 SIGMA = 6.0
 
@@ -166,3 +168,60 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
         sims += dot * penalty
     per_item = np.bincount(r_item, weights=sims, minlength=len(refs)) / n / n_refs * 10.0
     return float(np.mean(per_item)), per_item.tolist()
+
+
+@dataclass(frozen=True)
+class CiderOptions:
+    """Options of the ``cider`` metric."""
+
+    cider_sigma: float = opt(SIGMA, "CIDEr-D length-penalty sigma", gt=0)
+    df_corpus: Any = opt(None, "document frequencies: None (the evaluated references), a DocumentFrequencies, "
+                               "a saved-frequency JSON, or a references JSON / mapping")
+
+
+def resolve_document_frequencies(spec: Any, tokenize: str | None = None) -> DocumentFrequencies | None:
+    """``None`` (evaluated references), a DocumentFrequencies, a saved-DF JSON, or a references JSON/dict.
+
+    Reference texts (not saved frequencies) get the same ``tokenize`` step as the scored text.
+    """
+    from collections.abc import Mapping
+
+    from connote.metrics._inputs import read_json_mapping
+    from connote.metrics.tokenize import tokenize_corpus
+
+    if spec is None or isinstance(spec, DocumentFrequencies):
+        return spec
+
+    def refs_of(data: Mapping[str, Any]) -> list[list[str]]:
+        lists = {str(k): ([v] if isinstance(v, str) else list(v)) for k, v in data.items()}
+        return list(tokenize_corpus(lists, tokenize).values())
+
+    if isinstance(spec, Mapping):
+        return DocumentFrequencies.from_references(refs_of(spec), source="mapping")
+    if isinstance(spec, (str, os.PathLike)):
+        with open(spec, encoding="utf-8") as fh:
+            head = fh.read(200)
+        if '"n_documents"' in head:
+            try:
+                return DocumentFrequencies.load(spec)
+            except (KeyError, ValueError, json.JSONDecodeError):
+                pass
+        data = read_json_mapping(spec, "document-frequency corpus")
+        return DocumentFrequencies.from_references(refs_of(data), source=os.path.basename(str(spec)))
+    raise TypeError(f"cannot use {type(spec).__name__} as CIDEr document frequencies")
+
+
+def compute(inp: Any, options: CiderOptions):
+    """The ``cider`` metric of :func:`connote.metrics.compute_scores`."""
+    from connote.metrics.registry import MetricOutput, version_tag
+
+    sigma = options.cider_sigma
+    dfs = resolve_document_frequencies(options.df_corpus, inp.tokenize)
+    mean, items = corpus_cider(inp.hyps, inp.refs, sigma=sigma, document_frequencies=dfs)
+    per = {i: {"CIDEr": v} for i, v in zip(inp.ids, items)}
+    if dfs is None:
+        df = f"refs({len(inp.ids)})"
+    else:
+        df = f"corpus:{dfs.source}:{dfs.n_documents}docs:{dfs.fingerprint()}"
+    sig = f"cider-d|n:4|sigma:{sigma:g}|clip:yes|df:{df}|tok:{inp.tok_tag()}|version:{version_tag()}"
+    return MetricOutput({"CIDEr": mean}, per, sig, [])
