@@ -1,7 +1,7 @@
 """connote's metric caches: where they are, how big, and clearing them (``connote score --clear-cache``).
 
 Both are derived data, rebuilt on next use: the METEOR paraphrase index
-(``<root>/meteor/paraphrase-v5-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s) and
+(``<root>/meteor/paraphrase-v6-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s) and
 parsed WordNet synonym tables (``<root>/wordnet/*.json``, only when WordNet synonyms are asked for).
 ``<root>`` is ``$CONNOTE_CACHE``, else ``$XDG_CACHE_HOME/connote``, else ``~/.cache/connote``.
 """

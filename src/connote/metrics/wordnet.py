@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def find_wordnet(path: str | os.PathLike[str] | None = None) -> Path | None:
 class SynonymTables:
     """Word -> synset ids and inflected form -> base forms (METEOR's synonym dictionary)."""
 
-    synsets: dict[str, tuple[int, ...]]
+    synsets: Mapping[str, tuple[int, ...]]
     bases: dict[str, list[str]]
     source: str
 

@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -53,17 +53,18 @@ def find_meteor_dir(path: str | os.PathLike[str] | None = None) -> Path | None:
     return None
 
 
-def _read_from_jar(meteor_dir: Path | None, member: str) -> str | None:
+def _read_from_jar(meteor_dir: Path | None, member: str, binary: bool = False) -> str | bytes | None:
     if meteor_dir is None:
         return None
     loose = meteor_dir / member
     if loose.is_file():
-        return loose.read_text(encoding="utf-8")
+        return loose.read_bytes() if binary else loose.read_text(encoding="utf-8")
     jar = meteor_dir / JAR_NAME
     if jar.is_file():
         with zipfile.ZipFile(jar) as zf:
             if member in zf.namelist():
-                return zf.read(member).decode("utf-8")
+                data = zf.read(member)
+                return data if binary else data.decode("utf-8")
     return None
 
 
@@ -90,15 +91,63 @@ def synonym_tables(source: str, meteor_dir: Path | None, wordnet_path: str | Non
     return load_wordnet_tables(wn) if wn is not None else None
 
 
+class _SortedSynsets(Mapping):
+    """word -> synset offsets, looked up by binary search in the jar's ``english.synsets`` bytes (words on
+    even lines, in byte order; their offsets on the next line) and parsed on first access: building a
+    dictionary of all 147k words would cost every command ~0.15 s, a corpus looks up a few thousand."""
+
+    def __init__(self, data: bytes) -> None:
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        starts = np.concatenate(([0], ends + 1))[: len(ends)]
+        n = len(ends) // 2
+        self._data = data
+        self._ws, self._we = starts[0:2 * n:2].tolist(), ends[0:2 * n:2].tolist()
+        self._os, self._oe = starts[1:2 * n:2].tolist(), ends[1:2 * n:2].tolist()
+        self._parsed: dict[str, tuple[int, ...] | None] = {}
+
+    def _find(self, word: str) -> tuple[int, ...] | None:
+        got = self._parsed.get(word, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        key, data, ws, we = word.encode("utf-8"), self._data, self._ws, self._we
+        lo, hi = 0, len(ws)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if data[ws[mid]:we[mid]] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        out = None
+        if lo < len(ws) and data[ws[lo]:we[lo]] == key:
+            out = tuple(map(int, data[self._os[lo]:self._oe[lo]].split()))
+        self._parsed[word] = out
+        return out
+
+    def __getitem__(self, word: str) -> tuple[int, ...]:
+        got = self._find(word) if isinstance(word, str) else None
+        if got is None:
+            raise KeyError(word)
+        return got
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self._find(word) is not None
+
+    def __iter__(self):
+        data = self._data
+        return (data[a:b].decode("utf-8") for a, b in zip(self._ws, self._we))
+
+    def __len__(self) -> int:
+        return len(self._ws)
+
+
 def _jar_synonym_tables(meteor_dir: Path | None) -> SynonymTables | None:
     """``synonym/english.synsets`` and ``synonym/english.exceptions`` inside meteor-1.5.jar (word / offsets
     and base / inflected forms, on alternate lines)."""
-    syn = _read_from_jar(meteor_dir, "synonym/english.synsets")
+    syn = _read_from_jar(meteor_dir, "synonym/english.synsets", binary=True)
     exc = _read_from_jar(meteor_dir, "synonym/english.exceptions")
     if syn is None or exc is None:
         return None
-    lines = syn.split("\n")
-    synsets = {w: tuple(map(int, offs.split())) for w, offs in zip(lines[0::2], lines[1::2])}
+    synsets = _SortedSynsets(syn)  # type: ignore[arg-type]
     bases: dict[str, list[str]] = {}
     elines = exc.split("\n")
     for base, inflected in zip(elines[0::2], elines[1::2]):
@@ -169,7 +218,7 @@ class ParaphraseTable:
     """All entries of a METEOR paraphrase table as token-id arrays (file order kept).
 
     Stored compactly (and memory-mapped from the cache): tokens as 16-bit ids where the vocabulary
-    fits, phrase offsets rebuilt from 8-bit lengths, and an index of the phrases' 64-bit hashes kept as
+    fits, phrase offsets as 32-bit numbers, and an index of the phrases' 64-bit hashes kept as
     32-bit keys (:func:`index_key`, sorted) with the entry of each; a lookup's candidates are confirmed by the
     full 64-bit hash computed from the tokens, so matches are exactly those of a full-hash index.
     """
@@ -177,7 +226,7 @@ class ParaphraseTable:
     vocab: list[str]
     word_ids: dict[str, int]
     ref_tokens: np.ndarray  # uint16/uint32, concatenated phrase-1 tokens
-    ref_offsets: np.ndarray  # int64, len = entries + 1
+    ref_offsets: np.ndarray  # uint32 (int64 for huge tables), len = entries + 1
     para_tokens: np.ndarray
     para_offsets: np.ndarray
     ref_hash_high: np.ndarray  # uint32: index keys (:func:`index_key`) of the phrase-1 hashes, sorted
@@ -191,8 +240,8 @@ class ParaphraseTable:
     def _phrase_hash(self, entries: np.ndarray, para: bool) -> np.ndarray:
         """The 64-bit hashes (:func:`phrase_hashes`) of the entries' phrases (``para``: the paraphrases)."""
         tokens, offsets = (self.para_tokens, self.para_offsets) if para else (self.ref_tokens, self.ref_offsets)
-        starts = offsets[entries]
-        lens = offsets[entries + 1] - starts
+        starts = offsets[entries].astype(np.int64)
+        lens = offsets[entries + 1].astype(np.int64) - starts
         h = np.zeros(len(entries), dtype=np.uint64)
         with np.errstate(over="ignore"):
             for pos in range(MAX_PHRASE):
@@ -242,8 +291,8 @@ class ParaphraseTable:
         vocab = self.vocab
 
         def phrases(tokens: np.ndarray, offsets: np.ndarray) -> list[tuple[str, ...]]:
-            starts = np.asarray(offsets[entries])
-            lens = np.asarray(offsets[entries + 1]) - starts
+            starts = offsets[entries].astype(np.int64)
+            lens = offsets[entries + 1].astype(np.int64) - starts
             flat = np.asarray(tokens[_arrays.ranges(starts, lens)]).tolist()
             words = [vocab[t] for t in flat]
             out_p, pos = [], 0
@@ -299,8 +348,8 @@ class ParaphraseTable:
 
         def spell(at, n, tokens, offsets, entry) -> np.ndarray:
             """n-grams at flat positions ``at`` (length ``n``) equal to the entries' phrases."""
-            start = np.asarray(offsets[entry])
-            ok = np.asarray(offsets[entry + 1]) - start == n
+            start = offsets[entry].astype(np.int64)
+            ok = offsets[entry + 1].astype(np.int64) - start == n
             for k in range(MAX_PHRASE):
                 m = ok & (n > k)
                 ok[m] = ids[at[m] + k] == np.asarray(tokens[start[m] + k])
@@ -419,14 +468,8 @@ def _parse_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
 
 
 _TABLES: dict[str, ParaphraseTable] = {}
-CACHE_VERSION = "v5"
-_CACHE_FILES = ("ref_tokens", "ref_lengths", "para_tokens", "para_lengths", "ref_hash_high", "ref_hash_order")
-
-
-def _offsets_from_lengths(lengths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out[1:])
-    return out
+CACHE_VERSION = "v6"
+_CACHE_FILES = ("ref_tokens", "ref_offsets", "para_tokens", "para_offsets", "ref_hash_high", "ref_hash_order")
 
 
 def _read_cache(cache: Path, source: Path) -> ParaphraseTable | None:
@@ -438,9 +481,8 @@ def _read_cache(cache: Path, source: Path) -> ParaphraseTable | None:
         meta = json.loads((cache / "source.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return ParaphraseTable(words, dict(zip(words, range(len(words)))), arrays["ref_tokens"],
-                           _offsets_from_lengths(arrays["ref_lengths"]), arrays["para_tokens"],
-                           _offsets_from_lengths(arrays["para_lengths"]), arrays["ref_hash_high"],
+    return ParaphraseTable(words, dict(zip(words, range(len(words)))), arrays["ref_tokens"], arrays["ref_offsets"],
+                           arrays["para_tokens"], arrays["para_offsets"], arrays["ref_hash_high"],
                            arrays["ref_hash_order"], str(source), str(meta["digest"]))
 
 
@@ -448,9 +490,9 @@ def _write_cache(cache: Path, source: Path, table: ParaphraseTable) -> None:
     """Write the cache atomically and remove the caches of earlier versions or states of the same file."""
     tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
-    arrays = {"ref_tokens": table.ref_tokens, "ref_lengths": np.diff(table.ref_offsets).astype(np.uint8),
-              "para_tokens": table.para_tokens, "para_lengths": np.diff(table.para_offsets).astype(np.uint8),
-              "ref_hash_high": table.ref_hash_high, "ref_hash_order": table.ref_hash_order}
+    arrays = {"ref_tokens": table.ref_tokens, "ref_offsets": table.ref_offsets, "para_tokens": table.para_tokens,
+              "para_offsets": table.para_offsets, "ref_hash_high": table.ref_hash_high,
+              "ref_hash_order": table.ref_hash_order}
     for n, a in arrays.items():
         np.save(tmp / f"{n}.npy", a, allow_pickle=False)
     (tmp / "vocab.txt").write_text("\n".join(table.vocab), encoding="utf-8")
@@ -481,14 +523,15 @@ def build_paraphrase_table(path: Path) -> ParaphraseTable:
     keys = index_key(phrase_hashes(r, ro))
     order = np.argsort(keys, kind="stable")
     high = keys[order]
-    return ParaphraseTable(words, dict(zip(words, range(len(words)))), r.astype(tok_type), ro, pa.astype(tok_type),
-                           po, high, order.astype(np.uint32), str(path), digest)
+    off_type = np.uint32 if max(ro[-1], po[-1]) <= np.iinfo(np.uint32).max else np.int64
+    return ParaphraseTable(words, dict(zip(words, range(len(words)))), r.astype(tok_type), ro.astype(off_type),
+                           pa.astype(tok_type), po.astype(off_type), high, order.astype(np.uint32), str(path), digest)
 
 
 def load_paraphrase_table(path: str | os.PathLike[str]) -> ParaphraseTable:
     """Load a METEOR paraphrase table, building the compact cache on first use (~30 s once).
 
-    The cache (``~/.cache/connote/meteor/paraphrase-v5-*``, ~120 MB for paraphrase-en.gz) is keyed by the
+    The cache (``~/.cache/connote/meteor/paraphrase-v6-*``, ~120 MB for paraphrase-en.gz) is keyed by the
     file's path, size and modification time; a file that is not a paraphrase table raises InputError.
     """
     p = Path(path).resolve()
