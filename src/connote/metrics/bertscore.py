@@ -126,7 +126,10 @@ class BERTScorer:
             self.layer_source = "last"
         self.layer = int(layer) if layer is not None else (table_layer if table_layer is not None else n_layers)
         if n_layers is not None and not 0 <= self.layer <= n_layers:
-            raise ValueError(f"layer must be between 0 and {n_layers} for {self.model_name}")
+            from connote.metrics.options import OptionError
+
+            raise OptionError(f"BERTScore layer {self.layer} ({self.layer_source}) must be between 0 and {n_layers} "
+                              f"for {self.model_name}")
         layers = _model_layers(model)
         self._truncated = False
         if layers is not None and self.layer is not None:
