@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import hashlib
 import importlib.util
@@ -92,34 +93,25 @@ def synonym_tables(source: str, meteor_dir: Path | None, wordnet_path: str | Non
 
 
 class _SortedSynsets(Mapping):
-    """word -> synset offsets, looked up by binary search in the jar's ``english.synsets`` bytes (words on
-    even lines, in byte order; their offsets on the next line) and parsed on first access: building a
-    dictionary of all 147k words would cost every command ~0.15 s, a corpus looks up a few thousand."""
+    """word -> synset offsets from the jar's ``english.synsets`` (words on even lines, in byte order; their
+    offsets on the next line), found by bisection and parsed on first access: parsing every line up front
+    would cost each command a tenth of a second, while a corpus looks up a few thousand words."""
 
     def __init__(self, data: bytes) -> None:
-        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-        starts = np.concatenate(([0], ends + 1))[: len(ends)]
-        n = len(ends) // 2
-        self._data = data
-        self._ws, self._we = starts[0:2 * n:2].tolist(), ends[0:2 * n:2].tolist()
-        self._os, self._oe = starts[1:2 * n:2].tolist(), ends[1:2 * n:2].tolist()
+        lines = data.split(b"\n")
+        n = len(lines) // 2
+        self._words, self._offsets = lines[0:2 * n:2], lines[1:2 * n:2]
         self._parsed: dict[str, tuple[int, ...] | None] = {}
 
     def _find(self, word: str) -> tuple[int, ...] | None:
         got = self._parsed.get(word, False)
         if got is not False:
             return got  # type: ignore[return-value]
-        key, data, ws, we = word.encode("utf-8"), self._data, self._ws, self._we
-        lo, hi = 0, len(ws)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if data[ws[mid]:we[mid]] < key:
-                lo = mid + 1
-            else:
-                hi = mid
+        key = word.encode("utf-8")
+        at = bisect.bisect_left(self._words, key)
         out = None
-        if lo < len(ws) and data[ws[lo]:we[lo]] == key:
-            out = tuple(map(int, data[self._os[lo]:self._oe[lo]].split()))
+        if at < len(self._words) and self._words[at] == key:
+            out = tuple(map(int, self._offsets[at].split()))
         self._parsed[word] = out
         return out
 
@@ -133,11 +125,10 @@ class _SortedSynsets(Mapping):
         return isinstance(word, str) and self._find(word) is not None
 
     def __iter__(self):
-        data = self._data
-        return (data[a:b].decode("utf-8") for a, b in zip(self._ws, self._we))
+        return (w.decode("utf-8") for w in self._words)
 
     def __len__(self) -> int:
-        return len(self._ws)
+        return len(self._words)
 
 
 def _jar_synonym_tables(meteor_dir: Path | None) -> SynonymTables | None:
@@ -251,22 +242,25 @@ class ParaphraseTable:
                 h[m] = h[m] * _HASH_P + (np.asarray(tokens[starts[m] + pos]).astype(np.uint64) + np.uint64(1))
         return h
 
-    def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(row, entry)``: every table entry whose phrase has the 64-bit hash ``hashes[row]`` (``hashes``
-        sorted; rows ascending, entries of one row in file order)."""
-        high = index_key(hashes)
-        lo = np.searchsorted(self.ref_hash_high, high, "left")
-        hi = np.searchsorted(self.ref_hash_high, high, "right")
+    def lookup(self, hashes: np.ndarray, confirm: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """``(row, entry)``: every table entry whose phrase has the 64-bit hash ``hashes[row]`` (rows ascending,
+        the entries of a row in file order). ``confirm=False`` leaves out the check of the full hash, for
+        callers that compare the tokens anyway: then entries whose index key merely equals are included."""
+        keys = index_key(hashes)
+        by_key = np.argsort(keys)  # sorted queries search the (memory-mapped) index with locality
+        lo, hi = np.empty(len(keys), np.int64), np.empty(len(keys), np.int64)
+        lo[by_key] = np.searchsorted(self.ref_hash_high, keys[by_key], "left")
+        hi[by_key] = np.searchsorted(self.ref_hash_high, keys[by_key], "right")
         hit = np.flatnonzero(hi > lo)
         if len(hit) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         counts = (hi - lo)[hit]
-        row = np.repeat(hit, counts)
+        row = np.repeat(hit, counts)  # the index is sorted stably by key: equal keys keep the file order
         entry = np.asarray(self.ref_hash_order[_arrays.ranges(lo[hit], counts)]).astype(np.int64)
-        ok = self._phrase_hash(entry, para=False) == hashes[row]
-        row, entry = row[ok], entry[ok]
-        order = np.lexsort((entry, row))
-        return row[order], entry[order]
+        if confirm:
+            ok = self._phrase_hash(entry, para=False) == hashes[row]
+            row, entry = row[ok], entry[ok]
+        return row, entry
 
     def flat_ids(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """The sentences' token ids in the table's vocabulary, one after the other, with -1 after each
@@ -360,7 +354,7 @@ class ParaphraseTable:
             return np.repeat(np.arange(len(lo), dtype=i64), hi - lo), _arrays.ranges(lo, hi - lo)
 
         # distinct n-grams that are table phrases, with their entries, confirmed token by token
-        grp, entry = self.lookup(dh)
+        grp, entry = self.lookup(dh, confirm=False)  # the tokens are compared next
         ok = spell(pos[rep[grp]], glen[rep[grp]], self.ref_tokens, self.ref_offsets, entry)
         grp, entry = grp[ok], entry[ok]
         # ... whose paraphrase is one of the batch's n-grams (its group ``pgrp``)
