@@ -11,6 +11,12 @@ table's cache). connote's one-time paraphrase-table cache build is done before t
 at install) unless CONNOTE_METEOR_COMPILED=0 or it is not built (then in pure Python; printed).
 
     python benchmarks/caption_metrics.py [--vist DIR] [--jobs N]
+    python benchmarks/caption_metrics.py --whole-process [--repeat 3]
+
+``--whole-process`` times both tools as the shell runs them, each a fresh process from start to exit
+(interpreter start, imports, resources, the four metrics, output): ``connote score --hyp H --ref R
+--metrics bleu,meteor,rouge_l,cider --json`` against a script that runs pycocoevalcap's four scorers
+on the same JSON files (its JVM start included); best of ``--repeat`` runs each, then the ratio.
 """
 
 from __future__ import annotations
@@ -55,12 +61,67 @@ def run_pycocoevalcap(res, gts) -> tuple[dict[str, float], dict[str, float]]:
     return times, {k: float(v) for k, v in scores.items()}
 
 
+_PYCOCO_SCRIPT = """
+import json, sys
+from pycocoevalcap.bleu.bleu import Bleu
+from pycocoevalcap.cider.cider import Cider
+from pycocoevalcap.meteor.meteor import Meteor
+from pycocoevalcap.rouge.rouge import Rouge
+res = {k: v if isinstance(v, list) else [v] for k, v in json.load(open(sys.argv[1])).items()}
+gts = json.load(open(sys.argv[2]))
+out = {}
+b, _ = Bleu(4).compute_score(gts, res, verbose=0)
+out.update({f"Bleu_{k + 1}": b[k] for k in range(4)})
+out["METEOR"], _ = Meteor().compute_score(gts, res)
+out["ROUGE_L"], _ = Rouge().compute_score(gts, res)
+out["CIDEr"], _ = Cider().compute_score(gts, res)
+print(json.dumps({k: float(v) for k, v in out.items()}))
+"""
+
+
+def whole_process(res, gts, repeat: int) -> int:
+    """Both tools as fresh processes from the shell: best wall-clock of ``repeat`` runs each, and the ratio."""
+    import json
+    import subprocess
+    import tempfile
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory() as tmp:
+        hyp, ref = Path(tmp) / "hyp.json", Path(tmp) / "ref.json"
+        hyp.write_text(json.dumps({k: v[0] for k, v in res.items()}), encoding="utf-8")
+        ref.write_text(json.dumps(gts), encoding="utf-8")
+        script = Path(tmp) / "pycoco_score.py"
+        script.write_text(_PYCOCO_SCRIPT, encoding="utf-8")
+        commands = {
+            "pycocoevalcap": [sys.executable, str(script), str(hyp), str(ref)],
+            "connote score": [sys.executable, "-m", "connote", "score", "--hyp", str(hyp), "--ref", str(ref),
+                              "--metrics", "bleu,meteor,rouge_l,cider", "--json"],
+        }
+        subprocess.run(commands["connote score"], env=env, check=True, capture_output=True)  # cache check/build
+        best: dict[str, float] = {}
+        scores: dict[str, dict[str, float]] = {}
+        for name, cmd in commands.items():
+            for _ in range(repeat):
+                t = time.perf_counter()
+                out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd=tmp)
+                best[name] = min(best.get(name, float("inf")), time.perf_counter() - t)
+            data = json.loads(out.stdout)
+            scores[name] = data.get("scores", data)
+    print(f"\nwhole process (best of {repeat}, wall clock, started from the shell):")
+    for name, cmd in commands.items():
+        print(f"  {name:<15}{best[name]:>8.2f} s   {' '.join(Path(c).name if i < 2 else c for i, c in enumerate(cmd))}")
+    print(f"  ratio          {best['pycocoevalcap'] / best['connote score']:>8.1f}x")
+    diffs = {k: abs(scores["pycocoevalcap"][k] - scores["connote score"][k]) for k in scores["pycocoevalcap"]}
+    print("  largest score difference: " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
+    return 0
+
+
 def _reset_connote() -> None:
     """Forget loaded METEOR resources, so that every timed connote run loads them again."""
-    from connote.metrics import _core
-    from connote.metrics.meteor import _resources
+    from connote.metrics.meteor import _resources, metric
 
-    _core._METEOR_CACHE.clear()
+    metric._CACHE.clear()
     _resources._TABLES.clear()
     _resources.function_words.cache_clear()
     _resources.synonym_tables.cache_clear()
@@ -91,8 +152,14 @@ def run_connote_together(res, gts, jobs: int) -> tuple[float, dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vist", type=Path, default=ROOT.parent / "shared" / "data" / "vist")
+    default_vist = next((p for p in (ROOT.parent / "shared" / "data" / "vist",
+                                     ROOT.parent.parent / "shared" / "data" / "vist") if p.is_dir()),
+                        ROOT.parent / "shared" / "data" / "vist")
+    ap.add_argument("--vist", type=Path, default=default_vist)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="connote METEOR processes")
+    ap.add_argument("--whole-process", action="store_true",
+                    help="time both tools as fresh processes from the shell (start-up included)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool with --whole-process (best is kept)")
     args = ap.parse_args(argv)
     if not (args.vist / "example-submission-file.test.json").is_file():
         print(f"VIST stories not found under {args.vist}", file=sys.stderr)
@@ -102,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     words = sum(len(v[0].split()) for v in res.values()) / len(res)
     print(f"corpus: {len(res)} stories (avg {words:.1f} tokens), {n_refs} references "
           f"({n_refs / len(res):.1f} per story); cpus: {os.cpu_count()}")
+    if args.whole_process:
+        return whole_process(res, gts, args.repeat)
 
     t = time.perf_counter()
     from connote.metrics.meteor import Meteor

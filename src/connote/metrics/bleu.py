@@ -10,8 +10,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from connote.metrics._gc import gc_paused
+from connote.metrics.options import opt
 
 try:  # the C helper behind Counter.update, without its per-call Python overhead
     from collections import _count_elements  # type: ignore[attr-defined]
@@ -139,3 +142,22 @@ def _corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int,
             c_sum[k] += correct[k]
         items.append(_bleu_from(testlen, reflen, guess, correct, n))
     return _bleu_from(tl_sum, rl_sum, g_sum, c_sum, n), items
+
+
+@dataclass(frozen=True)
+class BleuOptions:
+    """Options of the ``bleu`` metric."""
+
+    bleu_n: int = opt(4, "highest n-gram order (BLEU-1..n)", ge=1)
+
+
+def compute(inp: Any, options: BleuOptions):
+    """The ``bleu`` metric of :func:`connote.metrics.compute_scores`."""
+    from connote.metrics.registry import MetricOutput, version_tag
+
+    n = options.bleu_n
+    corpus, items = corpus_bleu(inp.hyps, inp.refs, n)
+    scores = {f"Bleu_{k + 1}": corpus[k] for k in range(n)}
+    per = {i: {f"Bleu_{k + 1}": v[k] for k in range(n)} for i, v in zip(inp.ids, items)}
+    sig = f"bleu|n:{n}|ref:closest|smooth:pycoco|tok:{inp.tok_tag()}|version:{version_tag()}"
+    return MetricOutput(scores, per, sig, [])

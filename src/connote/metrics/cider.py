@@ -19,12 +19,14 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from connote.metrics import _arrays
 from connote.metrics._gc import gc_paused
 from connote.metrics.bleu import ngram_counts
+from connote.metrics.options import opt
 
 SIGMA = 6.0
 
@@ -113,9 +115,9 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
                   document_frequencies: DocumentFrequencies | None) -> tuple[float, list[float]]:
     """pycocoevalcap's CIDEr-D on arrays: its formula per (hypothesis, reference) pair, with the sums
     taken in another order (differences of the order of 1e-16). Both vectors of a pair weight a k-gram
-    by the same idf, so ``min(h, r) * r`` is a sparse elementwise minimum and product of their rows."""
-    from scipy import sparse
-
+    by the same idf, so ``min(h, r) * r`` needs only the k-grams the two rows share, found by one sorted
+    search over (pair, k-gram) keys (NumPy only: importing scipy.sparse would cost a command more than
+    the whole computation)."""
     if not hyps:
         return math.nan, []
     index: dict[str, int] = {}
@@ -152,9 +154,7 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
         norm = np.sqrt(np.bincount(t_of, weights=vals * vals, minlength=n_texts))
         if k == 1:  # pycocoevalcap's length: the number of bigrams
             length = np.bincount(t_of, weights=tf, minlength=n_texts)
-        vec = sparse.csr_matrix((vals, (t_of, g_of)), shape=(n_texts, g_count))
-        hyp_rows, ref_rows = vec[pair_h], vec[r_text]
-        dot = np.asarray(hyp_rows.minimum(ref_rows).multiply(ref_rows).sum(axis=1)).reshape(-1)
+        dot = _clipped_products(t_of, g_of, vals, n_texts, g_count, pair_h, r_text)
         denom = norm[pair_h] * norm[r_text]
         nonzero = denom != 0
         dot[nonzero] /= denom[nonzero]
@@ -166,3 +166,84 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
         sims += dot * penalty
     per_item = np.bincount(r_item, weights=sims, minlength=len(refs)) / n / n_refs * 10.0
     return float(np.mean(per_item)), per_item.tolist()
+
+
+def _clipped_products(t_of: np.ndarray, g_of: np.ndarray, vals: np.ndarray, n_texts: int, g_count: int,
+                      pair_h: np.ndarray, pair_r: np.ndarray) -> np.ndarray:
+    """``sum_g min(h[g], r[g]) * r[g]`` for every pair of rows (h = text ``pair_h[p]``, r = ``pair_r[p]``) of
+    the sparse matrix given by its entries (text, k-gram, value) sorted by text, then k-gram."""
+    rows_of = _arrays.offsets(np.bincount(t_of, minlength=n_texts))
+
+    def side(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cnt = rows_of[texts + 1] - rows_of[texts]
+        at = _arrays.ranges(rows_of[texts], cnt)
+        pair = np.repeat(np.arange(len(texts), dtype=np.int64), cnt)
+        return pair * g_count + g_of[at], vals[at]  # keys sorted: pairs ascending, k-grams ascending in a row
+
+    hk, hv = side(pair_h)
+    rk, rv = side(pair_r)
+    out = np.zeros(len(pair_h), dtype=np.float64)
+    if len(hk) == 0 or len(rk) == 0:
+        return out
+    pos = np.searchsorted(rk, hk).clip(max=len(rk) - 1)
+    m = rk[pos] == hk
+    r = rv[pos[m]]
+    # (astype: bincount of no entries gives integers)
+    return np.bincount(hk[m] // g_count, weights=np.minimum(hv[m], r) * r, minlength=len(pair_h)).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class CiderOptions:
+    """Options of the ``cider`` metric."""
+
+    cider_sigma: float = opt(SIGMA, "CIDEr-D length-penalty sigma", gt=0)
+    df_corpus: Any = opt(None, "document frequencies: None (the evaluated references), a DocumentFrequencies, "
+                               "a saved-frequency JSON, or a references JSON / mapping")
+
+
+def resolve_document_frequencies(spec: Any, tokenize: str | None = None) -> DocumentFrequencies | None:
+    """``None`` (evaluated references), a DocumentFrequencies, a saved-DF JSON, or a references JSON/dict.
+
+    Reference texts (not saved frequencies) get the same ``tokenize`` step as the scored text.
+    """
+    from collections.abc import Mapping
+
+    from connote.metrics._inputs import read_json_mapping
+    from connote.metrics.tokenize import tokenize_corpus
+
+    if spec is None or isinstance(spec, DocumentFrequencies):
+        return spec
+
+    def refs_of(data: Mapping[str, Any]) -> list[list[str]]:
+        lists = {str(k): ([v] if isinstance(v, str) else list(v)) for k, v in data.items()}
+        return list(tokenize_corpus(lists, tokenize).values())
+
+    if isinstance(spec, Mapping):
+        return DocumentFrequencies.from_references(refs_of(spec), source="mapping")
+    if isinstance(spec, (str, os.PathLike)):
+        with open(spec, encoding="utf-8") as fh:
+            head = fh.read(200)
+        if '"n_documents"' in head:
+            try:
+                return DocumentFrequencies.load(spec)
+            except (KeyError, ValueError, json.JSONDecodeError):
+                pass
+        data = read_json_mapping(spec, "document-frequency corpus")
+        return DocumentFrequencies.from_references(refs_of(data), source=os.path.basename(str(spec)))
+    raise TypeError(f"cannot use {type(spec).__name__} as CIDEr document frequencies")
+
+
+def compute(inp: Any, options: CiderOptions):
+    """The ``cider`` metric of :func:`connote.metrics.compute_scores`."""
+    from connote.metrics.registry import MetricOutput, version_tag
+
+    sigma = options.cider_sigma
+    dfs = resolve_document_frequencies(options.df_corpus, inp.tokenize)
+    mean, items = corpus_cider(inp.hyps, inp.refs, sigma=sigma, document_frequencies=dfs)
+    per = {i: {"CIDEr": v} for i, v in zip(inp.ids, items)}
+    if dfs is None:
+        df = f"refs({len(inp.ids)})"
+    else:
+        df = f"corpus:{dfs.source}:{dfs.n_documents}docs:{dfs.fingerprint()}"
+    sig = f"cider-d|n:4|sigma:{sigma:g}|clip:yes|df:{df}|tok:{inp.tok_tag()}|version:{version_tag()}"
+    return MetricOutput({"CIDEr": mean}, per, sig, [])

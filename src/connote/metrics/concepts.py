@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+
+from connote.metrics.options import opt
 
 _TRAILING = ("is", "are")
 _IMPROVED = re.compile(r"^(?P<primary>.*?)\bas\s+(?P<property>.+?)\s+as\b(?P<secondary>.*)$", re.I | re.S)
@@ -120,20 +122,32 @@ def signature(encoder: Any, improved: bool) -> str:
             f"|version:connote-{__version__}")
 
 
-def _registry_entry(batch: Any):
-    """``compute_scores(..., ["acs_acd"], concept_encoder=..., bertscore_model=...)``."""
-    from connote.metrics.bertscore import scorer_from_settings
+@dataclass(frozen=True)
+class ConceptOptions:
+    """Options of the ``acs_acd`` metric (BERTScore's options also apply: ACD weighs by its F1)."""
 
-    encoder = batch.settings.get("concept_encoder")
+    concept_encoder: Any = opt(None, "sentence encoder (an Embedder, a sentence-transformers model or a callable)")
+    concept_split: Literal["public", "improved"] = opt("public", "public (the paper's code) or improved")
+    bertscore_f1: Any = opt(None, "precomputed BERTScore-F1 per caption (else computed with bertscore_model)")
+
+
+def compute(inp: Any, options: ConceptOptions):
+    """``compute_scores(..., ["acs_acd"], concept_encoder=..., bertscore_model=...)``."""
+    from connote.metrics.bertscore import BERTScoreOptions, scorer_from_settings
+    from connote.metrics.options import parse_options
+    from connote.metrics.registry import MetricOutput
+
+    encoder = options.concept_encoder
     if encoder is None:
         raise ValueError("ACS/ACD need concept_encoder=<Embedder or sentence-transformers model>")
-    improved = str(batch.settings.get("concept_split", "public")) == "improved"
-    f1 = batch.settings.get("bertscore_f1")
+    improved = options.concept_split == "improved"
+    f1 = options.bertscore_f1
     bsig = "given"
     if f1 is None:
-        scorer = scorer_from_settings(batch.settings)
-        f1 = scorer.score(batch.hyps, batch.refs).f1
+        scorer = scorer_from_settings(parse_options(BERTScoreOptions, inp.settings))
+        f1 = scorer.score(inp.hyps, inp.refs).f1
         bsig = scorer.signature()
-    out = acs_acd(batch.hyps, list(f1), encoder, improved=improved)
-    per = {i: {"CS": c} for i, c in zip(batch.ids, out["CS"])}
-    return {"ACS": out["ACS"], "ACD": out["ACD"]}, per, f"{signature(encoder, improved)}|f1:[{bsig}]", []
+    out = acs_acd(inp.hyps, list(f1), encoder, improved=improved)
+    per = {i: {"CS": c} for i, c in zip(inp.ids, out["CS"])}
+    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, f"{signature(encoder, improved)}|f1:[{bsig}]",
+                        [])

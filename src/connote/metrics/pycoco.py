@@ -77,7 +77,7 @@ class Meteor:
         self._m = _Meteor(**kwargs)
 
     def compute_score(self, gts, res) -> tuple[float, list[float]]:
-        from connote.metrics._core import pycoco_meteor_inputs
+        from connote.metrics.meteor.metric import pycoco_meteor_inputs
 
         _, hyps, refs = _unpack(gts, res)
         return self._m.corpus(*pycoco_meteor_inputs(hyps, refs))

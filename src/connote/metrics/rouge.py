@@ -7,6 +7,10 @@ bit-parallel algorithm (Hyyro 2004), so long multi-sentence stories cost microse
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from connote.metrics.options import opt
 
 BETA = 1.2
 
@@ -57,3 +61,21 @@ def corpus_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]], beta: flo
 
     scores = [rouge_l(h, rs, beta) for h, rs in zip(hyps, refs)]
     return float(np.mean(np.array(scores))), scores
+
+
+@dataclass(frozen=True)
+class RougeOptions:
+    """Options of the ``rouge_l`` metric."""
+
+    rouge_beta: float = opt(BETA, "F-measure beta (recall weight)", gt=0)
+
+
+def compute(inp: Any, options: RougeOptions):
+    """The ``rouge_l`` metric of :func:`connote.metrics.compute_scores`."""
+    from connote.metrics.registry import MetricOutput, version_tag
+
+    beta = options.rouge_beta
+    mean, items = corpus_rouge_l(inp.hyps, inp.refs, beta)
+    per = {i: {"ROUGE_L": v} for i, v in zip(inp.ids, items)}
+    return MetricOutput({"ROUGE_L": mean}, per, f"rouge_l|beta:{beta:g}|tok:{inp.tok_tag()}|version:{version_tag()}",
+                        [])

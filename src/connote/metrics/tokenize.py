@@ -1,7 +1,8 @@
 """Java-free equivalent of pycocoevalcap's PTB tokenization (Stanford PTBTokenizer
 ``-preserveLines -lowerCase`` followed by removal of the punctuation tokens pycocoevalcap lists).
 
-Behaviour reproduced: lower-casing; splitting of clitics ("don't" -> "do n't", "john's" ->
+Behaviour reproduced: lower-casing; currency symbols as PTB writes them (cents, $, #); splitting of
+clitics ("don't" -> "do n't", "john's" ->
 "john 's", "cannot" -> "can not", "gonna" -> "gon na"); brackets become ``-lrb-``/``-rrb-``/...
 (which pycocoevalcap, comparing against upper-case names, keeps); quotes, ``.``, ``,``, ``:``,
 ``;``, ``?``, ``!``, ``-``, ``--`` and ``...`` are removed; numbers such as ``3.50``/``5:30``,
@@ -18,23 +19,29 @@ from collections.abc import Mapping, Sequence
 PUNCTUATIONS = frozenset(["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":",
                           "-", "--", "...", ";"])
 _BRACKETS = {"(": " -lrb- ", ")": " -rrb- ", "[": " -lsb- ", "]": " -rsb- ", "{": " -lcb- ", "}": " -rcb- "}
+_CURRENCY = {"\u00a2": " cents ", "\u20ac": " $ ", "\u00a4": " $ ", "\u00a3": " # "}
 _ABBREV = ("mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|inc|ltd|co|corp|mt|ft|gen|gov|sen|rep|rev|capt|lt|col|sgt|"
            "jan|feb|mar|apr|aug|sept|sep|oct|nov|dec|no|vol|fig|dept|univ|ave|blvd")
 _TOKEN = re.compile(
     r":?-(?:lrb|rrb|lsb|rsb|lcb|rcb)-"
     r"|\bo'clock\b|'n'|'til\b|\by'(?=\s|$)"
-    r"|n't\b|'(?:s|re|ll|ve|m|d)\b"
+    r"|n[`']t\b|'(?:s|re|ll|ve|m|d)\b"
+    # apostrophe words the PTB lexer keeps whole: d'/l'/o'/n' + 2 letters (d'oeuvres, o'lanterns), and a
+    # vowel-final word + ' + vowel (ma'am); a lone d'/l'/j' before a letter is a token of its own
+    r"|\b[dlon]'[^\W\d_]{2,}|\b[^\W\d_]+[aeiouy]'[aeiou][^\W\d_]*|\b[dlj]'(?=[^\W\d_])"
     r"|https?://\S+|www\.\S+"
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
     r"|\d+(?:[.,:/]\d+)+"
     r"|(?:[^\W\d_]\.){2,}"
     rf"|(?:{_ABBREV})\.(?=\s|$)"
+    # letters joined by periods stay one word (t.v, everyone.its); a single letter keeps its period (c.)
+    r"|[^\W\d_]+(?:\.[^\W\d_]+)+|\b[^\W\d_]\.(?!\.)"
     r"|[#@]\w+"
     r"|\w+(?:[-/]\w+)*"
     r"|\.\.\.+|--+|[?!]{2,}|[^\w\s]",
 )
 _CLITICS = [
-    (re.compile(r"(\w)n't\b"), r"\1 n't"),
+    (re.compile(r"(\w)(n[`']t)\b"), r"\1 \2"),
     (re.compile(r"(\w)'(s|re|ll|ve|m|d)\b"), r"\1 '\2"),
     (re.compile(r"\bcannot\b"), "can not"),
     (re.compile(r"\b(gon|wan|got)(na|ta)\b"), r"\1 \2"),
@@ -49,6 +56,9 @@ def ptb_tokenize(text: str) -> str:
     """
     s = text.replace("\n", " ").lower().replace("\u2019", "'").replace("\u2018", "'")
     s = s.replace('"', " '' ").replace(":)", " :-rrb- ").replace(":(", " :-lrb- ")
+    for sym, rep in _CURRENCY.items():  # PTB's currency normalization
+        if sym in s:
+            s = s.replace(sym, rep)
     s = re.sub(r"(\w)'n'(\w)", r"\1 'n' \2", s)
     s = re.sub(r"\by'(\w)", r"y' \1", s)
     for ch, rep in _BRACKETS.items():

@@ -13,10 +13,11 @@ data directory (adding the ``lexnames`` file Debian lacks) so ``nltk.corpus.word
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def find_wordnet(path: str | os.PathLike[str] | None = None) -> Path | None:
 class SynonymTables:
     """Word -> synset ids and inflected form -> base forms (METEOR's synonym dictionary)."""
 
-    synsets: dict[str, tuple[int, ...]]
+    synsets: Mapping[str, tuple[int, ...]]
     bases: dict[str, list[str]]
     source: str
 
@@ -83,32 +84,35 @@ def _cache_file(d: Path) -> Path:
     import hashlib
 
     tag = hashlib.sha1(f"{d.resolve()}|{stamp}".encode()).hexdigest()[:16]
-    root = os.environ.get("CONNOTE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "connote")
-    return Path(root) / "wordnet" / f"synonyms-v2-{tag}.pickle"
+    from connote.metrics.cache import cache_root
+
+    return cache_root() / "wordnet" / f"synonyms-v3-{tag}.json"
 
 
 def load_wordnet_tables(directory: str | os.PathLike[str]) -> SynonymTables:
     """Read lemma -> synset offsets and the exception lists from WordNet database files.
 
     Synsets are identified by their byte offset without the part of speech, as METEOR 1.5 does.
-    The parsed tables are cached (``~/.cache/connote/wordnet``) keyed by the files' sizes and times.
+    The parsed tables are cached as JSON (``~/.cache/connote/wordnet``, never a pickle) keyed by the
+    files' sizes and times.
     """
     d = Path(directory)
     cache = _cache_file(d)
     if cache.is_file():
-        try:
-            with open(cache, "rb") as fh:
-                synsets, bases = pickle.load(fh)
+        try:  # JSON only: nothing read from the cache can run code
+            with open(cache, encoding="utf-8") as fh:
+                data = json.load(fh)
+            synsets = {w: tuple(int(o) for o in offs) for w, offs in data["synsets"].items()}
+            bases = {w: [str(b) for b in bs] for w, bs in data["bases"].items()}
             return SynonymTables(synsets, bases, f"wordnet-3.0:{d}")
-        except (OSError, pickle.UnpicklingError, ValueError, EOFError):
-            pass
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # unreadable or not ours: parse the WordNet files again and rewrite it
     tables = _parse_wordnet(d)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump((tables.synsets, tables.bases), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp = cache.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"synsets": tables.synsets, "bases": tables.bases}, fh, separators=(",", ":"))
         os.replace(tmp, cache)
     except OSError:
         pass

@@ -28,7 +28,6 @@ scores; their intervals are those of the per-album mean (``ci_basis = "per-item 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from connote.errors import InputError
+from connote.metrics.registry import display_name, display_names
 from connote.vist import TASK_VERSION
 from connote.vist.data import Gold, SeqKey, Submission, seq_id
 
@@ -46,21 +46,8 @@ CorpusScorer = Callable[[dict[str, str], dict[str, list[str]]],
 
 PROTOCOLS = ("challenge", "album")
 ALBUM_METRICS = ("bleu", "meteor", "rouge_l", "cider")
-ALBUM_NAMES = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D")
-
-
-def metric_name(name: str) -> str:
-    """Canonical display name of a metric key (``Bleu_4`` -> ``BLEU-4``, ``cider`` -> ``CIDEr-D``).
-
-    >>> [metric_name(x) for x in ("Bleu_1", "bleu-4", "METEOR", "rouge_l", "CIDEr", "cider_d")]
-    ['BLEU-1', 'BLEU-4', 'METEOR', 'ROUGE-L', 'CIDEr-D', 'CIDEr-D']
-    """
-    k = re.sub(r"[^a-z0-9]", "", name.lower())
-    m = re.fullmatch(r"bleu([1-4])", k)
-    if m:
-        return f"BLEU-{m.group(1)}"
-    return {"meteor": "METEOR", "rougel": "ROUGE-L", "cider": "CIDEr-D", "ciderd": "CIDEr-D",
-            "bleu": "BLEU"}.get(k, name)
+ALBUM_NAMES = display_names(ALBUM_METRICS)  # BLEU-1..4, METEOR, ROUGE-L, CIDEr-D (connote.metrics' name table)
+metric_name = display_name  # printed name of a score key: ``Bleu_4`` -> ``BLEU-4``, ``cider`` -> ``CIDEr-D``
 
 
 # --------------------------------------------------------------------------- default scorers

@@ -12,8 +12,10 @@ segment scores).
 
 Resources: function words, non-breaking prefixes and the paraphrase table are read from the
 ``meteor-1.5.jar``/``paraphrase-en.gz`` of an installed ``pycocoevalcap`` (or ``meteor_data=``);
-synonyms from WordNet 3.0 files (see :mod:`connote.metrics.wordnet`). A missing resource disables
-its module with a warning and is written into :meth:`Meteor.signature` - never silently.
+synonyms from the jar's own tables (``synonym_source="auto"``, the default: the jar's numbers exactly),
+or WordNet 3.0 files when asked (``"wordnet"``) or when the jar is absent (see
+:mod:`connote.metrics.wordnet`). A missing resource disables its module with a warning and is
+written into :meth:`Meteor.signature` - never silently.
 """
 
 from __future__ import annotations
@@ -184,8 +186,8 @@ class Meteor:
         beam_size: alignment beam (jar default 40).
         meteor_data: directory holding ``meteor-1.5.jar`` and ``data/paraphrase-en.gz`` (default: the
             installed pycocoevalcap); paraphrase_file: explicit paraphrase table.
-        wordnet: WordNet 3.0 directory; synonym_source: ``"auto"`` (WordNet, else the jar's tables),
-            ``"wordnet"`` or ``"jar"``.
+        wordnet: WordNet 3.0 directory; synonym_source: ``"auto"`` (the jar's own tables - its numbers
+            exactly - and WordNet 3.0 files only where the jar is absent), ``"jar"`` or ``"wordnet"``.
         strict: raise instead of warning when a resource is missing.
     """
 
@@ -204,6 +206,8 @@ class Meteor:
             raise ValueError(f"unknown METEOR task {task!r}; valid tasks: {', '.join(sorted(TASKS))}")
         if synonym_source not in ("auto", "wordnet", "jar"):
             raise ValueError("synonym_source must be 'auto', 'wordnet' or 'jar'")
+        if wordnet and synonym_source == "auto":  # a WordNet folder given is asking for WordNet
+            synonym_source = "wordnet"
         self.language, self.task, self.norm = "en", task, norm
         self.lowercase = lowercase or norm
         names = tuple(m.lower() for m in (modules or MODULE_NAMES))
@@ -238,8 +242,9 @@ class Meteor:
             tables = _resources.synonym_tables(synonym_source, self._meteor_dir,
                                                str(wordnet) if wordnet else None)
             if tables is None:
-                self._missing("synonym module disabled: no WordNet 3.0 files (apt-get install wordnet-base) "
-                              "and no meteor-1.5.jar synonym tables")
+                self._missing("synonym module disabled: no meteor-1.5.jar synonym tables"
+                              + ("" if synonym_source == "jar" else
+                                 " and no WordNet 3.0 files (apt-get install wordnet-base)"))
             else:
                 synonyms = SynonymIndex(tables)
                 self.synonym_source = tables.source.split(":", 1)[0]

@@ -456,7 +456,9 @@ class Aligner:
                     w = ((ml + ln) if exact_mod[m[4]] else (ml // 2 + ln // 2)) * wm
                     if w > best_w:
                         best_w = w
-                    opts.append((m, ((1 << ml) - 1) << ms, abs(i - ms), w, ms, ms + ml, i + ln))
+                    # the hypothesis words as a small bit run tested against the partial's mask at ``ms``
+                    # (a mask per option would cost memory in proportion to the text's length)
+                    opts.append((m, (1 << ml) - 1, abs(i - ms), w, ms, ms + ml, i + ln))
             options.append(opts)
             maxw.append(best_w)
         no_limit = 1 << 4096  # above every key
@@ -560,20 +562,20 @@ class Aligner:
                         append(p)
                         continue
                     if last == -1:
-                        for m, mask, off, w, _ms, mend, nidx in opts:
-                            if used1 & mask:
+                        for m, bits, off, w, ms, mend, nidx in opts:
+                            if (used1 >> ms) & bits:
                                 continue
                             c = k - w
                             if c < thr:
-                                append((c, nidx, mend, used1 | mask, (m, chain)))
+                                append((c, nidx, mend, used1 | (bits << ms), (m, chain)))
                             k += off  # the jar adds the child's distance to the parent
                     else:
-                        for m, mask, off, w, ms, mend, nidx in opts:
-                            if used1 & mask:
+                        for m, bits, off, w, ms, mend, nidx in opts:
+                            if (used1 >> ms) & bits:
                                 continue
                             c = k - w if ms == last else k - w + wc  # a jump starts a new chunk
                             if c < thr:
-                                append((c, nidx, mend, used1 | mask, (m, chain)))
+                                append((c, nidx, mend, used1 | (bits << ms), (m, chain)))
                             k += off
                         k += wc
                     if k < thr:

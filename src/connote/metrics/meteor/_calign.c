@@ -11,7 +11,7 @@
  * word ids, its table phrases (start, length, entry number, paraphrase id; by start, length, entry)
  * and the positions of the paraphrases it contains (paraphrase id, start; sorted); per pair the two
  * sentence numbers. Output: N_STATS int64 per pair (see ``STATS`` in _align.py); a pair whose packed
- * beam keys might not fit 64 bits gets status 1 and is aligned by the Python search instead.
+ * beam keys might not fit 126 bits (never in practice) gets status 1 and is aligned by the Python search.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +21,10 @@
 
 typedef int64_t i64;
 typedef uint64_t u64;
+/* beam keys: 128-bit, so that the packed fields (weight, chunks, distance) fit for texts of any practical
+ * length (tens of thousands of words) and long pairs stay in this aligner (linear memory) */
+typedef __int128 bkey;
+#define KEY_MAX ((bkey)(((unsigned __int128)1 << 127) - 1))
 
 enum { EXACT = 0, STEM = 1, SYNONYM = 2, PARAPHRASE = 3 };
 #define N_STATS 24
@@ -65,13 +69,14 @@ static void work_free(Work *w) {
 
 /* ---------------------------------------------------------------- sorting helpers */
 /* out[:n] = stable argsort of keys[:n] (insertion-sorted runs of 8, then bottom-up merges) */
-static void stable_order(const i64 *keys, i64 n, i64 *out, i64 *buf) {
+static void stable_order(const bkey *keys, i64 n, i64 *out, i64 *buf) {
     for (i64 e = 0; e < n; e++) out[e] = e;
     const i64 run = 8;
     for (i64 lo = 0; lo < n; lo += run) {
         i64 hi = lo + run < n ? lo + run : n;
         for (i64 e = lo + 1; e < hi; e++) {
-            i64 x = out[e], v = keys[x], q = e;
+            i64 x = out[e], q = e;
+            bkey v = keys[x];
             while (q > lo && keys[out[q - 1]] > v) {
                 out[q] = out[q - 1];
                 q--;
@@ -102,14 +107,14 @@ static void stable_order(const i64 *keys, i64 n, i64 *out, i64 *buf) {
 }
 
 /* keep in heap (a max-heap of at most k values) the k smallest values added; returns the new size */
-static i64 heap_add(i64 *heap, i64 size, i64 k, i64 v) {
+static i64 heap_add(bkey *heap, i64 size, i64 k, bkey v) {
     if (size < k) {
         i64 q = size;
         heap[q] = v;
         while (q > 0) {
             i64 parent = (q - 1) >> 1;
             if (heap[parent] >= heap[q]) break;
-            i64 t = heap[parent];
+            bkey t = heap[parent];
             heap[parent] = heap[q];
             heap[q] = t;
             q = parent;
@@ -125,7 +130,7 @@ static i64 heap_add(i64 *heap, i64 size, i64 k, i64 v) {
         i64 big = left;
         if (left + 1 < size && heap[left + 1] > heap[left]) big = left + 1;
         if (heap[q] >= heap[big]) break;
-        i64 t = heap[q];
+        bkey t = heap[q];
         heap[q] = heap[big];
         heap[big] = t;
         q = big;
@@ -342,25 +347,27 @@ static int candidates(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, Cands
  * allocation failure. */
 static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned char *used2,
                        const unsigned char *fixed_has, const i64 *fixed_start, const i64 *fixed_len,
-                       const i64 *fixed_ms, const i64 *fixed_ml, const i64 *fixed_wt, const i64 *opt_ptr,
-                       const u64 *opt_mask, const i64 *opt_off, const i64 *opt_w, const i64 *opt_ms,
-                       const i64 *opt_mend, const i64 *opt_nidx, const i64 *maxw, i64 wc, const u64 *init_mask,
+                       const i64 *fixed_ms, const i64 *fixed_ml, const bkey *fixed_wt, const i64 *opt_ptr,
+                       const i64 *opt_off, const bkey *opt_w, const i64 *opt_ms,
+                       const i64 *opt_mend, const i64 *opt_nidx, const bkey *maxw, bkey wc, const u64 *init_mask,
                        i64 W, i64 **picked_out) {
-    const i64 no_limit = I64_MAX;
+    const bkey no_limit = KEY_MAX;
     i64 max_opts = 0;
     for (i64 i = 0; i < n2; i++) {
         i64 c = opt_ptr[i + 1] - opt_ptr[i];
         if (c > max_opts) max_opts = c;
     }
     i64 cap = beam_size * (max_opts + 1) + beam_size + 2;
-    i64 *bk = G(w, B_BK, i64, cap), *bi = G(w, B_BI, i64, cap), *bl = G(w, B_BL, i64, cap);
+    bkey *bk = G(w, B_BK, bkey, cap);
+    i64 *bi = G(w, B_BI, i64, cap), *bl = G(w, B_BL, i64, cap);
     i64 *bc = G(w, B_BC, i64, cap);
     u64 *bu = G(w, B_BU, u64, cap * W);
-    i64 *pk = G(w, B_PK, i64, cap), *pi = G(w, B_PI, i64, cap), *pl = G(w, B_PL, i64, cap);
+    bkey *pk = G(w, B_PK, bkey, cap);
+    i64 *pi = G(w, B_PI, i64, cap), *pl = G(w, B_PL, i64, cap);
     i64 *pc = G(w, B_PC, i64, cap);
     u64 *pu = G(w, B_PU, u64, cap * W);
     i64 *tmp = G(w, B_TMP, i64, cap), *order = G(w, B_ORDER, i64, cap);
-    i64 *heap = G(w, B_HEAP, i64, beam_size + 1);
+    bkey *heap = G(w, B_HEAP, bkey, beam_size + 1);
     i64 node_cap = 1024;
     i64 *node_opt = G(w, B_NOPT, i64, node_cap), *node_par = G(w, B_NPAR, i64, node_cap);
     if (!bk || !bi || !bl || !bc || !bu || !pk || !pi || !pl || !pc || !pu || !tmp || !order || !heap ||
@@ -397,7 +404,8 @@ static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned
                     break;
                 }
             if (same) {
-                i64 idx = idx0, last = last0, pos = i, delta = 0;
+                i64 idx = idx0, last = last0, pos = i;
+                bkey delta = 0;
                 int ok = 1;
                 while (pos < n2) {
                     if (pos < idx) {
@@ -473,7 +481,8 @@ static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned
         }
         if (used2[i]) {
             for (i64 t = 0; t < m_prev; t++) {
-                i64 k = pk[t], idx = pi[t], last = pl[t];
+                bkey k = pk[t];
+                i64 idx = pi[t], last = pl[t];
                 if (i < idx) {
                     bk[n] = k;
                     bi[n] = idx;
@@ -492,13 +501,14 @@ static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned
                 n++;
             }
         } else {
-            i64 thr = no_limit;
-            i64 check_at = prune ? beam_size : no_limit;
+            bkey thr = no_limit;
+            i64 check_at = prune ? beam_size : I64_MAX;
             i64 h_size = 0;
             i64 n_heap = prune ? 0 : cap;
-            i64 bound_w = maxw[i];
+            bkey bound_w = maxw[i];
             for (i64 t = 0; t < m_prev; t++) {
-                i64 k = pk[t], idx = pi[t], last = pl[t], chain = pc[t];
+                bkey k = pk[t];
+                i64 idx = pi[t], last = pl[t], chain = pc[t];
                 while (n_heap < n) { /* the beam_size smallest keys appended so far */
                     h_size = heap_add(heap, h_size, beam_size, bk[n_heap]);
                     n_heap++;
@@ -518,14 +528,16 @@ static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned
                     continue;
                 }
                 for (i64 o = o0; o < o1; o++) {
+                    /* the option's hypothesis words (opt_ms[o] .. opt_mend[o] - 1) must be unused */
                     int clash = 0;
-                    for (i64 x = 0; x < W; x++)
-                        if (pu[t * W + x] & opt_mask[o * W + x]) {
+                    const u64 *used = pu + t * W;
+                    for (i64 b = opt_ms[o]; b < opt_mend[o]; b++)
+                        if ((used[b >> 6] >> (b & 63)) & 1) {
                             clash = 1;
                             break;
                         }
                     if (clash) continue;
-                    i64 c = (last == -1 || opt_ms[o] == last) ? k - opt_w[o] : k - opt_w[o] + wc;
+                    bkey c = (last == -1 || opt_ms[o] == last) ? k - opt_w[o] : k - opt_w[o] + wc;
                     if (c < thr) {
                         if (n_nodes == node_cap) {
                             node_cap *= 2;
@@ -539,7 +551,8 @@ static i64 beam_search(Work *w, i64 n2, i64 beam_size, int prune, const unsigned
                         bi[n] = opt_nidx[o];
                         bl[n] = opt_mend[o];
                         bc[n] = n_nodes;
-                        for (i64 x = 0; x < W; x++) bu[n * W + x] = pu[t * W + x] | opt_mask[o * W + x];
+                        memcpy(bu + n * W, used, (size_t)W * sizeof(u64));
+                        for (i64 b = opt_ms[o]; b < opt_mend[o]; b++) bu[n * W + (b >> 6)] |= (u64)1 << (b & 63);
                         n_nodes++;
                         n++;
                     }
@@ -622,30 +635,29 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
         int dist_bits = bits + 1 > 26 ? bits + 1 : 26;
         int bl2 = bit_length((u64)(n2 + 2));
         int wm_shift = dist_bits + (bl2 > 20 ? bl2 : 20);
-        /* (n1 + n2 + 2) * wm must stay below 2**62 */
-        if (wm_shift >= 62 || (u64)(n1 + n2 + 2) >= ((u64)1 << (62 - wm_shift))) {
+        /* (n1 + n2 + 2) * wm must stay below 2**126 */
+        if (wm_shift >= 110 || (unsigned __int128)(n1 + n2 + 2) >= ((unsigned __int128)1 << (126 - wm_shift))) {
             stats[N_STATS - 1] = 1;
             return 0;
         }
-        i64 wc = (i64)1 << dist_bits, wm = (i64)1 << wm_shift;
+        bkey wc = (bkey)1 << dist_bits, wm = (bkey)1 << wm_shift;
         i64 W = n1 > 0 ? (n1 + 63) >> 6 : 1;
         unsigned char *used2 = G(w, B_USED2, unsigned char, 2 * (n2 + 1));
         i64 *frow = G(w, B_FROW, i64, n2 + 1), *fstart = G(w, B_FSTART, i64, n2 + 1);
         i64 *flen = G(w, B_FLEN, i64, n2 + 1), *fms = G(w, B_FMS, i64, n2 + 1), *fml = G(w, B_FML, i64, n2 + 1);
-        i64 *fwt = G(w, B_FWT, i64, n2 + 1);
+        bkey *fwt = G(w, B_FWT, bkey, n2 + 1);
         u64 *init = G(w, B_INIT, u64, W);
         i64 *optr = G(w, B_OPTR, i64, n2 + 1), *orow = G(w, B_OROW, i64, n_cand);
-        u64 *omask = G(w, B_OMASK, u64, n_cand * W);
-        i64 *ooff = G(w, B_OOFF, i64, n_cand), *ow = G(w, B_OW, i64, n_cand), *oms = G(w, B_OMS, i64, n_cand);
+        i64 *ooff = G(w, B_OOFF, i64, n_cand), *oms = G(w, B_OMS, i64, n_cand);
+        bkey *ow = G(w, B_OW, bkey, n_cand);
         i64 *omend = G(w, B_OMEND, i64, n_cand), *onidx = G(w, B_ONIDX, i64, n_cand);
-        i64 *maxw = G(w, B_MAXW, i64, n2 + 1);
-        if (!used2 || !frow || !fstart || !flen || !fms || !fml || !fwt || !init || !optr || !orow || !omask ||
+        bkey *maxw = G(w, B_MAXW, bkey, n2 + 1);
+        if (!used2 || !frow || !fstart || !flen || !fms || !fml || !fwt || !init || !optr || !orow ||
             !ooff || !ow || !oms || !omend || !onidx || !maxw)
             return -1;
         unsigned char *fhas = used2 + (n2 + 1);
         memset(used2, 0, (size_t)(2 * (n2 + 1)));
         memset(init, 0, (size_t)W * sizeof(u64));
-        memset(omask, 0, (size_t)(n_cand * W) * sizeof(u64));
         for (i64 j = 0; j < n2; j++) {
             frow[j] = -1;
             fstart[j] = flen[j] = fms[j] = fml[j] = fwt[j] = 0;
@@ -668,7 +680,7 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
             flen[j] = ln;
             fms[j] = ms;
             fml[j] = ml;
-            fwt[j] = (exact ? (ml + ln) : (ml / 2 + ln / 2)) * wm;
+            fwt[j] = (bkey)(exact ? (ml + ln) : (ml / 2 + ln / 2)) * wm;
             for (i64 k = 0; k < ln; k++) used2[j + k] = 1;
             for (i64 k = 0; k < ml; k++) {
                 i64 b = ms + k;
@@ -679,7 +691,7 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
         i64 n_opt = 0;
         optr[0] = 0;
         for (i64 i = 0; i < n2; i++) {
-            i64 best_w = 0;
+            bkey best_w = 0;
             if (!used2[i]) {
                 for (i64 q = ptr[i]; q < ptr[i + 1]; q++) {
                     i64 e = ord[q];
@@ -692,13 +704,9 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
                         }
                     if (skip) continue;
                     int exact = B->kind[c.cmod[e]] == EXACT;
-                    i64 wt = (exact ? (ml + ln) : (ml / 2 + ln / 2)) * wm;
+                    bkey wt = (bkey)(exact ? (ml + ln) : (ml / 2 + ln / 2)) * wm;
                     if (wt > best_w) best_w = wt;
                     orow[n_opt] = e;
-                    for (i64 k = 0; k < ml; k++) {
-                        i64 b = ms + k;
-                        omask[n_opt * W + (b >> 6)] |= (u64)1 << (b & 63);
-                    }
                     i64 d = i - ms;
                     ooff[n_opt] = d < 0 ? -d : d;
                     ow[n_opt] = wt;
@@ -713,7 +721,7 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
         }
         i64 *picked = NULL;
         i64 n_picked = beam_search(w, n2, B->beam_size, B->prune, used2, fhas, fstart, flen, fms, fml, fwt, optr,
-                                   omask, ooff, ow, oms, omend, onidx, maxw, wc, init, W, &picked);
+                                   ooff, ow, oms, omend, onidx, maxw, wc, init, W, &picked);
         if (n_picked < 0) return -1;
         for (i64 j = 0; j < n2; j++)
             if (fhas[j]) at[j] = frow[j];

@@ -4,19 +4,21 @@
   installed ``pycocoevalcap`` or a directory/jar the user names;
 * paraphrase table ``paraphrase-en.gz``: same places; converted once into a compact NumPy cache
   (``~/.cache/connote/meteor`` or ``$CONNOTE_CACHE``) so later runs load it in a fraction of a second;
-* synonyms: WordNet 3.0 (see :mod:`connote.metrics.wordnet`), else the WordNet-derived tables
-  inside the jar.
+* synonyms: the WordNet-derived tables inside the jar (what the jar itself uses), else - or when asked -
+  WordNet 3.0 files (see :mod:`connote.metrics.wordnet`).
 """
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -52,17 +54,18 @@ def find_meteor_dir(path: str | os.PathLike[str] | None = None) -> Path | None:
     return None
 
 
-def _read_from_jar(meteor_dir: Path | None, member: str) -> str | None:
+def _read_from_jar(meteor_dir: Path | None, member: str, binary: bool = False) -> str | bytes | None:
     if meteor_dir is None:
         return None
     loose = meteor_dir / member
     if loose.is_file():
-        return loose.read_text(encoding="utf-8")
+        return loose.read_bytes() if binary else loose.read_text(encoding="utf-8")
     jar = meteor_dir / JAR_NAME
     if jar.is_file():
         with zipfile.ZipFile(jar) as zf:
             if member in zf.namelist():
-                return zf.read(member).decode("utf-8")
+                data = zf.read(member)
+                return data if binary else data.decode("utf-8")
     return None
 
 
@@ -79,19 +82,63 @@ def nonbreaking_prefixes_text(meteor_dir: Path | None, language: str) -> str | N
 
 @lru_cache(maxsize=4)
 def synonym_tables(source: str, meteor_dir: Path | None, wordnet_path: str | None) -> SynonymTables | None:
-    """Synonym tables from WordNet 3.0 files (``source='wordnet'``), the jar (``'jar'``) or either."""
-    if source in ("auto", "wordnet"):
-        wn = find_wordnet(wordnet_path)
-        if wn is not None:
-            return load_wordnet_tables(wn)
-        if source == "wordnet":
-            return None
-    syn = _read_from_jar(meteor_dir, "synonym/english.synsets")
+    """Synonym tables: the jar's own (``source='jar'``; they give the jar's numbers exactly), WordNet 3.0
+    files (``'wordnet'``), or ``'auto'``: the jar's, and WordNet only where the jar is absent."""
+    if source in ("auto", "jar"):
+        got = _jar_synonym_tables(meteor_dir)
+        if got is not None or source == "jar":
+            return got
+    wn = find_wordnet(wordnet_path)
+    return load_wordnet_tables(wn) if wn is not None else None
+
+
+class _SortedSynsets(Mapping):
+    """word -> synset offsets from the jar's ``english.synsets`` (words on even lines, in byte order; their
+    offsets on the next line), found by bisection and parsed on first access: parsing every line up front
+    would cost each command a tenth of a second, while a corpus looks up a few thousand words."""
+
+    def __init__(self, data: bytes) -> None:
+        lines = data.split(b"\n")
+        n = len(lines) // 2
+        self._words, self._offsets = lines[0:2 * n:2], lines[1:2 * n:2]
+        self._parsed: dict[str, tuple[int, ...] | None] = {}
+
+    def _find(self, word: str) -> tuple[int, ...] | None:
+        got = self._parsed.get(word, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        key = word.encode("utf-8")
+        at = bisect.bisect_left(self._words, key)
+        out = None
+        if at < len(self._words) and self._words[at] == key:
+            out = tuple(map(int, self._offsets[at].split()))
+        self._parsed[word] = out
+        return out
+
+    def __getitem__(self, word: str) -> tuple[int, ...]:
+        got = self._find(word) if isinstance(word, str) else None
+        if got is None:
+            raise KeyError(word)
+        return got
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self._find(word) is not None
+
+    def __iter__(self):
+        return (w.decode("utf-8") for w in self._words)
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+
+def _jar_synonym_tables(meteor_dir: Path | None) -> SynonymTables | None:
+    """``synonym/english.synsets`` and ``synonym/english.exceptions`` inside meteor-1.5.jar (word / offsets
+    and base / inflected forms, on alternate lines)."""
+    syn = _read_from_jar(meteor_dir, "synonym/english.synsets", binary=True)
     exc = _read_from_jar(meteor_dir, "synonym/english.exceptions")
     if syn is None or exc is None:
         return None
-    lines = syn.split("\n")
-    synsets = {w: tuple(int(o) for o in offs.split()) for w, offs in zip(lines[0::2], lines[1::2])}
+    synsets = _SortedSynsets(syn)  # type: ignore[arg-type]
     bases: dict[str, list[str]] = {}
     elines = exc.split("\n")
     for base, inflected in zip(elines[0::2], elines[1::2]):
@@ -101,9 +148,10 @@ def synonym_tables(source: str, meteor_dir: Path | None, wordnet_path: str | Non
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("CONNOTE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "connote")
-    return Path(root) / "meteor"
+    """Where the paraphrase index is cached (see :mod:`connote.metrics.cache`)."""
+    from connote.metrics.cache import cache_root
+
+    return cache_root() / "meteor"
 
 
 _HASH_P = np.uint64(0x9E3779B97F4A7C15)
@@ -120,6 +168,19 @@ def phrase_hashes(tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
             m = lengths > pos
             h[m] = h[m] * _HASH_P + (tokens[starts[m] + pos].astype(np.uint64) + np.uint64(1))
     return h
+
+
+def index_key(hashes: np.ndarray) -> np.ndarray:
+    """32-bit index keys of 64-bit phrase hashes: the upper half of a SplitMix64 mixing (the raw hashes
+    of short phrases are small numbers, whose upper halves would all be 0)."""
+    z = hashes.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return (z >> np.uint64(32)).astype(np.uint32)
 
 
 def ngram_hash_levels(ids: np.ndarray, max_n: int = MAX_PHRASE):
@@ -145,22 +206,61 @@ def ngram_hashes(ids: np.ndarray, max_n: int = MAX_PHRASE) -> np.ndarray:
 
 @dataclass
 class ParaphraseTable:
-    """All entries of a METEOR paraphrase table as token-id arrays (file order kept)."""
+    """All entries of a METEOR paraphrase table as token-id arrays (file order kept).
+
+    Stored compactly (and memory-mapped from the cache): tokens as 16-bit ids where the vocabulary
+    fits, phrase offsets as 32-bit numbers, and an index of the phrases' 64-bit hashes kept as
+    32-bit keys (:func:`index_key`, sorted) with the entry of each; a lookup's candidates are confirmed by the
+    full 64-bit hash computed from the tokens, so matches are exactly those of a full-hash index.
+    """
 
     vocab: list[str]
     word_ids: dict[str, int]
-    ref_tokens: np.ndarray  # int32, concatenated phrase-1 tokens
-    ref_offsets: np.ndarray  # int64, len = entries + 1
+    ref_tokens: np.ndarray  # uint16/uint32, concatenated phrase-1 tokens
+    ref_offsets: np.ndarray  # uint32 (int64 for huge tables), len = entries + 1
     para_tokens: np.ndarray
     para_offsets: np.ndarray
-    ref_hash_sorted: np.ndarray  # uint64, phrase-1 hashes, sorted
-    ref_hash_order: np.ndarray  # entry index of each sorted hash
-    para_hash: np.ndarray  # uint64 per entry
+    ref_hash_high: np.ndarray  # uint32: index keys (:func:`index_key`) of the phrase-1 hashes, sorted
+    ref_hash_order: np.ndarray  # uint32: entry index of each sorted hash
     source: str
     digest: str
 
     def __len__(self) -> int:
         return len(self.ref_offsets) - 1
+
+    def _phrase_hash(self, entries: np.ndarray, para: bool) -> np.ndarray:
+        """The 64-bit hashes (:func:`phrase_hashes`) of the entries' phrases (``para``: the paraphrases)."""
+        tokens, offsets = (self.para_tokens, self.para_offsets) if para else (self.ref_tokens, self.ref_offsets)
+        starts = offsets[entries].astype(np.int64)
+        lens = offsets[entries + 1].astype(np.int64) - starts
+        h = np.zeros(len(entries), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for pos in range(MAX_PHRASE):
+                m = lens > pos
+                if not m.any():
+                    break
+                h[m] = h[m] * _HASH_P + (np.asarray(tokens[starts[m] + pos]).astype(np.uint64) + np.uint64(1))
+        return h
+
+    def lookup(self, hashes: np.ndarray, confirm: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """``(row, entry)``: every table entry whose phrase has the 64-bit hash ``hashes[row]`` (rows ascending,
+        the entries of a row in file order). ``confirm=False`` leaves out the check of the full hash, for
+        callers that compare the tokens anyway: then entries whose index key merely equals are included."""
+        keys = index_key(hashes)
+        by_key = np.argsort(keys)  # sorted queries search the (memory-mapped) index with locality
+        lo, hi = np.empty(len(keys), np.int64), np.empty(len(keys), np.int64)
+        lo[by_key] = np.searchsorted(self.ref_hash_high, keys[by_key], "left")
+        hi[by_key] = np.searchsorted(self.ref_hash_high, keys[by_key], "right")
+        hit = np.flatnonzero(hi > lo)
+        if len(hit) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        counts = (hi - lo)[hit]
+        row = np.repeat(hit, counts)  # the index is sorted stably by key: equal keys keep the file order
+        entry = np.asarray(self.ref_hash_order[_arrays.ranges(lo[hit], counts)]).astype(np.int64)
+        if confirm:
+            ok = self._phrase_hash(entry, para=False) == hashes[row]
+            row, entry = row[ok], entry[ok]
+        return row, entry
 
     def flat_ids(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """The sentences' token ids in the table's vocabulary, one after the other, with -1 after each
@@ -176,22 +276,17 @@ class ParaphraseTable:
             return []
         grams = ngram_hashes(ids)
         grams = grams[np.concatenate(([True], grams[1:] != grams[:-1]))]  # sorted -> distinct
-        grams_all = grams
-        lo = np.searchsorted(self.ref_hash_sorted, grams, "left")
-        hi = np.searchsorted(self.ref_hash_sorted, grams, "right")
-        keep = hi > lo
-        if not keep.any():
+        _rows, entries = self.lookup(grams)
+        if len(entries) == 0:
             return []
-        lo, hi = lo[keep], hi[keep]
-        entries = self.ref_hash_order[_arrays.ranges(lo, hi - lo)]
-        h2 = self.para_hash[entries]
-        pos = np.searchsorted(grams_all, h2).clip(max=len(grams_all) - 1)
-        entries = np.sort(entries[grams_all[pos] == h2])
+        h2 = self._phrase_hash(entries, para=True)
+        pos = np.searchsorted(grams, h2).clip(max=len(grams) - 1)
+        entries = np.sort(entries[grams[pos] == h2])
         vocab = self.vocab
 
         def phrases(tokens: np.ndarray, offsets: np.ndarray) -> list[tuple[str, ...]]:
-            starts = np.asarray(offsets[entries])
-            lens = np.asarray(offsets[entries + 1]) - starts
+            starts = offsets[entries].astype(np.int64)
+            lens = offsets[entries + 1].astype(np.int64) - starts
             flat = np.asarray(tokens[_arrays.ranges(starts, lens)]).tolist()
             words = [vocab[t] for t in flat]
             out_p, pos = [], 0
@@ -247,8 +342,8 @@ class ParaphraseTable:
 
         def spell(at, n, tokens, offsets, entry) -> np.ndarray:
             """n-grams at flat positions ``at`` (length ``n``) equal to the entries' phrases."""
-            start = np.asarray(offsets[entry])
-            ok = np.asarray(offsets[entry + 1]) - start == n
+            start = offsets[entry].astype(np.int64)
+            ok = offsets[entry + 1].astype(np.int64) - start == n
             for k in range(MAX_PHRASE):
                 m = ok & (n > k)
                 ok[m] = ids[at[m] + k] == np.asarray(tokens[start[m] + k])
@@ -259,16 +354,11 @@ class ParaphraseTable:
             return np.repeat(np.arange(len(lo), dtype=i64), hi - lo), _arrays.ranges(lo, hi - lo)
 
         # distinct n-grams that are table phrases, with their entries, confirmed token by token
-        lo = np.searchsorted(self.ref_hash_sorted, dh, "left")
-        hi = np.searchsorted(self.ref_hash_sorted, dh, "right")
-        hit = np.flatnonzero(hi > lo)
-        g_row, k = expand(lo[hit], hi[hit])
-        grp = hit[g_row]
-        entry = np.asarray(self.ref_hash_order[k])
+        grp, entry = self.lookup(dh, confirm=False)  # the tokens are compared next
         ok = spell(pos[rep[grp]], glen[rep[grp]], self.ref_tokens, self.ref_offsets, entry)
         grp, entry = grp[ok], entry[ok]
         # ... whose paraphrase is one of the batch's n-grams (its group ``pgrp``)
-        phash = np.asarray(self.para_hash[entry])
+        phash = self._phrase_hash(entry, para=True)
         pgrp = np.searchsorted(dh, phash).clip(max=len(dh) - 1)
         ok = dh[pgrp] == phash
         grp, entry, pgrp = grp[ok], entry[ok], pgrp[ok]
@@ -329,12 +419,31 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def _not_a_table(path: Path, why: str) -> Exception:
+    from connote.errors import InputError
+
+    return InputError(f"not a METEOR paraphrase table ({why}); expected gzip text with three lines per entry: "
+                      "probability, phrase, paraphrase (as pycocoevalcap's data/paraphrase-en.gz)", path=path)
+
+
 def _parse_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    with gzip.open(path, "rb") as fh:
-        data = fh.read()
+    try:
+        with gzip.open(path, "rb") as fh:
+            data = fh.read()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise _not_a_table(path, f"cannot read it as gzip: {exc}") from None
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    if not lines or len(lines) % 3:
+        raise _not_a_table(path, f"{len(lines)} lines, not a multiple of 3")
+    for k in range(0, min(len(lines), 3000), 3):  # every entry starts with its probability
+        try:
+            float(lines[k])
+        except ValueError:
+            raise _not_a_table(path, f"line {k + 1} is not a probability") from None
+        if not lines[k + 1].split() or not lines[k + 2].split():
+            raise _not_a_table(path, f"line {k + 2 if not lines[k + 1].split() else k + 3} is an empty phrase")
     n = len(lines) // 3
     vocab: dict[bytes, int] = {}
 
@@ -346,53 +455,91 @@ def _parse_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
 
     ref_ids, ref_off = encode(lines[1:3 * n:3])
     para_ids, para_off = encode(lines[2:3 * n:3])
+    if max(np.diff(ref_off).max(initial=0), np.diff(para_off).max(initial=0)) > MAX_PHRASE:
+        raise _not_a_table(path, f"a phrase longer than {MAX_PHRASE} words")
     words = [w.decode("utf-8", errors="replace") for w in vocab]
     return words, ref_ids, ref_off, para_ids, para_off
 
 
 _TABLES: dict[str, ParaphraseTable] = {}
+CACHE_VERSION = "v6"
+_CACHE_FILES = ("ref_tokens", "ref_offsets", "para_tokens", "para_offsets", "ref_hash_high", "ref_hash_order")
+
+
+def _read_cache(cache: Path, source: Path) -> ParaphraseTable | None:
+    if not (cache / "complete").is_file():
+        return None
+    try:  # memory-mapped: loading costs nothing, pages are read when touched
+        arrays = {n: np.load(cache / f"{n}.npy", mmap_mode="r", allow_pickle=False) for n in _CACHE_FILES}
+        words = (cache / "vocab.txt").read_text(encoding="utf-8").split("\n")
+        meta = json.loads((cache / "source.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return ParaphraseTable(words, dict(zip(words, range(len(words)))), arrays["ref_tokens"], arrays["ref_offsets"],
+                           arrays["para_tokens"], arrays["para_offsets"], arrays["ref_hash_high"],
+                           arrays["ref_hash_order"], str(source), str(meta["digest"]))
+
+
+def _write_cache(cache: Path, source: Path, table: ParaphraseTable) -> None:
+    """Write the cache atomically and remove the caches of earlier versions or states of the same file."""
+    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    arrays = {"ref_tokens": table.ref_tokens, "ref_offsets": table.ref_offsets, "para_tokens": table.para_tokens,
+              "para_offsets": table.para_offsets, "ref_hash_high": table.ref_hash_high,
+              "ref_hash_order": table.ref_hash_order}
+    for n, a in arrays.items():
+        np.save(tmp / f"{n}.npy", a, allow_pickle=False)
+    (tmp / "vocab.txt").write_text("\n".join(table.vocab), encoding="utf-8")
+    (tmp / "source.json").write_text(json.dumps({"path": str(source), "digest": table.digest,
+                                                 "version": CACHE_VERSION}), encoding="utf-8")
+    (tmp / "complete").write_text("ok", encoding="utf-8")
+    if cache.exists():
+        shutil.rmtree(cache, ignore_errors=True)
+    os.replace(tmp, cache)
+    for old in cache.parent.glob("paraphrase-*"):
+        if old == cache or not old.is_dir():
+            continue
+        stale = not old.name.startswith(f"paraphrase-{CACHE_VERSION}-")  # an earlier layout
+        if not stale:
+            try:
+                stale = json.loads((old / "source.json").read_text(encoding="utf-8")).get("path") == str(source)
+            except (OSError, ValueError):
+                stale = ".tmp" not in old.name
+        if stale:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def build_paraphrase_table(path: Path) -> ParaphraseTable:
+    """Parse a paraphrase table file into the compact arrays (~20-30 s for paraphrase-en.gz)."""
+    words, r, ro, pa, po = _parse_table(path)
+    tok_type = np.uint16 if len(words) <= np.iinfo(np.uint16).max else np.uint32
+    digest = _file_digest(path)
+    keys = index_key(phrase_hashes(r, ro))
+    order = np.argsort(keys, kind="stable")
+    high = keys[order]
+    off_type = np.uint32 if max(ro[-1], po[-1]) <= np.iinfo(np.uint32).max else np.int64
+    return ParaphraseTable(words, dict(zip(words, range(len(words)))), r.astype(tok_type), ro.astype(off_type),
+                           pa.astype(tok_type), po.astype(off_type), high, order.astype(np.uint32), str(path), digest)
 
 
 def load_paraphrase_table(path: str | os.PathLike[str]) -> ParaphraseTable:
-    """Load a METEOR paraphrase table, building the NumPy cache on first use (~30 s once)."""
+    """Load a METEOR paraphrase table, building the compact cache on first use (~30 s once).
+
+    The cache (``~/.cache/connote/meteor/paraphrase-v6-*``, ~120 MB for paraphrase-en.gz) is keyed by the
+    file's path, size and modification time; a file that is not a paraphrase table raises InputError.
+    """
     p = Path(path).resolve()
     st = p.stat()
     key = f"{p}:{st.st_size}:{int(st.st_mtime)}"
     if key in _TABLES:
         return _TABLES[key]
     tag = hashlib.sha1(key.encode()).hexdigest()[:16]
-    cache = cache_dir() / f"paraphrase-v3-{tag}"
-    names = ("ref_tokens", "ref_offsets", "para_tokens", "para_offsets", "ref_hash_sorted", "ref_hash_order",
-             "para_hash")
-    table: ParaphraseTable | None = None
-    if (cache / "complete").is_file():
-        try:  # memory-mapped: loading costs nothing, pages are read when touched
-            arrays = {n: np.load(cache / f"{n}.npy", mmap_mode="r") for n in names}
-            words = (cache / "vocab.txt").read_text(encoding="utf-8").split("\n")
-            digest = (cache / "digest.txt").read_text(encoding="utf-8").strip()
-            table = ParaphraseTable(words, {w: i for i, w in enumerate(words)}, *(arrays[n] for n in names),
-                                    str(p), digest)
-        except (OSError, ValueError):
-            table = None
+    cache = cache_dir() / f"paraphrase-{CACHE_VERSION}-{tag}"
+    table = _read_cache(cache, p)
     if table is None:
-        words, r, ro, pa, po = _parse_table(p)
-        digest = _file_digest(p)
-        h1 = phrase_hashes(r, ro)
-        order = np.argsort(h1, kind="stable").astype(np.int64)
-        h2 = phrase_hashes(pa, po)
-        table = ParaphraseTable(words, {w: i for i, w in enumerate(words)}, r, ro, pa, po, h1[order], order, h2,
-                                str(p), digest)
+        table = build_paraphrase_table(p)
         try:
-            tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
-            tmp.mkdir(parents=True, exist_ok=True)
-            for n in names:
-                np.save(tmp / f"{n}.npy", getattr(table, n))
-            (tmp / "vocab.txt").write_text("\n".join(words), encoding="utf-8")
-            (tmp / "digest.txt").write_text(digest, encoding="utf-8")
-            (tmp / "complete").write_text("ok", encoding="utf-8")
-            if cache.exists():
-                shutil.rmtree(cache, ignore_errors=True)
-            os.replace(tmp, cache)
+            _write_cache(cache, p, table)
         except OSError:  # a read-only home still scores, just without the cache
             pass
     _TABLES[key] = table
