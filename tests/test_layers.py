@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "connote"
 LAYERS: list[set[str]] = [
     {"errors", "registry", "progress", "records", "assets", "__init__"},
     {"runs"},
-    {"data", "video", "metrics", "vist", "metaphor"},
+    {"data", "video", "embedded", "metrics", "vist", "metaphor"},
     {"train"},
     {"models"},
     {"explain"},

@@ -6,7 +6,7 @@ import pytest
 
 from connote.cli import main
 from connote.metaphor.scoring import score_captions
-from connote.models.embedded import load_text_encoder, minilm_path
+from connote.embedded import load_text_encoder, minilm_path
 
 REFS = {
     "v1": ["the burger is as comforting as a relationship", "the burger is as warm as a hug"],

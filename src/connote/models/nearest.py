@@ -27,7 +27,7 @@ class NearestCaptionGenerator:
             raise InputError("nearest needs the caption table as weights and ?videos=FOLDER "
                              "(e.g. nearest:vmc.csv?videos=videos&split=train.txt)")
         if embedder is None:
-            from connote.models.embedded import EmbeddedEncoder
+            from connote.embedded import EmbeddedEncoder
 
             embedder = EmbeddedEncoder()
         self.embedder = embedder

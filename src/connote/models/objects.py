@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from connote.models.embedded import EmbeddedEncoder
+from connote.embedded import EmbeddedEncoder
 
 
 class ObjectsMatcher:

@@ -1,7 +1,7 @@
 """Offline story baseline: the training story whose photos are closest to the query photos.
 
 Nearest neighbour in the embedded encoders' space (EfficientNet-Lite0 + MiniLM,
-``connote.models.embedded``, or any ``Embedder``). Training stories are indexed by their storylets'
+``connote.embedded``, or any ``Embedder``). Training stories are indexed by their storylets'
 text embeddings (the encoders share MiniLM space, so no training images are needed) or, with training
 images, by the photos' image embeddings. Similarity = mean over positions of the cosine between the
 i-th query photo and the i-th indexed item; ties go to the earliest story.
@@ -121,7 +121,7 @@ def retrieval_from_spec(weights: str | None = None, *, train: str | None = None,
     from connote.vist.photos import find_image
     stories = [(s.photo_ids, [sl.text for sl in s.storylets]) for s in vf.stories if s.storylets]
     if embedder is None:
-        from connote.models.embedded import EmbeddedEncoder
+        from connote.embedded import EmbeddedEncoder
 
         embedder = EmbeddedEncoder(**options)
     loader = None

@@ -52,7 +52,7 @@ class Seq2SeqStoryGenerator:
                                                                captioner=captioner, features=self.features,
                                                                n_best=int(n_best))
         elif grounding == "objects":  # a grounding model: the embedded classifier's top labels per photo
-            from connote.models.embedded import EmbeddedEncoder
+            from connote.embedded import EmbeddedEncoder
 
             self.grounder = EmbeddedEncoder(top_k=int(top_k))
             self.needs_images = True

