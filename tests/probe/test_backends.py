@@ -88,3 +88,169 @@ def test_blip_cross_attention_cache_gives_the_same_numbers(tiny_dirs):
     assert states.shape[-1] == 32 * 5  # vision width + 4 projections of width 32
     assert cached.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(
         plain.match_probability(IMAGES, CAPTIONS, PAIRS), abs=1e-6)
+
+
+# ---- memory-sized work ---------------------------------------------------------------------------
+def test_memory_budget_option_parses_sizes_and_rejects_nonsense(tiny_dirs):
+    from connote.models.engine import parse_bytes
+
+    assert parse_bytes("2GB") == 2 * 10**9 and parse_bytes("512MiB") == 512 * 2**20
+    assert parse_bytes("1.5g") == 1_500_000_000 and parse_bytes("4096") == 4096 and parse_bytes("auto") is None
+    for bad in ("lots", "2XB", "-1GB", "0"):
+        with pytest.raises(ValueError, match="memory_budget"):
+            parse_bytes(bad)
+    matcher = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?memory_budget=3MB")
+    assert matcher.memory_budget == 3_000_000
+
+
+def test_budget_splits_a_call_into_image_groups_with_the_same_numbers(tiny_dirs, monkeypatch):
+    """A budget of a few image states: images are encoded in sub-groups, states freed between them."""
+    roomy = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?batch_size=64")
+    expected = roomy.match_probability(IMAGES, CAPTIONS, PAIRS)
+    assert len(roomy.image_groups(PAIRS)) == 1
+
+    tight = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?batch_size=64")
+    state = tight.image_state_bytes()
+    assert state == 17 * 32 * 5 * 4  # (16 patches + CLS) x (vision width + 4 projections of width 32) x fp32
+    tight._memory_budget = 2 * state * 2  # half of it holds two images' states
+    plan = tight.work_plan()
+    assert plan["group_images"] == 2
+    assert plan["score_batch"] == 3  # two states' bytes over a pair's transient bytes (3/5 of a state)
+    # first-use order; image 0's three pairs fill a scoring batch, images 1 and 2 share the next
+    assert tight.image_groups(PAIRS) == [[0], [1, 2]]
+    live: list[int] = []
+    encode = tight.encode_images
+    monkeypatch.setattr(tight, "encode_images", lambda pv: live.append(pv.shape[0]) or encode(pv))
+    assert tight.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(expected, abs=1e-6)
+    assert sum(live) == 3 and max(live) <= 2  # each image encoded once, never more than a group at a time
+
+
+def test_scoring_batch_follows_the_budget_per_pair(tiny_dirs):
+    matcher = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?batch_size=64")
+    per_pair = matcher.score_bytes_per_pair()
+    # one layer's keys and values plus the vision tokens: 3 of the state's 5 slices
+    assert per_pair == matcher.image_state_bytes() * 3 // 5
+    matcher._memory_budget = 2 * 3 * per_pair
+    assert matcher.work_plan()["score_batch"] == 3
+    assert matcher.work_plan()["image_batch"] >= 1
+
+
+# ---- fingerprints ---------------------------------------------------------------------------------
+def _copy_model(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_fingerprint_hashes_content_not_stamps(tiny_dirs, tmp_path):
+    """Different weights copied in with the same size and times change the fingerprint; same bytes do not."""
+    import os
+    import shutil
+
+    from connote.models.hf_itm import DIGEST_SIDECAR, weights_identity
+
+    folder = _copy_model(tiny_dirs["hf-blip-itm"], tmp_path / "blip")
+    first = weights_identity(str(folder), None, None)
+    assert (folder / DIGEST_SIDECAR).is_file()
+    assert set(first["files"]) >= {"model.safetensors", "config.json"}
+    assert weights_identity(str(folder), None, None) == first  # same bytes, read from the sidecar
+
+    other = tmp_path / "other"  # same architecture, other random weights: the same file size
+    from tiny_models import tiny_blip
+
+    tiny_blip(other, seed=1)
+    target = folder / "model.safetensors"
+    assert target.stat().st_size == (other / "model.safetensors").stat().st_size
+    before = target.stat()
+    with open(other / "model.safetensors", "rb") as src, open(target, "r+b") as dst:  # cp: same inode
+        shutil.copyfileobj(src, dst)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # touch -r
+    after = target.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    changed = weights_identity(str(folder), None, None)
+    assert changed["files"]["model.safetensors"] != first["files"]["model.safetensors"]
+    assert changed["files"]["config.json"] == first["files"]["config.json"]
+
+    same = _copy_model(folder, tmp_path / "same")  # the same bytes elsewhere: the same content digests
+    assert weights_identity(str(same), None, None)["files"] == changed["files"]
+
+
+def test_fingerprint_digest_sidecar_is_reused_and_survives_a_read_only_folder(tiny_dirs, tmp_path, monkeypatch):
+    from connote.models import hf_itm
+
+    folder = _copy_model(tiny_dirs["hf-clip"], tmp_path / "clip")
+    first = hf_itm.content_digests(folder)
+    hashed: list[str] = []
+    real = hf_itm._sha256
+    monkeypatch.setattr(hf_itm, "_sha256", lambda p: hashed.append(p.name) or real(p))
+    assert hf_itm.content_digests(folder) == first and hashed == []  # unchanged: no file read
+    (folder / "config.json").write_text((folder / "config.json").read_text())  # rewritten, same bytes
+    assert hf_itm.content_digests(folder) == first and hashed == ["config.json"]
+    (folder / hf_itm.DIGEST_SIDECAR).write_text("{not json")  # a damaged sidecar is only a cache miss
+    assert hf_itm.content_digests(folder) == first
+
+
+def test_hub_id_fingerprint_has_the_resolved_commit(tiny_dirs, tmp_path, monkeypatch):
+    """A hub id loaded offline from the local cache: the fingerprint names the snapshot's commit."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--connote-test--tiny-blip"
+    shutil.copytree(tiny_dirs["hf-blip-itm"], repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    matcher = load_model("hf-blip-itm:connote-test/tiny-blip")
+    d = matcher.describe()
+    assert d["weights"] == "connote-test/tiny-blip" and d["commit"] == commit
+    assert "files" not in d
+
+
+# ---- benchmarks/gpu.sh: the CPU-side paths (no GPU in CI) ----------------------------------------
+def _gpu_figures():
+    import importlib
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    return importlib.import_module("gpu_figures")
+
+
+def test_gpu_benchmark_dry_run_builds_real_size_configs_without_memory(tmp_path, capsys):
+    import json
+
+    gpu = _gpu_figures()
+    assert gpu.main(["--dry-run", "--only", "probe", "--models", "clip-l", "--out", str(tmp_path / "figs")]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    clip = plan["probe"]["clip-l"]
+    # openai/clip-vit-large-patch14 has 427,616,513 parameters with its 49,408-token vocabulary;
+    # the benchmark's offline tokenizer has 98 tokens, so 49,310 rows of 768 fewer
+    assert clip["params"] == 427_616_513 - (49_408 - 98) * 768
+    assert clip["backend"] == "hf-clip" and clip["pairs"] == 2048 and clip["naive_pairs"] == 128
+    assert not (tmp_path / "figs").exists()  # a dry run writes nothing
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
+def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.sh"
+    proc = subprocess.run(["bash", str(script), "--out", str(tmp_path / "figs")], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2
+    assert "needs a CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "figs").exists()
+
+
+def test_gpu_benchmark_rejects_bad_arguments(capsys):
+    gpu = _gpu_figures()
+    with pytest.raises(SystemExit) as exc:
+        gpu.parse_args(["--images", "0"])
+    assert exc.value.code == 2 and "--images must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        gpu.parse_args(["--only", "gpu-burn"])

@@ -6,7 +6,14 @@ preprocess images, encode them, tokenize captions and score (image state, text) 
 * encodes each distinct image once and reuses its state for all of its captions,
 * encodes each distinct caption's unimodal part once where the architecture has one (CLIP, FLAVA),
 * scores pairs in length-bucketed batches (captions sorted by token count, padded per batch),
-* runs under ``torch.inference_mode`` with bf16/fp16 autocast on GPU.
+* runs under ``torch.inference_mode`` with bf16/fp16 autocast on GPU,
+* sizes its work by memory: the images of a call are processed in sub-groups, and an image's state
+  (for BLIP, its vision tokens and every layer's cross-attention keys and values: ~44 MB at
+  ViT-B/16, 384 px, fp32) lives only while that image's pairs are scored. A sub-group holds about
+  one scoring batch of pairs, and the sub-group's states, the encoder's activations and the
+  scoring batch's transient tensors are all capped by a memory budget (``memory_budget``: by
+  default a fraction of the memory available on the device when the model is loaded; a spec sets
+  it with ``?memory_budget=2GB``).
 
 Masked variants for MM-SHAP go through the same hooks (``pixel_values``, ``token_ids``,
 ``score_ids``), so explanations use the engine's batching too.
@@ -16,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -50,6 +59,74 @@ def resolve_dtype(dtype: str | None, device: str) -> Any:
     return table[dtype]
 
 
+#: Share of the device's available memory the engine may use for its own work when the spec
+#: gives no ``memory_budget`` (the model's weights are loaded before it is read, so not included).
+MEMORY_FRACTION = {"cpu": 0.25, "cuda": 0.5}
+#: Pairs per scoring batch and images per encoder batch when the spec says ``auto``. On a CPU a
+#: batch of 16 short captions already keeps the matrix units busy, and a small batch keeps few
+#: image states alive; a GPU needs larger batches to fill its cores.
+DEFAULT_BATCH = {"cpu": 16, "cuda": 64}
+DEFAULT_IMAGE_BATCH = {"cpu": 8, "cuda": 32}
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+          "t": 1000**4, "tb": 1000**4, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(value: int | float | str | None) -> int | None:
+    """A byte count from ``2GB``, ``512MiB``, ``1.5g`` or a plain number; None for ``auto``/empty."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
+        return None
+    if isinstance(value, (int, float)):
+        n = float(value)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"memory_budget {value!r} is not a size: expected e.g. 2GB, 512MiB, 1.5G or bytes")
+        n = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if n <= 0:
+        raise ValueError(f"memory_budget must be positive, got {value!r}")
+    return int(n)
+
+
+def available_memory(device: str) -> int:
+    """Bytes the device can still give: free GPU memory, or the OS's available RAM."""
+    if device.startswith("cuda"):
+        torch = require("torch", "hf")
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        return int(free)
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:  # psutil is optional: read the kernel's own estimate
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def _device_kind(device: str) -> str:
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def _auto_int(value: int | str | None, default: int, name: str) -> int:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
+        return default
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number or auto, got {value!r}") from None
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+    return n
+
+
+def _nbytes(states: Any) -> int:
+    if isinstance(states, (tuple, list)):
+        return sum(_nbytes(s) for s in states)
+    return int(states.numel() * states.element_size())
+
+
 class TensorMatcher:
     """Base class of the torch backends; subclasses fill in the hooks below."""
 
@@ -58,14 +135,18 @@ class TensorMatcher:
     caches_text = False
 
     def __init__(self, *, device: str | None = None, dtype: str | None = None,
-                 batch_size: int | str = 64, image_batch_size: int | str = 32,
-                 preprocess_workers: int | str = 4) -> None:
+                 batch_size: int | str = "auto", image_batch_size: int | str = "auto",
+                 preprocess_workers: int | str = 4, memory_budget: int | str | None = "auto") -> None:
         self.torch = require("torch", "hf")
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        self.batch_size = int(batch_size)
-        self.image_batch_size = int(image_batch_size)
-        self.preprocess_workers = int(preprocess_workers)
+        kind = _device_kind(self.device)
+        self.batch_size = _auto_int(batch_size, DEFAULT_BATCH[kind], "batch_size")
+        self.image_batch_size = _auto_int(image_batch_size, DEFAULT_IMAGE_BATCH[kind], "image_batch_size")
+        self.preprocess_workers = _auto_int(preprocess_workers, 4, "preprocess_workers")
+        self._budget_option = parse_bytes(memory_budget)
+        self._memory_budget: int | None = self._budget_option
+        self._state_bytes: int | None = None
 
     # ---- hooks -------------------------------------------------------------------------
     def pixel_values(self, images: Sequence[Image.Image]) -> Any:
@@ -89,6 +170,29 @@ class TensorMatcher:
         """p(match) for aligned rows of image states and texts: a float tensor (n,)."""
         raise NotImplementedError
 
+    def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
+                   text_states: Any | None) -> Any:
+        """p(match) for texts against ``image_states[rows]``; a backend may gather lazily to save memory."""
+        return self.score(_index(image_states, rows), input_ids, attention_mask, text_states)
+
+    def encoder_bytes_per_image(self) -> int:
+        """Peak activation bytes of the image encoder per image (an estimate from the vision config)."""
+        cfg = getattr(getattr(self, "model", None), "config", None)
+        vision = getattr(cfg, "vision_config", None) or getattr(cfg, "image_config", None)
+        if vision is None or not getattr(vision, "image_size", None) or not getattr(vision, "patch_size", None):
+            return 4 * self.image_state_bytes()
+        tokens = (int(vision.image_size) // int(vision.patch_size)) ** 2 + 1
+        width, heads = int(vision.hidden_size), int(vision.num_attention_heads)
+        inner = int(getattr(vision, "intermediate_size", 4 * width))
+        elem = self.torch.empty(0, dtype=self.dtype).element_size()
+        # attention scores and probabilities (eager attention keeps both), the MLP's inner
+        # activations, and a handful of residual-stream copies
+        return elem * (2 * heads * tokens * tokens + 2 * tokens * inner + 8 * tokens * width)
+
+    def score_bytes_per_pair(self) -> int:
+        """Transient bytes per pair of a scoring batch: by default the gathered image state row."""
+        return self.image_state_bytes()
+
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, "dtype": str(self.dtype).replace("torch.", "")}
 
@@ -106,6 +210,36 @@ class TensorMatcher:
     def special_token_ids(self) -> set[int]:
         return set(int(i) for i in getattr(self.tokenizer, "all_special_ids", []) or [])
 
+    # ---- memory ------------------------------------------------------------------------
+    @property
+    def memory_budget(self) -> int:
+        """Bytes the engine may hold for its own work (states, activations); read once from the machine."""
+        if self._memory_budget is None:
+            kind = _device_kind(self.device)
+            self._memory_budget = int(available_memory(self.device) * MEMORY_FRACTION[kind])
+        return self._memory_budget
+
+    def image_state_bytes(self) -> int:
+        """Bytes of one image's state, measured once by encoding a blank image."""
+        if self._state_bytes is None:
+            torch = self.torch
+            with torch.inference_mode(), self._autocast():  # the processor resizes it to the model's input
+                state = self.encode_images(self.pixel_values([Image.new("RGB", (64, 64))]))
+            self._state_bytes = max(1, _nbytes(state))
+        return self._state_bytes
+
+    def work_plan(self) -> dict[str, int]:
+        """Images per sub-group, images per encoder batch and pairs per scoring batch under the budget.
+
+        Half the budget is for the states of a sub-group, half for whichever runs at a time: the
+        encoder's activations or a scoring batch's transient tensors. Within that, a sub-group holds
+        just enough images to fill one scoring batch (more would only hold memory, not add speed).
+        """
+        half = max(1, self.memory_budget // 2)
+        return {"group_images": max(1, half // self.image_state_bytes()),
+                "image_batch": max(1, min(self.image_batch_size, half // max(1, self.encoder_bytes_per_image()))),
+                "score_batch": max(1, min(self.batch_size, half // max(1, self.score_bytes_per_pair())))}
+
     # ---- engine ------------------------------------------------------------------------
     def _autocast(self) -> Any:
         torch = self.torch
@@ -113,8 +247,9 @@ class TensorMatcher:
             return torch.autocast(device_type="cuda", dtype=self.dtype)
         return contextlib.nullcontext()
 
-    def _preprocess(self, images: Sequence[Image.Image]) -> list[Any]:
-        chunks = [images[i:i + self.image_batch_size] for i in range(0, len(images), self.image_batch_size)]
+    def _preprocess(self, images: Sequence[Image.Image], batch: int | None = None) -> list[Any]:
+        batch = batch or self.image_batch_size
+        chunks = [images[i:i + batch] for i in range(0, len(images), batch)]
         if len(chunks) <= 1 or self.preprocess_workers <= 1:
             return [self.pixel_values(c) for c in chunks]
         with ThreadPoolExecutor(self.preprocess_workers) as pool:
@@ -130,67 +265,110 @@ class TensorMatcher:
             mask[row, : len(x)] = 1
         return input_ids.to(self.device), mask.to(self.device)
 
-    def image_states(self, images: Sequence[Image.Image]) -> Any:
-        """Encode images in batches; returns one tensor (n, ...)."""
+    def image_states(self, images: Sequence[Image.Image], batch: int | None = None) -> Any:
+        """Encode images in batches (``batch`` images each, default from the memory plan); one tensor (n, ...)."""
         torch = self.torch
+        batch = batch or self.work_plan()["image_batch"]
         states = []
         with torch.inference_mode(), self._autocast():
-            for pv in self._preprocess(images):
+            for pv in self._preprocess(images, batch):
                 states.append(self.encode_images(pv))
+                del pv
         return torch.cat(states) if len(states) > 1 else states[0]
 
     def score_ids(self, image_states: Any, image_index: Sequence[int],
-                  ids: Sequence[Sequence[int]]) -> list[float]:
+                  ids: Sequence[Sequence[int]], batch: int | None = None) -> list[float]:
         """Score token-id sequences against rows of ``image_states`` (bucketed, batched)."""
         torch = self.torch
+        batch = batch or self.work_plan()["score_batch"]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = [math.nan] * len(ids)
+        device = image_states[0].device if isinstance(image_states, (tuple, list)) else image_states.device
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start:start + self.batch_size]
+            for start in range(0, len(order), batch):
+                rows = order[start:start + batch]
                 input_ids, mask = self.pad([ids[r] for r in rows])
                 text_states = self.encode_texts(input_ids, mask) if self.caches_text else None
-                idx = torch.as_tensor([image_index[r] for r in rows], device=image_states.device)
-                p = self.score(image_states.index_select(0, idx), input_ids, mask, text_states)
+                idx = torch.as_tensor([image_index[r] for r in rows], device=device)
+                p = self.score_rows(image_states, idx, input_ids, mask, text_states)
                 for r, v in zip(rows, p.float().cpu().tolist()):
                     out[r] = float(v)
         return out
 
+    def image_groups(self, pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
+        """Distinct images of ``pairs`` in first-use order, cut into sub-groups sized by the memory plan.
+
+        A sub-group closes once its pairs fill a scoring batch or its states reach the budget's share.
+        """
+        plan = self.work_plan()
+        per_image: dict[int, int] = {}
+        for i, _ in pairs:
+            per_image[i] = per_image.get(i, 0) + 1
+        groups: list[list[int]] = []
+        current: list[int] = []
+        n_pairs = 0
+        for image, count in per_image.items():
+            current.append(image)
+            n_pairs += count
+            if n_pairs >= plan["score_batch"] or len(current) >= plan["group_images"]:
+                groups.append(current)
+                current, n_pairs = [], 0
+        if current:
+            groups.append(current)
+        return groups
+
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float]:
-        """p(match) per ``(image_index, caption_index)`` pair; each image is encoded once."""
+        """p(match) per ``(image_index, caption_index)`` pair; each image is encoded once.
+
+        Images are encoded and scored one memory-sized sub-group at a time, and a sub-group's states
+        are released before the next is encoded, so memory does not grow with the call's size.
+        """
         if not pairs:
             return []
-        used_images = sorted({i for i, _ in pairs})
-        slot = {img: k for k, img in enumerate(used_images)}
-        states = self.image_states([images[i] for i in used_images])
         all_ids = self.token_ids(list(captions))
-        if self.caches_text:
-            return self._score_cached_text(states, [slot[i] for i, _ in pairs], all_ids,
-                                           [c for _, c in pairs])
-        return self.score_ids(states, [slot[i] for i, _ in pairs], [all_ids[c] for _, c in pairs])
+        plan = self.work_plan()
+        out = [math.nan] * len(pairs)
+        by_image: dict[int, list[int]] = {}
+        for r, (i, _) in enumerate(pairs):
+            by_image.setdefault(i, []).append(r)
+        for group in self.image_groups(pairs):
+            slot = {img: k for k, img in enumerate(group)}
+            states = self.image_states([images[i] for i in group], plan["image_batch"])
+            rows = [r for img in group for r in by_image[img]]
+            if self.caches_text:
+                probs = self._score_cached_text(states, [slot[pairs[r][0]] for r in rows], all_ids,
+                                                [pairs[r][1] for r in rows], plan["score_batch"])
+            else:
+                probs = self.score_ids(states, [slot[pairs[r][0]] for r in rows],
+                                       [all_ids[pairs[r][1]] for r in rows], plan["score_batch"])
+            del states
+            for r, p in zip(rows, probs):
+                out[r] = p
+        return out
 
     def _score_cached_text(self, states: Any, image_rows: list[int], all_ids: list[list[int]],
-                           caption_index: list[int]) -> list[float]:
+                           caption_index: list[int], batch: int | None = None) -> list[float]:
         """Encode each distinct caption once, then score pairs with gathered text states."""
         torch = self.torch
+        batch = batch or self.work_plan()["score_batch"]
         used = sorted(set(caption_index), key=lambda c: len(all_ids[c]))
         out = [math.nan] * len(caption_index)
         by_caption: dict[int, list[int]] = {}
         for r, c in enumerate(caption_index):
             by_caption.setdefault(c, []).append(r)
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(used), self.batch_size):
-                caps = used[start:start + self.batch_size]
+            for start in range(0, len(used), batch):
+                caps = used[start:start + batch]
                 input_ids, mask = self.pad([all_ids[c] for c in caps])
                 text_states = self.encode_texts(input_ids, mask)
                 rows = [(k, r) for k, c in enumerate(caps) for r in by_caption[c]]
-                for s in range(0, len(rows), self.batch_size):
-                    chunk = rows[s:s + self.batch_size]
+                for s in range(0, len(rows), batch):
+                    chunk = rows[s:s + batch]
                     t_idx = torch.as_tensor([k for k, _ in chunk], device=input_ids.device)
-                    i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=states.device)
-                    p = self.score(states.index_select(0, i_idx), input_ids.index_select(0, t_idx),
-                                   mask.index_select(0, t_idx), _index(text_states, t_idx))
+                    i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=input_ids.device)
+                    p = self.score_rows(states, i_idx, input_ids.index_select(0, t_idx),
+                                        mask.index_select(0, t_idx), _index(text_states, t_idx))
                     for (_, r), v in zip(chunk, p.float().cpu().tolist()):
                         out[r] = float(v)
         return out

@@ -7,6 +7,8 @@ cross-modal part runs per pair.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,20 +19,122 @@ from PIL import Image
 from connote.models.engine import TensorMatcher
 from connote.registry import require
 
+#: Files of a weights folder that change what a model computes: weights, configs, tokenizer files.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".msgpack", ".h5", ".gguf", ".json", ".txt", ".model",
+                   ".tiktoken", ".py")
+#: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
+DIGEST_SIDECAR = ".connote-sha256.json"
+
+
+def _file_stamp(path: Path) -> list[int]:
+    """What must be unchanged for a cached digest to be reused.
+
+    Size, mtime and inode can all be kept by a copy (``cp`` over the file, then ``touch -r``), but
+    the change time (``st_ctime_ns``) is set by the kernel on every write and cannot be set back,
+    so a file whose bytes changed never matches its old stamp.
+    """
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _sidecar_paths(folder: Path) -> list[Path]:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connote" / "weight-digests"
+    name = hashlib.sha256(str(folder).encode()).hexdigest()[:24] + ".json"
+    return [folder / DIGEST_SIDECAR, cache / name]
+
+
+def _read_sidecar(folder: Path) -> dict[str, Any]:
+    for path in _sidecar_paths(folder):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("files"), dict):
+            return data["files"]
+    return {}
+
+
+def _write_sidecar(folder: Path, files: dict[str, Any]) -> None:
+    text = json.dumps({"format": 1, "files": files}, indent=1, sort_keys=True)
+    for path in _sidecar_paths(folder):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            return
+        except OSError:
+            continue  # a read-only weights folder: try the user cache; the digest is only a cache
+
+
+def content_digests(folder: str | Path) -> dict[str, str]:
+    """sha256 of every weight, config and tokenizer file under ``folder`` (relative path -> hex digest).
+
+    Digests are cached in a JSON sidecar keyed by each file's path and stamp (size, mtime, change
+    time, inode, device), so a rerun on unchanged weights reads no weights; any rewrite of a file
+    changes its change time and so its digest is computed afresh.
+    """
+    folder = Path(folder).resolve()
+    files = sorted(p for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    cached = _read_sidecar(folder)
+    digests: dict[str, str] = {}
+    entries: dict[str, Any] = {}
+    changed = False
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
+        stamp = _file_stamp(path)
+        entry = cached.get(rel)
+        if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
+            digest = entry["sha256"]
+        else:
+            digest, changed = _sha256(path), True
+        digests[rel] = digest
+        entries[rel] = {"stamp": stamp, "sha256": digest}
+    if changed or set(entries) != set(cached):
+        _write_sidecar(folder, entries)
+    return digests
+
+
+def hub_commit(repo_id: str, revision: str | None) -> str | None:
+    """The commit a hub id resolves to in the local cache (the snapshot folder holding its config)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:  # an id the hub library rejects has no cached snapshot
+        return None
+    if isinstance(found, str) and Path(found).parent.parent.name == "snapshots":
+        return Path(found).parent.name
+    return None
+
 
 def weights_identity(weights: str, revision: str | None, model: Any) -> dict[str, Any]:
-    """What identifies the weights: hub id + revision/commit, or a local path + file stamps."""
+    """What identifies the weights, for the run fingerprint.
+
+    A hub id: the id, the requested revision and the commit it resolved to (the loaded config's
+    ``_commit_hash``, else the local cache's snapshot folder). A local folder: its resolved path
+    and the sha256 of every weight, config and tokenizer file, so copied-in weights with the same
+    sizes and times still change the fingerprint.
+    """
     ident: dict[str, Any] = {"weights": weights, "revision": revision}
     path = Path(weights)
+    commit = getattr(getattr(model, "config", None), "_commit_hash", None)
     if path.is_dir():
         ident["weights"] = str(path.resolve())
-        stamps = []
-        for f in sorted(path.iterdir()):
-            if f.suffix in (".safetensors", ".bin", ".json", ".txt", ".model"):
-                st = f.stat()
-                stamps.append(f"{f.name}:{st.st_size}:{int(st.st_mtime)}")
-        ident["files"] = stamps
-    commit = getattr(getattr(model, "config", None), "_commit_hash", None)
+        ident["files"] = content_digests(path)
+    elif not commit:
+        commit = hub_commit(weights, revision)
     if commit:
         ident["commit"] = commit
     return ident
@@ -52,10 +156,9 @@ class HFMatcher(TensorMatcher):
         self.weights = weights
         self.revision = revision
         cls = getattr(transformers, self.model_class)
-        self.model = cls.from_pretrained(weights, revision=revision)
+        # loaded straight in the engine's dtype: a checkpoint saved in bf16 still runs in fp32 on CPU
+        self.model = cls.from_pretrained(weights, revision=revision, dtype=self.dtype)
         self.model.to(self.device).eval()
-        if self.dtype != self.torch.float32:
-            self.model.to(self.dtype)
         self.processor = transformers.AutoProcessor.from_pretrained(weights, revision=revision)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.image_processor = getattr(self.processor, "image_processor", None)
@@ -103,18 +206,23 @@ class _ImageSideLinear:
     """Wraps a cross-attention key/value projection so its output can be read from the image state.
 
     The projection of the image tokens is the same for every caption of an image, so the engine
-    computes it once per image (in ``encode_images``) and the wrapped layer returns that slice when it
-    is called on the image tokens of the current batch.
+    computes it once per image (in ``encode_images``) and the wrapped layer returns that slice, for
+    the batch's rows, when it is called on the image tokens of the current batch. The rows are
+    gathered only when the layer runs, so a batch holds one layer's keys and values at a time
+    rather than every layer's.
     """
 
     def __init__(self, linear: Any) -> None:
         self.linear = linear
         self.source: Any = None
-        self.projected: Any = None
+        self.states: Any = None
+        self.rows: Any = None
+        self.offset = 0
 
     def __call__(self, x: Any) -> Any:
         if self.source is not None and x is self.source:
-            return self.projected
+            size = self.linear.out_features
+            return self.states[..., self.offset:self.offset + size].index_select(0, self.rows)
         return self.linear(x)
 
 
@@ -150,21 +258,34 @@ class BlipItmMatcher(HFMatcher):
             return vision
         return self.torch.cat([vision] + [p.linear(vision) for p in self._projections], dim=-1)
 
-    def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
+    def score_bytes_per_pair(self) -> int:
+        """A pair's vision tokens plus one layer's keys and values (layers are gathered one at a time)."""
+        if not self._projections:
+            return super().score_bytes_per_pair()
         width = self.model.config.vision_config.hidden_size
-        vision = image_states[..., :width]
+        total = width + sum(p.linear.out_features for p in self._projections)
+        per_layer = width + 2 * self._projections[0].linear.out_features
+        return max(1, self.image_state_bytes() * per_layer // total)
+
+    def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
+        rows = self.torch.arange(image_states.shape[0], device=image_states.device)
+        return self.score_rows(image_states, rows, input_ids, attention_mask, text_states)
+
+    def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
+                   text_states: Any) -> Any:
+        width = self.model.config.vision_config.hidden_size
+        vision = image_states[..., :width].index_select(0, rows)
         offset = width
         for p in self._projections:
-            size = p.linear.out_features
-            p.source, p.projected = vision, image_states[..., offset:offset + size]
-            offset += size
+            p.source, p.states, p.rows, p.offset = vision, image_states, rows, offset
+            offset += p.linear.out_features
         try:
             out = self.model.text_encoder(input_ids=input_ids, attention_mask=attention_mask,
                                           encoder_hidden_states=vision,
                                           encoder_attention_mask=self._ones(vision))
         finally:
             for p in self._projections:
-                p.source = p.projected = None
+                p.source = p.states = p.rows = None
         return self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
 
 

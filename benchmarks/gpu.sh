@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Every GPU figure of docs/performance.md in one run on a single-GPU machine (~8 minutes):
+# probe throughput (real-size BLIP-base, BLIP-2, CLIP-L; naive per-pair loop vs connote), explain
+# wall-clock (when benchmarks/explain_vs_mmshap.py is present) and GIT-LLaVA stage-2 step time and MFU.
+# Needs only the README's install; no hub access (models are built from configs with random weights).
+#
+#   bash benchmarks/gpu.sh                    # writes runs/gpu-figures/figures.json and figures.md
+#   bash benchmarks/gpu.sh --out /tmp/figs    # elsewhere
+#   bash benchmarks/gpu.sh --dry-run          # the plan and parameter counts, on any machine
+#
+# Without CUDA (and without --dry-run) it stops at once with exit status 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+exec "${PYTHON:-python}" benchmarks/gpu_figures.py "$@"

@@ -1,0 +1,411 @@
+"""Every GPU figure of docs/performance.md in one run, on one CUDA GPU, in about 8 minutes.
+
+Run through ``benchmarks/gpu.sh`` from a fresh clone after the README's install; nothing is
+downloaded: every model is real size, built from its config with random weights, saved with
+``save_pretrained`` and loaded back through connote's own loading path. Sections:
+
+* ``probe``: image-text matching throughput of real-size BLIP-base ITM (ViT-B/16 at 384 px +
+  BERT-base), BLIP-2 ITM (ViT-g/14 + Q-Former) and CLIP ViT-L/14: a naive per-pair Hugging Face
+  loop (processor + forward per pair, bf16 weights) against connote's engine (bf16), both in
+  pairs/s, and connote's model FLOP/s as a fraction of the GPU's dense bf16 peak (FLOPs counted
+  with ``torch.utils.flop_counter`` on a slice of the same pairs).
+* ``explain``: ``benchmarks/explain_vs_mmshap.py`` on the GPU when that script is present (its own
+  figures are copied into the table); skipped, and said so, when it is not.
+* ``train``: ``benchmarks/train_throughput.py --size real``: GIT-LLaVA stage-2 step time and MFU
+  with a GIT-large captioner and a TinyLlama-1.1B-shaped random LLM.
+
+Writes ``figures.json`` and ``figures.md`` (a table) under ``--out`` and prints the table.
+``--dry-run`` builds every config on the meta device (no memory, no GPU) and prints the plan with
+the parameter counts; without ``--dry-run`` the script stops at once with exit status 2 when
+CUDA is not available.
+
+    bash benchmarks/gpu.sh                      # everything, ~8 min on one H100/H200
+    bash benchmarks/gpu.sh --only probe         # one section
+    bash benchmarks/gpu.sh --dry-run            # the plan, on any machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(BENCH))
+
+SECTIONS = ("probe", "explain", "train")
+PROBE_MODELS = ("blip-base", "blip2", "clip-l")
+#: Dense bf16 tensor-core peak (TFLOP/s) by device name; ``--peak-tflops`` for others.
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0,
+                    "RTX 4090": 165.0, "V100": 125.0}
+WORDS = ("a man woman child dog cat person sits begs prays stands holds cup street bench church car "
+         "near on in at with the food floor red blue outside inside photo").split()
+
+
+class Unavailable(Exception):
+    """The machine cannot run the benchmark (no CUDA)."""
+
+
+def probe_config(name: str, vocab_size: int, pad_token_id: int) -> tuple[str, Any, int]:
+    """(connote backend, real-size config, image side in pixels) of a probe model."""
+    from transformers import Blip2Config, BlipConfig, CLIPConfig
+
+    if name == "blip-base":  # Salesforce/blip-itm-base-coco's architecture
+        return "hf-blip-itm", BlipConfig(text_config={"vocab_size": vocab_size, "pad_token_id": pad_token_id},
+                                         vision_config={"image_size": 384, "patch_size": 16}), 384
+    if name == "blip2":  # Salesforce/blip2-itm-vit-g's: EVA ViT-g/14 at 224 px, BERT-base Q-Former, 32 queries
+        cfg = Blip2Config(
+            vision_config={"hidden_size": 1408, "intermediate_size": 6144, "num_hidden_layers": 39,
+                           "num_attention_heads": 16, "image_size": 224, "patch_size": 14, "qkv_bias": True},
+            qformer_config={"vocab_size": vocab_size, "pad_token_id": pad_token_id, "hidden_size": 768,
+                            "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+                            "cross_attention_frequency": 2, "encoder_hidden_size": 1408,
+                            "use_qformer_text_input": True},
+            text_config={"model_type": "opt", "vocab_size": 64, "hidden_size": 64, "num_hidden_layers": 1,
+                         "num_attention_heads": 2, "ffn_dim": 128, "word_embed_proj_dim": 64},
+            num_query_tokens=32, image_text_hidden_size=256)
+        cfg.image_token_index = None
+        return "hf-blip2-itm", cfg, 224
+    if name == "clip-l":  # openai/clip-vit-large-patch14's
+        return "hf-clip", CLIPConfig(
+            text_config={"vocab_size": vocab_size, "hidden_size": 768, "num_hidden_layers": 12,
+                         "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 77,
+                         "pad_token_id": pad_token_id},
+            vision_config={"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                           "intermediate_size": 4096, "image_size": 224, "patch_size": 14},
+            projection_dim=768), 224
+    raise ValueError(name)
+
+
+def model_class(name: str) -> Any:
+    import transformers
+
+    return getattr(transformers, {"blip-base": "BlipForImageTextRetrieval", "blip2": "Blip2ForImageTextRetrieval",
+                                  "clip-l": "CLIPModel"}[name])
+
+
+def processor_for(name: str, tok: Any, side: int) -> Any:
+    from transformers import Blip2Processor, BlipImageProcessor, BlipProcessor, CLIPImageProcessor, CLIPProcessor
+
+    if name == "blip-base":
+        return BlipProcessor(image_processor=BlipImageProcessor(size={"height": side, "width": side}), tokenizer=tok)
+    if name == "blip2":
+        return Blip2Processor(image_processor=BlipImageProcessor(size={"height": side, "width": side}),
+                              tokenizer=tok, num_query_tokens=None)
+    return CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": side},
+                                                            crop_size={"height": side, "width": side}), tokenizer=tok)
+
+
+def meta_params(cls: Any, cfg: Any) -> int:
+    """Parameter count of a model built on the meta device (no memory)."""
+    import torch
+
+    with torch.device("meta"):
+        model = cls(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+def plan(args: argparse.Namespace) -> dict[str, Any]:
+    """What the run will build and measure; builds configs only (meta device)."""
+    from tiny_models import bert_tokenizer
+
+    out: dict[str, Any] = {"sections": list(args.only), "out": str(args.out)}
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = bert_tokenizer(Path(tmp) / "tok")
+        if "probe" in args.only:
+            out["probe"] = {}
+            for name in args.models:
+                backend, cfg, side = probe_config(name, tok.vocab_size, tok.pad_token_id)
+                out["probe"][name] = {"backend": backend, "image_size": side,
+                                      "params": meta_params(model_class(name), cfg),
+                                      "pairs": args.images * args.captions_per_image, "naive_pairs": args.naive_pairs}
+    if "train" in args.only:
+        from train_throughput import configs
+        from transformers import GitForCausalLM, LlamaForCausalLM
+
+        git, llm = configs("real")
+        out["train"] = {"captioner_params": meta_params(GitForCausalLM, git),
+                        "llm_params": meta_params(LlamaForCausalLM, llm),
+                        "command": train_command(args, Path(args.out) / "train.json")}
+    if "explain" in args.only:
+        script = BENCH / "explain_vs_mmshap.py"
+        out["explain"] = {"script": str(script), "present": script.is_file()}
+    return out
+
+
+def require_cuda() -> Any:
+    import torch
+
+    if not torch.cuda.is_available():
+        built = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise Unavailable(f"this benchmark needs a CUDA GPU, and torch.cuda.is_available() is False "
+                          f"(torch {torch.__version__}, {built}); use --dry-run to check the plan without one")
+    return torch
+
+
+def make_pairs(n_images: int, per_image: int, seed: int = 0) -> tuple[list[Any], list[str], list[tuple[int, int]]]:
+    import random
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.RandomState(seed)
+    r = random.Random(seed)
+    base = [Image.fromarray((rng.rand(480, 640, 3) * 255).astype("uint8")) for _ in range(min(n_images, 64))]
+    images = [base[i % len(base)].copy() for i in range(n_images)]  # distinct objects, as a manifest loads them
+    captions, pairs = [], []
+    for i in range(n_images):
+        for _ in range(per_image):
+            pairs.append((i, len(captions)))
+            captions.append(" ".join(r.choice(WORDS) for _ in range(r.randint(4, 14))))
+    return images, captions, pairs
+
+
+def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, torch: Any) -> float:
+    inputs = processor(images=image, text=caption, return_tensors="pt").to("cuda")
+    inputs["pixel_values"] = inputs["pixel_values"].to(torch.bfloat16)
+    if name == "blip-base":
+        return model(**inputs).itm_score.float().softmax(-1)[0, 1].item()
+    if name == "blip2":
+        out = model(**inputs, use_image_text_matching_head=True)
+        return out.logits_per_image.float().softmax(-1)[0, 1].item()
+    out = model(**inputs)
+    cos = out.logits_per_image.float() / model.logit_scale.exp().float()
+    return torch.sigmoid(100.0 * (cos - 0.25)).item()
+
+
+def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dict[str, Any]:
+    import torch
+
+    results: dict[str, Any] = {}
+    images, captions, pairs = make_pairs(args.images, args.captions_per_image)
+    for name in args.models:
+        try:
+            results[name] = probe_one(name, args, peak, images, captions, pairs, log)
+        except Exception as exc:  # one model's failure must not cost the other figures
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"probe {name}: failed: {results[name]['error']}")
+            torch.cuda.empty_cache()
+    return results
+
+
+def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: list[Any], captions: list[str],
+              pairs: list[tuple[int, int]], log: Any) -> dict[str, Any]:
+    import torch
+    from tiny_models import bert_tokenizer
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from connote.models import load_model
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        folder = Path(tmp) / name
+        tok = bert_tokenizer(folder / "_tok")
+        backend, cfg, side = probe_config(name, tok.vocab_size, tok.pad_token_id)
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            model = model_class(name)(cfg)
+        model.to(torch.bfloat16).eval().save_pretrained(folder)
+        processor = processor_for(name, tok, side)
+        processor.save_pretrained(folder)
+        params = sum(p.numel() for p in model.parameters())
+        with torch.inference_mode():  # naive: processor + forward per pair, bf16 weights
+            for i, c in pairs[:2]:
+                naive_pair(name, model, processor, images[i], captions[c], torch)
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for i, c in pairs[: args.naive_pairs]:
+                naive_pair(name, model, processor, images[i], captions[c], torch)
+            torch.cuda.synchronize()
+            naive_s = time.perf_counter() - t
+        del model
+        torch.cuda.empty_cache()
+        matcher = load_model(f"{backend}:{folder}?dtype=bf16")
+        matcher.match_probability(images, captions, pairs[:4])  # warm-up
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        t = time.perf_counter()
+        matcher.match_probability(images, captions, pairs)
+        torch.cuda.synchronize()
+        ours_s = time.perf_counter() - t
+        sample = pairs[: min(len(pairs), 256)]
+        counter = FlopCounterMode(display=False)
+        with counter:
+            matcher.match_probability(images, captions, sample)
+        flops_per_pair = counter.get_total_flops() / len(sample)
+        row = {"backend": backend, "params": params, "pairs": len(pairs), "naive_pairs": args.naive_pairs,
+               "naive_pairs_per_s": args.naive_pairs / naive_s, "connote_pairs_per_s": len(pairs) / ours_s,
+               "connote_peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+               "gflops_per_pair": flops_per_pair / 1e9, "plan": matcher.work_plan(),
+               "section_s": time.perf_counter() - t0}
+        row["speedup"] = row["connote_pairs_per_s"] / row["naive_pairs_per_s"]
+        if peak:
+            row["fraction_of_bf16_peak"] = flops_per_pair * row["connote_pairs_per_s"] / (peak * 1e12)
+        del matcher
+        torch.cuda.empty_cache()
+    log(f"probe {name}: naive {row['naive_pairs_per_s']:.1f} pairs/s, connote {row['connote_pairs_per_s']:.1f} "
+        f"pairs/s ({row['speedup']:.1f}x), {row['section_s']:.0f} s")
+    return row
+
+
+def run_script(cmd: list[str], timeout: float, log: Any) -> tuple[int, str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        log(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
+        return 124, ""
+    if proc.returncode:
+        log(f"exit {proc.returncode}: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return proc.returncode, proc.stdout
+
+
+def explain_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    script = BENCH / "explain_vs_mmshap.py"
+    if not script.is_file():
+        log("explain: benchmarks/explain_vs_mmshap.py is not in this checkout; skipped")
+        return {"skipped": "benchmarks/explain_vs_mmshap.py is not present"}
+    _, help_text = run_script([sys.executable, str(script), "--help"], 120, log)
+    cmd = [sys.executable, str(script)]
+    json_path = Path(args.out) / "explain.json"
+    for flag, value in (("--device", "cuda"), ("--size", "base"), ("--json", str(json_path))):
+        if flag in help_text:  # the other helper's script: pass only the options it declares
+            cmd += [flag, value]
+    t = time.perf_counter()
+    rc, stdout = run_script(cmd, args.explain_timeout, log)
+    result: dict[str, Any] = {"command": " ".join(cmd[1:]), "exit": rc, "seconds": time.perf_counter() - t,
+                              "output_tail": stdout[-3000:]}
+    if json_path.is_file():
+        try:
+            result["figures"] = json.loads(json_path.read_text())
+        except ValueError:
+            pass
+    return result
+
+
+def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
+    return [sys.executable, str(BENCH / "train_throughput.py"), "--size", "real", "--device", "cuda",
+            "--batch", str(args.train_batch), "--steps", str(args.train_steps), "--warmup", "2",
+            "--out", str(json_path)] + (["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else [])
+
+
+def train_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    json_path = Path(args.out) / "train.json"
+    cmd = train_command(args, json_path)
+    t = time.perf_counter()
+    rc, stdout = run_script(cmd, args.train_timeout, log)
+    result: dict[str, Any] = {"command": " ".join(cmd[1:]), "exit": rc, "seconds": time.perf_counter() - t}
+    if rc == 0 and json_path.is_file():
+        result["figures"] = json.loads(json_path.read_text())
+    else:
+        result["output_tail"] = stdout[-3000:]
+    return result
+
+
+def table(figures: dict[str, Any]) -> str:
+    lines = [f"GPU: {figures.get('gpu')}, bf16 peak {figures.get('peak_tflops')} TFLOP/s, "
+             f"torch {figures.get('torch')}, total {figures.get('total_s', 0):.0f} s", ""]
+    if "probe" in figures:
+        lines += ["| probe model | params | naive pairs/s | connote pairs/s | ratio | GFLOP/pair | share of bf16 peak |"
+                  " peak GiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, r in figures["probe"].items():
+            if "error" in r:
+                lines.append(f"| {name} | error: {r['error']} | | | | | | |")
+                continue
+            share = r.get("fraction_of_bf16_peak")
+            lines.append(f"| {name} | {r['params'] / 1e6:.0f}M | {r['naive_pairs_per_s']:.1f} | "
+                         f"{r['connote_pairs_per_s']:.1f} | {r['speedup']:.1f}x | {r['gflops_per_pair']:.1f} | "
+                         f"{'' if share is None else f'{share:.1%}'} | {r['connote_peak_gib']:.1f} |")
+        lines.append("")
+    if "explain" in figures:
+        e = figures["explain"]
+        lines += ["explain vs MM-SHAP: " + (e["skipped"] if "skipped" in e else
+                                             f"exit {e['exit']}, {e['seconds']:.0f} s; see figures.json"), ""]
+    if "train" in figures:
+        t = figures["train"]
+        f = t.get("figures")
+        if f:
+            lines += ["| GIT-LLaVA stage 2 | s/step | LLM tokens/s | MFU |", "|---|---:|---:|---:|"]
+            for side in ("plain_hf", "connote"):
+                row = f[side]
+                mfu = row.get("mfu")
+                lines.append(f"| {side} | {row['s_per_step']:.3f} | {row['tokens_per_s']:.0f} | "
+                             f"{'' if mfu is None else f'{mfu:.1%}'} |")
+            lines.append(f"\nLLM {f['llm_params'] / 1e9:.2f}B params, captioner {f['git_params'] / 1e6:.0f}M, "
+                         f"batch {f['batch']}, {f['llm_tokens_per_step']} LLM tokens/step")
+        else:
+            lines.append(f"GIT-LLaVA training: exit {t['exit']} (see figures.json)")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path("runs/gpu-figures"), help="folder for figures.json/.md")
+    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--models", nargs="+", choices=PROBE_MODELS, default=list(PROBE_MODELS))
+    ap.add_argument("--images", type=int, default=1024, help="distinct photos per probe model")
+    ap.add_argument("--captions-per-image", type=int, default=2)
+    ap.add_argument("--naive-pairs", type=int, default=128, help="pairs the naive loop is timed on")
+    ap.add_argument("--train-batch", type=int, default=8)
+    ap.add_argument("--train-steps", type=int, default=5)
+    ap.add_argument("--train-timeout", type=float, default=180.0)
+    ap.add_argument("--explain-timeout", type=float, default=120.0)
+    ap.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 peak when the GPU is not in the table")
+    ap.add_argument("--tmp", type=Path, default=None, help="where the random checkpoints are written")
+    ap.add_argument("--dry-run", action="store_true", help="build configs on the meta device and print the plan")
+    args = ap.parse_args(argv)
+    for name in ("images", "captions_per_image", "naive_pairs", "train_batch", "train_steps"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.dry_run:
+        print(json.dumps(plan(args), indent=2))
+        return 0
+    try:
+        torch = require_cuda()
+    except Unavailable as exc:
+        print(f"gpu.sh: {exc}", file=sys.stderr)
+        return 2
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    gpu = torch.cuda.get_device_name()
+    peak = args.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in gpu), None)
+    figures: dict[str, Any] = {"gpu": gpu, "peak_tflops": peak, "torch": torch.__version__}
+
+    def log(msg: str) -> None:
+        print(f"[{time.perf_counter() - started:6.0f} s] {msg}", flush=True)
+
+    if "probe" in args.only:
+        figures["probe"] = probe_section(args, peak, log)
+    if "explain" in args.only:
+        figures["explain"] = explain_section(args, log)
+    if "train" in args.only:
+        figures["train"] = train_section(args, log)
+    figures["total_s"] = time.perf_counter() - started
+    (args.out / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
+    text = table(figures)
+    (args.out / "figures.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
