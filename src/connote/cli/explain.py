@@ -33,8 +33,8 @@ def explain(
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
-    from connote.explain.shapley import ESTIMATORS
     from connote.embedded import quiet_transformers
+    from connote.explain.shapley import ESTIMATORS
     from connote.models.masking import check_compat
     from connote.tasks.explain import run_explain
 
