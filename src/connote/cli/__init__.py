@@ -54,7 +54,17 @@ def build_app() -> typer.Typer:
                 continue
             raise
         module.register(app)
+    _plain_help(app)
     return app
+
+
+def _plain_help(app: typer.Typer) -> None:
+    """Click's plain help for every command group: typer's rich help imports rich's markdown and syntax
+    highlighting (most of ``connote --help``'s start-up time) for boxes around the same text."""
+    app.rich_markup_mode = None
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _plain_help(group.typer_instance)
 
 
 def main(argv: list[str] | None = None) -> int:
