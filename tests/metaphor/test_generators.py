@@ -255,3 +255,36 @@ def test_several_samples_per_video_are_scored_and_averaged(colour_set, tmp_path:
     assert res["table"]["ROUGE-L"] == pytest.approx(sum(per_sample) / 3)
     assert res["table"]["template"] == pytest.approx(2 / 3)
     assert all(sig.endswith("|samples:3|temperature:0.2") for sig in res["signatures"].values())
+
+
+def test_score_table_fits_80_columns(colour_set, tmp_path: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    """Long run names and every column: nothing cut at 80 columns; runs are named in a legend."""
+    from connote.tasks.metaphor import caption_videos
+
+    class Fixed:
+        frame_spec = ("uniform", 1, 1)
+
+        def describe(self) -> dict:
+            return {"backend": "fixed"}
+
+        def generate(self, reqs: list) -> list[str]:
+            return ["the sea is as blue as ice"] * len(reqs)
+
+    ids = colour_set.test_ids[:4]
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n" for v in ids))
+    runs = [tmp_path / "runs" / f"a-rather-long-caption-run-name-{k}" for k in range(3)]
+    for r in runs:
+        caption_videos(manifest, Fixed(), r, progress=False)
+    split = tmp_path / "s.txt"
+    split.write_text("\n".join(ids))
+    monkeypatch.setenv("COLUMNS", "80")
+    capsys.readouterr()
+    assert main(["metaphor", "score", *map(str, runs), "--refs", str(colour_set.captions), "--split", str(split),
+                 "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("run 1: ")[0]
+    assert max(len(line) for line in table.splitlines()) <= 80
+    for col in ("BLEU-4", "ROUGE-L", "CIDEr", "template", "run 3"):
+        assert col in table
+    assert all(f"run {k + 1}: {r}" in out for k, r in enumerate(runs))

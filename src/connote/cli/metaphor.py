@@ -126,22 +126,26 @@ def score_cmd(
     from rich.console import Console
     from rich.table import Table
 
+    # metrics as rows and runs as columns (named run 1, run 2, ... with a legend), so that the table fits an
+    # 80-column terminal however long the run folders' names are
     cols = ["BLEU-4", "ROUGE-L", "CIDEr", "BERT-F1", "ACS", "ACD", "template"]
-    table = Table(title=f"VMC scores vs {refs} (95% bootstrap intervals)")
-    table.add_column("run")
-    table.add_column("n", justify="right")
+    table = Table(title=f"VMC scores (95% bootstrap intervals), n = {', '.join(str(r.n) for r in results)}")
+    table.add_column("metric", no_wrap=True)
+    for k in range(len(results)):
+        table.add_column(f"run {k + 1}", justify="right")
     for c in cols:
-        table.add_column(c, justify="right")
-    for r in results:
+        digits = 2 if c in ("BLEU-4", "ROUGE-L", "CIDEr") else 3
         cells = []
-        for c in cols:
+        for r in results:
             v, ci = r.table.get(c), r.intervals.get(c)
-            digits = 2 if c in ("BLEU-4", "ROUGE-L", "CIDEr") else 3
-            cells.append("n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+            cells.append("n/a" if v is None else f"{v:.{digits}f}" + (f"\n[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
                                                                        if ci else ""))
-        table.add_row(r.run, str(r.n), *cells)
+        table.add_row(c, *cells)
     console = Console()
     console.print(table)
+    for k, r in enumerate(results):
+        console.print(f"run {k + 1}: {r.run}", soft_wrap=True)
+    console.print(f"references: {refs}", soft_wrap=True)
     for r in results:
         if r.outside_template or r.uncaptioned:
             console.print(f"{r.run}: {len(r.outside_template)} caption(s) outside the template, "
