@@ -180,8 +180,10 @@ def worker(args: argparse.Namespace) -> None:
         result["peak_cuda"] = torch.cuda.max_memory_allocated()
     if args.worker == "connote":
         m = score.matcher  # type: ignore[attr-defined]
-        result.update({"dtype": str(m.dtype).replace("torch.", ""), "plan": m.work_plan(),
-                       "memory_budget": m.memory_budget, "image_state_bytes": m.image_state_bytes()})
+        result["dtype"] = str(m.dtype).replace("torch.", "")
+        if hasattr(m, "work_plan"):  # engines before the memory budget have no plan to print
+            result.update({"plan": m.work_plan(), "memory_budget": m.memory_budget,
+                           "image_state_bytes": m.image_state_bytes()})
     if args.count_flops and not cuda:
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -277,8 +279,9 @@ def main() -> None:
           f"torch threads {ours['torch_threads']}")
     print(f"pairs: {n_pairs} ({args.images} images x {args.captions_per_image} captions); "
           f"naive loop timed on {naive['pairs']}")
-    print(f"connote plan: {ours['plan']} (memory budget {gb(ours['memory_budget'])}, "
-          f"image state {ours['image_state_bytes'] / 1e6:.1f} MB)")
+    if "plan" in ours:
+        print(f"connote plan: {ours['plan']} (memory budget {gb(ours['memory_budget'])}, "
+              f"image state {ours['image_state_bytes'] / 1e6:.1f} MB)")
     print(f"{'':24}{'pairs/s':>10}{'scoring s':>11}{'process s':>11}{'peak RSS':>11}")
     for name, r in (("naive per-pair HF loop", naive), ("connote engine", ours)):
         print(f"{name:24}{r['pairs_per_s']:10.2f}{r['seconds']:11.2f}{r['shell_seconds']:11.2f}"
