@@ -136,7 +136,7 @@ class TensorMatcher:
 
     def __init__(self, *, device: str | None = None, dtype: str | None = None,
                  batch_size: int | str = "auto", image_batch_size: int | str = "auto",
-                 preprocess_workers: int | str = 4, memory_budget: int | str | None = "auto") -> None:
+                 preprocess_workers: int | str = 4, memory_budget: str | None = "auto") -> None:
         self.torch = require("torch", "hf")
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)

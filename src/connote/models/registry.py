@@ -157,7 +157,7 @@ def _convert(backend: str, name: str, value: str, annotation: Any) -> str:
     args = typing.get_args(annotation) if origin is typing.Union or isinstance(annotation, types.UnionType) \
         else (annotation,)
     kinds = [k for k in (int, float, bool) if k in args]
-    if not kinds:
+    if not kinds or (value == "auto" and str in args):  # "auto": the backend picks (batch sizes, budgets)
         return value
     checks = {int: _is_int, float: _is_float, bool: lambda v: v.lower() in ("true", "false", "1", "0", "yes", "no")}
     if any(checks[k](value) for k in kinds):
