@@ -116,10 +116,13 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         from connote.errors import InputError
 
         raise InputError("the run folder is an existing file, not a folder", path=out)
-    if dist.is_main:
+    store = None
+    if dist.is_main:  # rank 0 creates (or migrates) the store and holds the folder's lock
         Path(out).mkdir(parents=True, exist_ok=True)
+        store = RunStore(out, lock=True)
     dist.barrier()
-    store = RunStore(out, lock=dist.is_main)
+    if store is None:
+        store = RunStore(out)
     try:
         fp = store.register(description)
         keys = {it.item_id: it.key for it in items}

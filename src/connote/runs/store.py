@@ -123,6 +123,12 @@ class RunStore:
                 self._con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._con.executescript(SCHEMA)
             self._con.commit()
+        except sqlite3.OperationalError as exc:
+            self._release_lock()
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise InputError(f"the run store stayed busy for 60 s ({exc}); is another process writing to it?",
+                                 path=self.path) from None
+            raise InputError(f"the run store cannot be opened ({exc})", path=self.path) from None
         except sqlite3.DatabaseError as exc:
             self._release_lock()
             raise InputError(f"the run store is damaged or not a SQLite file ({exc}); move it aside "
