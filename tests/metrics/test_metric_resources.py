@@ -183,12 +183,19 @@ vocab = ("the a we went to park and had fun with our family friends it was great
 n = int(sys.argv[1])
 h = " ".join(rng.choice(vocab) for _ in range(n))
 r = " ".join(rng.choice(vocab) for _ in range(n))
+def peak_kb():
+    # VmHWM: this process image's peak (ru_maxrss keeps the parent's peak across fork and exec on Linux)
+    try:
+        with open("/proc/self/status") as fh:
+            return int(next(line for line in fh if line.startswith("VmHWM")).split()[1])
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 m = Meteor()
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak_kb()
 toks = (tuple(m.tokenize(h)), tuple(m.tokenize(r)))
 counts = m._aligner.batch_counts([toks])
-print(json.dumps({"status": int(counts[0, _align.STATUS]), "score": m.score(h, [r]),
-                  "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "base_kb": base}))
+print(json.dumps({"status": int(counts[0, _align.STATUS]), "score": m.score(h, [r]), "peak_kb": peak_kb(),
+                  "base_kb": base}))
 """
 
 

@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("--hyp and --ref are both needed (or --clear-cache alone)")
         from connote.metrics._core import compute_scores, metric_options
         from connote.metrics._inputs import read_json_mapping
-        from connote.metrics.options import option_names
+        from connote.metrics.options import OptionError, option_names
         from connote.metrics.registry import METRICS
         from connote.registry import UnknownNameError
 
@@ -110,6 +110,13 @@ def register(app: typer.Typer) -> None:
             metric_options(names, settings)
         except UnknownNameError as exc:
             raise InputError(str(exc)) from None
+        except OptionError as exc:  # name the command-line flag beside the option
+            flags = {"synonym_source": "--synonyms", "n_jobs": "--jobs", "meteor_norm": "--meteor-no-norm"}
+            msg = str(exc)
+            for name in declared:
+                flag = flags.get(name, "--" + name.replace("_", "-"))
+                msg = msg.replace(f"option {name}=", f"{flag} (option {name}): ")
+            raise InputError(msg) from None
         hyps = read_json_mapping(hyp, "hypotheses")
         refs = read_json_mapping(ref, "references")
         try:
