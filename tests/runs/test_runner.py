@@ -181,3 +181,18 @@ def test_runner_counts_and_keys(tmp_path: Path) -> None:
         run_items(tmp_path, {"task": "t"}, items + [WorkItem("a", "k9", 9)], compute,
                   on_error=lambda w, m: {"error": m}, progress=False)
     shutil.rmtree(tmp_path)
+
+
+def test_reusing_out_for_another_model_is_said(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    path = _manifest(tmp_path / "d", {"x": "a man begs"})
+    run_probe(path, out=out, model_obj=Recording(), progress=False)
+
+    class Other(Recording):
+        def describe(self) -> dict:
+            return {"backend": "other"}
+
+    capsys.readouterr()
+    run_probe(path, out=out, model_obj=Other(), progress=True)
+    err = capsys.readouterr().err
+    assert "held the results of another run" in err and "model recording" in err

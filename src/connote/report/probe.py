@@ -26,6 +26,18 @@ def load_run(folder: str | Path) -> dict[str, Any]:
     return results
 
 
+def check_comparable(runs: Sequence[dict[str, Any]]) -> None:
+    """Refuse (exit 2) runs on different manifests or task versions: their numbers are not comparable."""
+    groups: dict[tuple[str, Any], list[str]] = {}
+    for run in runs:
+        groups.setdefault((str(run.get("data")), run.get("task_version")), []).append(run["_folder"])
+    if len(groups) > 1:
+        lines = "; ".join(f"{', '.join(folders)} on {data} (task version {version})"
+                          for (data, version), folders in groups.items())
+        raise InputError(f"these runs are on different data or task versions and cannot share a table: {lines}. "
+                         "Report each group separately, or pass --allow-mixed to list them with their data")
+
+
 def _name(run: dict[str, Any]) -> str:
     return f"{run.get('model', '?')} ({run.get('captions', 'original')})"
 

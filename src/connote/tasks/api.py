@@ -45,6 +45,8 @@ class Task(ABC):
     title: ClassVar[str]
     #: Label of the progress bar and the closing line.
     label: ClassVar[str] = "items"
+    #: The file in the run folder that records the run's fingerprint.
+    results_file: ClassVar[str] = "results.json"
 
     batch_size: int = 8
     progress: bool = True
@@ -117,8 +119,25 @@ class Task(ABC):
             **(extra_results or {}),
             **run_metadata(self.config(), seed=seed),
         })
+        self._say_if_replacing(out / self.results_file, outcome.fingerprint)
         self.write_outputs(out, outcome.rows, results)
         return results, outcome
+
+    def _say_if_replacing(self, path: Path, fingerprint: str) -> None:
+        """A run folder reused for another model or setting: say that its summary files now describe this run."""
+        import json
+        import sys
+
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        old = before.get("fingerprint") if isinstance(before, dict) else None
+        if old and old != fingerprint and self.progress:
+            model = (before.get("model_fingerprint") or {}).get("backend", before.get("model", "?"))
+            print(f"note: {path.parent} held the results of another run (fingerprint {old}, model {model}); "
+                  f"its rows stay in store.sqlite, {path.name} and the other summary files now describe this run",
+                  file=sys.stderr)
 
     def _batches(self, todo: list[WorkItem]) -> list[list[WorkItem]]:
         from connote.runs.runner import consecutive_batches

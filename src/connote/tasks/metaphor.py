@@ -39,6 +39,7 @@ class MetaphorCaptionTask(Task):
     reads = "videos: a folder, a question JSONL or a CSV manifest (video id, path)"
     title = "Video metaphor captioning: one '<primary> is as <property> as <secondary>' caption per video."
     label = "videos"
+    results_file = "run.json"
 
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
                  per_clip: int | None = None, prompt: str | None = None, batch_size: int = 4,

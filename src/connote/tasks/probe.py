@@ -299,7 +299,8 @@ def run_probe(data: str | Path, model: str | None = None, out: str | Path = "run
 
     task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
                      progress=progress)
-    spec = model or "objects"
+    spec = model or (str(model_obj.describe().get("backend", type(model_obj).__name__)) if model_obj is not None
+                     else "objects")
     if model_obj is None:
         check_spec(spec)  # option and weights errors before the seed and any loading
     try:

@@ -101,6 +101,7 @@ class StorytellingTask(Task):
     reads = "photo sequences (a VIST challenge template/submission or an official SIS file) and a photo folder"
     title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
     label = "stories"
+    results_file = "run.json"
 
     def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
                  batch_size: int = 8, limit: int | None = None, prompt: str = STORY_PROMPT,
