@@ -11,8 +11,11 @@ from connote.errors import InputError
 
 
 def explain(
-    data: Path = typer.Option(..., "--data", "-d", help="Probe manifest (CSV or JSONL)."),
-    model: str = typer.Option(..., "--model", "-m", help="Model spec, e.g. hf-blip-itm:Salesforce/blip-itm-base-coco"),
+    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Probe manifest (CSV or JSONL). Default: the "
+                                        "sample set built from packaged photos."),
+    model: str = typer.Option("objects", "--model", "-m", help="Model spec, e.g. "
+                              "hf-blip-itm:Salesforce/blip-itm-base-coco; default: the embedded offline 'objects' "
+                              "baseline."),
     out: Path = typer.Option(Path("runs/explain"), "--out", "-o", help="Run folder (resumes)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Max model calls per pair."),
     estimator: Optional[str] = typer.Option(
@@ -44,6 +47,13 @@ def explain(
     for name, value in (("--grid", grid), ("--budget", budget), ("--sample", sample)):
         if value is not None and value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}")
+    if data is None:
+        import sys
+
+        from connote.data.sample import write_sample_probes
+
+        data = write_sample_probes(out / "sample")
+        print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
     quiet_transformers()
     results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget, sample=sample,
                           seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures,

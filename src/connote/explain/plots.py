@@ -123,7 +123,7 @@ def plot_pair(row: dict[str, Any], image: Any, out_path: str | Path, *, title: s
 
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
+    fig.savefig(out, dpi=dpi, bbox_inches="tight", pad_inches=0.15)  # keeps the colour-bar label
     plt.close(fig)
     return out
 

@@ -290,6 +290,17 @@ def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None
     (masked words become the tokenizer's unknown token; the ``mmshap`` patch layout under
     ``compat="mmshap"``).
     """
+    ip = getattr(matcher.processor, "image_processor", None)
+    mean = np.asarray(getattr(ip, "image_mean", None) or [0.5, 0.5, 0.5], dtype=np.float32)
+    unk = matcher.processor.tokenizer.unk_token or matcher.processor.tokenizer.pad_token or "_"
+    return word_game(matcher, image, caption, grid=grid, compat=compat, masked_word=unk, fill_rgb=mean * 255.0)
+
+
+def word_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None, compat: str | None = None,
+              masked_word: str, fill_rgb: Any) -> MaskGame:
+    """Masking game over the caption's words and the image's patches, for any backend that takes images and
+    text: a masked word becomes ``masked_word`` (empty: dropped), a masked patch is filled with ``fill_rgb``
+    (the colour that is zero after the backend's normalisation), and p(match) is read as for evaluation."""
     compat = check_compat(compat)
     layout = "mmshap" if compat == "mmshap" else "tile"
     words, spans, start = [], [], 0
@@ -302,11 +313,8 @@ def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None
     if not n_text:
         raise ValueError("empty caption")
     p = patch_grid(n_text, grid)
-    ip = getattr(matcher.processor, "image_processor", None)
-    mean = np.asarray(getattr(ip, "image_mean", None) or [0.5, 0.5, 0.5], dtype=np.float32)
     arr = np.asarray(image.convert("RGB"), dtype=np.float32)
-    fill_rgb = (mean * 255.0).astype(np.float32)
-    unk = matcher.processor.tokenizer.unk_token or matcher.processor.tokenizer.pad_token or "_"
+    fill = np.asarray(fill_rgb, dtype=np.float32)
     game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=words,
                     spans=list(spans), compat=compat)
 
@@ -316,9 +324,10 @@ def vlm_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None
         images, captions, pairs = [], [], []
         keep_pix = pixel_keep_mask(masks[:, n_text:], h, w, p, layout)
         for r, m in enumerate(masks):
-            img = np.where(keep_pix[r][:, :, None], arr, fill_rgb).astype(np.uint8)
+            img = np.where(keep_pix[r][:, :, None], arr, fill).astype(np.uint8)
             images.append(Image.fromarray(img))
-            captions.append(" ".join(wd if keep else unk for wd, keep in zip(words, m[:n_text])))
+            kept = (wd if keep else masked_word for wd, keep in zip(words, m[:n_text]))
+            captions.append(" ".join(w for w in kept if w))
             pairs.append((r, r))
         game.calls[0] += len(masks)
         return np.asarray(matcher.match_probability(images, captions, pairs), dtype=float)

@@ -42,6 +42,15 @@ class ObjectsMatcher:
         d["calibration"] = {"kind": "logistic", "threshold": self.threshold, "scale": self.scale}
         return d
 
+    def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
+                     compat: str | None = None) -> Any:
+        """MM-SHAP over the caption's words (a masked word is dropped) and image patches (filled with mid
+        grey, EfficientNet-Lite's zero after its [-1, 1] scaling), so the offline default can be explained."""
+        from connote.models.masking import word_game
+
+        return word_game(self, image, caption, grid=grid, compat=compat, masked_word="",
+                         fill_rgb=(127.5, 127.5, 127.5))
+
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float]:
         if not pairs:

@@ -283,7 +283,7 @@ def require_capability(model: Any, capability: str, *, task: str) -> None:
 
 # Built-in backends, registered lazily so that listing them imports nothing heavy.
 _BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
-    ("objects", "connote.models.objects:ObjectsMatcher.from_spec", ("match",), "none",
+    ("objects", "connote.models.objects:ObjectsMatcher.from_spec", ("match", "mask"), "none",
      "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM.", {}),
     ("hf-blip-itm", "connote.models.hf_itm:BlipItmMatcher.from_spec", ("match", "mask"), "hf",
      "BLIP image-text matching head (BlipForImageTextRetrieval).", {}),

@@ -112,7 +112,9 @@ def plot_runs(runs: Sequence[dict[str, Any]], path: str | Path) -> Path:
         vals = [run["cells"][c]["accuracy"] for c in CELLS] + [run.get("harmonic_mean")]
         heights = [100 * v if v is not None else 0 for v in vals]
         bars = ax.bar(x - 0.4 + width * (k + 0.5), heights, width, label=_name(run))
-        ax.bar_label(bars, labels=[format_pct(v) for v in vals], fontsize=7, padding=2)
+        # upright labels of one decimal: side by side, two-decimal labels of neighbouring bars ran together
+        ax.bar_label(bars, labels=["" if v is None else f"{100 * v:.1f}" for v in vals], fontsize=7, padding=2,
+                     rotation=90)
     ax.axhline(50, color="grey", lw=0.8, ls="--")
     ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap\n(non-match)", "PG img\nPG cap",
                       "harmonic\nmean"])
