@@ -209,9 +209,29 @@ def test_explain_figures_stay_inside_the_run_folder_for_hostile_ids(tiny_blip_di
 
 
 def test_explain_refuses_a_backend_it_cannot_mask(manifest, tmp_path, capsys):
-    code = main(["explain", "--data", str(manifest), "--model", "objects", "--out", str(tmp_path / "x"), "-q"])
+    from connote.models.registry import MODELS, register_model
+
+    class MatchOnly:
+        backend = "match-only"
+
+        def __init__(self, weights=None):
+            pass
+
+        def describe(self):
+            return {"backend": self.backend}
+
+        def match_probability(self, images, captions, pairs):
+            return [0.5] * len(pairs)
+
+    register_model("match-only", MatchOnly, capabilities={"match"}, weights="none")
+    try:
+        code = main(["explain", "--data", str(manifest), "--model", "match-only", "--out", str(tmp_path / "x"),
+                     "-q"])
+    finally:
+        MODELS._entries.pop("match-only", None)
+        MODELS._help.pop("match-only", None)
     assert code == 2
-    assert "'objects' cannot be explained" in capsys.readouterr().err
+    assert "'match-only' cannot be explained" in capsys.readouterr().err
     assert not (tmp_path / "x" / "explanations.jsonl").exists()
 
 
