@@ -59,14 +59,12 @@ def read_captions(run: Path) -> dict[str, str]:
     path = run / "captions.jsonl" if run.is_dir() else run
     if not path.is_file():
         raise InputError("no captions.jsonl (expected a `connote metaphor caption` run folder)", path=run)
+    from connote.data.jsonio import read_jsonl
+
     out: dict[str, str] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
+    for lineno, row in read_jsonl(path, what="captions file"):
+        if not isinstance(row, dict):
+            raise InputError("expected a JSON object", path=path, line=lineno)
         vid = str(row.get("video_id") or row.get("question_id") or "")
         if not vid:
             raise InputError("missing video_id", path=path, line=lineno)

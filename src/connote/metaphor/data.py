@@ -148,16 +148,12 @@ def read_split(path: str | Path, name: str | None = None) -> list[str] | dict[st
 
 
 def _read_jsonl(path: Path, required: Sequence[str]) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise InputError("file not found", path=path)
+    from connote.data.jsonio import read_jsonl
+
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from exc
+    for lineno, row in read_jsonl(path):
+        if not isinstance(row, dict):
+            raise InputError("expected a JSON object", path=path, line=lineno)
         missing = [k for k in required if k not in row]
         if missing:
             raise InputError(f"missing field(s) {', '.join(missing)}", path=path, line=lineno)
