@@ -222,10 +222,13 @@ def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: 
         _explain(model, fx, tmp_path / "explain")
         ran.append("mask")
     if "generate" in caps:
+        from connote.tasks.metaphor import MetaphorCaptionTask
+        from connote.tasks.storytelling import StorytellingTask
+
         inputs = getattr(model, "inputs", "images")
-        if inputs in ("images", "photo-ids"):  # a video model (frames of one clip) writes no stories
+        if inputs in StorytellingTask.inputs:  # a video model (frames of one clip) writes no stories
             _stories(model, fx, tmp_path / "stories")
-        if inputs in ("images", "video"):  # seq2seq writes from photo ids, not from frames
+        if inputs in MetaphorCaptionTask.inputs:  # seq2seq writes from photo ids, not from frames
             _captions(model, fx, tmp_path / "captions")
         ran.append("generate")
     assert ran, f"{name}: no task exercised"
@@ -274,6 +277,18 @@ def test_a_fake_backend_shows_up_in_every_task(fx: Fixtures, tmp_path: Path, cap
     finally:
         MODELS._entries.pop("fake-contract", None)
         MODELS._help.pop("fake-contract", None)
+
+
+def test_a_model_of_the_wrong_input_kind_is_refused(fx: Fixtures, tmp_path: Path) -> None:
+    from connote.errors import InputError
+    from connote.tasks.storytelling import StorytellingTask, load_sequences
+
+    class ClipOnly(FakeBackend):
+        inputs = "video"
+
+    with pytest.raises(InputError, match="works from the frames of one video clip; task vist-storytelling gives"):
+        StorytellingTask(load_sequences(fx.template), image_dir=fx.photos, progress=False).run(ClipOnly(),
+                                                                                              tmp_path / "s")
 
 
 def test_a_model_without_the_capability_is_refused(fx: Fixtures, tmp_path: Path, capsys) -> None:

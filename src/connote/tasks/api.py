@@ -29,6 +29,10 @@ from typing import Any, ClassVar
 from connote.runs.runner import RunOutcome, WorkItem, run_items
 from connote.runs.store import run_metadata
 
+#: What a generator's ``inputs`` kind means, for the message that refuses a mismatch.
+INPUT_KINDS = {"images": "any number of images", "video": "the frames of one video clip",
+               "photo-ids": "precomputed features of photo ids"}
+
 
 class Task(ABC):
     """Base class of connote's tasks (see the module docstring for the contract)."""
@@ -47,6 +51,8 @@ class Task(ABC):
     label: ClassVar[str] = "items"
     #: The file in the run folder that records the run's fingerprint.
     results_file: ClassVar[str] = "results.json"
+    #: The kinds of input a generator may take for this task (its ``inputs`` attribute; default "images").
+    inputs: ClassVar[tuple[str, ...]] = ("images", "video", "photo-ids")
 
     batch_size: int = 8
     progress: bool = True
@@ -91,9 +97,15 @@ class Task(ABC):
     # ---- running --------------------------------------------------------------------------
     def check_model(self, model: Any) -> None:
         """Refuse (exit 2) a model that lacks this task's capability."""
+        from connote.errors import InputError
         from connote.models.registry import require_capability
 
         require_capability(model, self.capability, task=self.name)
+        kind = getattr(model, "inputs", "images")
+        if kind not in self.inputs:
+            raise InputError(f"model backend {getattr(model, 'backend', type(model).__name__)} works from "
+                             f"{INPUT_KINDS.get(kind, kind)}; task {self.name} gives "
+                             f"{' or '.join(INPUT_KINDS.get(k, k) for k in self.inputs)}")
 
     def description(self, model: Any) -> dict[str, Any]:
         return {"task": self.name, "task_version": self.version, "model": model.describe(), **self.settings()}

@@ -40,6 +40,7 @@ class MetaphorCaptionTask(Task):
     title = "Video metaphor captioning: one '<primary> is as <property> as <secondary>' caption per video."
     label = "videos"
     results_file = "run.json"
+    inputs = ("images", "video")  # frames; they have no photo ids
 
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
                  per_clip: int | None = None, prompt: str | None = None, batch_size: int = 4,
@@ -133,12 +134,6 @@ class MetaphorCaptionTask(Task):
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         errors = {r["item_id"]: r["error"] for r in rows if r.get("error")}
         return {"videos": len(rows), "captioned": len(rows) - len(errors), "errors": errors}
-
-    def check_model(self, model: Any) -> None:
-        super().check_model(model)
-        if getattr(model, "inputs", "images") == "photo-ids":
-            raise InputError(f"model backend {getattr(model, 'backend', type(model).__name__)} writes from "
-                             "precomputed photo features; it cannot caption video frames")
 
     def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
         self.bind(model)

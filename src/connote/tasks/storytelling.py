@@ -102,6 +102,7 @@ class StorytellingTask(Task):
     title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
     label = "stories"
     results_file = "run.json"
+    inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
 
     def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
                  batch_size: int = 8, limit: int | None = None, prompt: str = STORY_PROMPT,
@@ -176,12 +177,6 @@ class StorytellingTask(Task):
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"n_sequences": len(rows), "n_errors": sum(1 for r in rows if r.get("error")),
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
-
-    def check_model(self, model: Any) -> None:
-        super().check_model(model)
-        if getattr(model, "inputs", "images") == "video":
-            raise InputError(f"model backend {getattr(model, 'backend', type(model).__name__)} captions the frames "
-                             "of one video clip; it cannot write a story over a photo sequence")
 
     def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
         self.needs_images = bool(getattr(model, "needs_images", True))
