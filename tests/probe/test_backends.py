@@ -183,8 +183,8 @@ def test_fingerprint_digest_sidecar_is_reused_and_survives_a_read_only_folder(ti
     folder = _copy_model(tiny_dirs["hf-clip"], tmp_path / "clip")
     first = hf_itm.content_digests(folder)
     hashed: list[str] = []
-    real = hf_itm._sha256
-    monkeypatch.setattr(hf_itm, "_sha256", lambda p: hashed.append(p.name) or real(p))
+    real = hf_itm.file_sha256
+    monkeypatch.setattr(hf_itm, "file_sha256", lambda p: hashed.append(p.name) or real(p))
     assert hf_itm.content_digests(folder) == first and hashed == []  # unchanged: no file read
     (folder / "config.json").write_text((folder / "config.json").read_text())  # rewritten, same bytes
     assert hf_itm.content_digests(folder) == first and hashed == ["config.json"]

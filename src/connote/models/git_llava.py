@@ -52,12 +52,12 @@ class GitLlavaGenerator:
         return ("segments", 6, 6) if c.frames_per_clip == 6 else ("uniform", c.frames_per_clip, c.frames_per_clip)
 
     def describe(self) -> dict[str, Any]:
-        import hashlib
 
         from connote.models.hf_itm import weights_identity
+        from connote.runs.store import file_sha256
 
         folder = Path(self.weights)
-        digest = hashlib.sha256((folder / "projector.safetensors").read_bytes()).hexdigest()[:16]
+        digest = file_sha256(folder / "projector.safetensors")[:16]
         llm = {sub: weights_identity(str(folder / sub), None, None)
                for sub in ("llm", "llm_adapter") if (folder / sub).is_dir()}
         return {"backend": "git-llava", **weights_identity(self.weights, None, None), "projector_sha256": digest,

@@ -18,31 +18,13 @@ from PIL import Image
 
 from connote.models.engine import TensorMatcher
 from connote.registry import require
+from connote.runs.store import file_sha256, file_stamp
 
 #: Files of a weights folder that change what a model computes: weights, configs, tokenizer files.
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".msgpack", ".h5", ".gguf", ".json", ".txt", ".model",
                    ".tiktoken", ".py")
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
 DIGEST_SIDECAR = ".connote-sha256.json"
-
-
-def _file_stamp(path: Path) -> list[int]:
-    """What must be unchanged for a cached digest to be reused.
-
-    Size, mtime and inode can all be kept by a copy (``cp`` over the file, then ``touch -r``), but
-    the change time (``st_ctime_ns``) is set by the kernel on every write and cannot be set back,
-    so a file whose bytes changed never matches its old stamp.
-    """
-    st = path.stat()
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _sidecar_paths(folder: Path) -> list[Path]:
@@ -91,12 +73,12 @@ def content_digests(folder: str | Path) -> dict[str, str]:
     changed = False
     for path in files:
         rel = path.relative_to(folder).as_posix()
-        stamp = _file_stamp(path)
+        stamp = file_stamp(path)
         entry = cached.get(rel)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
             digest = entry["sha256"]
         else:
-            digest, changed = _sha256(path), True
+            digest, changed = file_sha256(path), True
         digests[rel] = digest
         entries[rel] = {"stamp": stamp, "sha256": digest}
     if changed or set(entries) != set(cached):

@@ -70,10 +70,10 @@ class Seq2SeqStoryGenerator:
         return cls(weights, **options)
 
     def describe(self) -> dict[str, Any]:
-        import hashlib
+        from connote.runs.store import file_sha256
 
         features = Path(self.features_path).resolve()
-        digest = hashlib.sha256(features.read_bytes()).hexdigest()[:16]
+        digest = file_sha256(features)[:16]
         return {"backend": self.backend, **weights_identity(self.weights, None, None), "decode": self.decode,
                 "beam_size": self.beam_size, "features": str(features), "features_sha256": digest,
                 "grounding": self.grounding_path, "encoder_order": getattr(self.model.config, "encoder_order", None),

@@ -65,24 +65,28 @@ def content_key(content: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()[:24]
 
 
-def _file_stamp(st: os.stat_result) -> str:
-    # ctime cannot be set from user space (``touch -r`` sets only atime/mtime), and inode + size +
-    # mtime_ns catch the rest, so a changed file never matches an old stamp.
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+def file_stamp(path: str | Path) -> list[int]:
+    """What must be unchanged for a cached digest of a file to be reused.
+
+    Size, mtime and inode can all be kept by a copy (``cp`` over the file, then ``touch -r``), but the
+    change time (``st_ctime_ns``) is set by the kernel on every write and cannot be set back, so a file
+    whose bytes changed never matches its old stamp.
+    """
+    st = Path(path).stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
-_DIGESTS: dict[tuple[str, str], str] = {}
+_DIGESTS: dict[tuple[str, tuple[int, ...]], str] = {}
 
 
 def file_sha256(path: str | Path) -> str:
     """sha256 of a file's bytes (remembered per process by a stamp that any change to the file alters)."""
     p = Path(path)
-    stamp = _file_stamp(p.stat())
-    key = (str(p.resolve()), stamp)
+    key = (str(p.resolve()), tuple(file_stamp(p)))
     if key not in _DIGESTS:
         h = hashlib.sha256()
         with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
+            for block in iter(lambda: fh.read(1 << 22), b""):
                 h.update(block)
         _DIGESTS[key] = h.hexdigest()
     return _DIGESTS[key]
@@ -225,10 +229,7 @@ def run_metadata(config: Mapping[str, Any], *, seed: int | None = None,
 
 def write_json(path: str | Path, obj: Any) -> None:
     """Write JSON atomically (temp file + rename) so readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -26,7 +26,6 @@ For a story generator, :class:`PaperGrounding` bundles the vocabulary, the capti
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -51,11 +50,9 @@ def _tokens(text: str) -> list[str]:
 
 
 def _file_digest(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
+    from connote.runs.store import file_sha256
+
+    return file_sha256(path)[:16]
 
 
 class GroundingVocabulary:
