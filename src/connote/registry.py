@@ -63,10 +63,7 @@ class Registry(Generic[T]):
             )
         entry = self._entries[name]
         if isinstance(entry, str) and ":" in entry:
-            module, attr = entry.split(":", 1)
-            entry = importlib.import_module(module)
-            for part in attr.split("."):
-                entry = getattr(entry, part)
+            entry = import_target(entry)
             self._entries[name] = entry
         return entry
 
@@ -81,6 +78,15 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, str]]:
         return [(n, self._help.get(n, "")) for n in self.names()]
+
+
+def import_target(target: str) -> Any:
+    """The object a lazy ``"module:attr[.attr]"`` string names, imported now."""
+    module, attr = target.split(":", 1)
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def require(module: str, extra: str) -> Any:

@@ -18,7 +18,6 @@ some, imports only what those metrics need.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -140,13 +139,9 @@ def version_tag() -> str:
 
 
 def _resolve(ref: Any) -> Any:
-    if isinstance(ref, str) and ":" in ref:
-        module, attr = ref.split(":", 1)
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        return obj
-    return ref
+    from connote.registry import import_target
+
+    return import_target(ref) if isinstance(ref, str) and ":" in ref else ref
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from connote.errors import InputError
-from connote.registry import Registry
+from connote.registry import Registry, import_target
 
 CAPABILITIES = ("match", "mask", "generate")
 
@@ -47,16 +47,7 @@ class Backend:
     defaults: dict[str, str] = field(default_factory=dict)
 
     def factory(self) -> Callable[..., Any]:
-        target = self.target
-        if isinstance(target, str):
-            import importlib
-
-            module, attr = target.split(":", 1)
-            obj: Any = importlib.import_module(module)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
-            target = obj
-        return target
+        return import_target(self.target) if isinstance(self.target, str) else self.target
 
 
 MODELS: Registry[Backend] = Registry("model")
