@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import Annotator
+from potato_driver import Annotator
 
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Annotator, browser_login, chrome, click, page_instance, shoot, wait_for_next_page
+from potato_driver import Annotator, browser_login, chrome, click, page_instance, shoot, wait_for_next_page
 
 from connote.cli import main
 from connote.collect.importing import import_study

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import Annotator, browser_login, chrome, click, shoot
+from potato_driver import Annotator, browser_login, chrome, click, shoot
 
 from connote.cli import main
 from connote.collect.importing import import_study

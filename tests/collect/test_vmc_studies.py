@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from conftest import Annotator, browser_login, chrome, click, shoot
+from potato_driver import Annotator, browser_login, chrome, click, shoot
 
 from connote.cli import main
 from connote.collect.importing import import_study
