@@ -82,7 +82,8 @@ _DIGESTS: dict[tuple[str, tuple[int, ...]], str] = {}
 def file_sha256(path: str | Path) -> str:
     """sha256 of a file's bytes (remembered per process by a stamp that any change to the file alters)."""
     p = Path(path)
-    key = (str(p.resolve()), tuple(file_stamp(p)))
+    stamp = tuple(file_stamp(p))  # first: a missing file or a symlink loop is an OSError here
+    key = (str(p.resolve()), stamp)
     if key not in _DIGESTS:
         h = hashlib.sha256()
         with open(p, "rb") as fh:
