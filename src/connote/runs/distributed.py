@@ -33,6 +33,16 @@ class Dist:
         if self.world > 1:
             self._state.wait_for_everyone()
 
+    def agree(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank (a plain value: str, number, None); identity in one process."""
+        if self.world <= 1:
+            return value
+        import torch.distributed as tdist
+
+        box = [value if self.is_main else None]
+        tdist.broadcast_object_list(box, src=0)
+        return box[0]
+
     def shard(self, units: list[Any]) -> list[Any]:
         """This rank's share: every ``world``-th unit, so all ranks agree without talking."""
         return units[self.rank::self.world]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connote.errors import ConnoteError
 from connote.progress import progress_bar
 from connote.runs.distributed import Dist, init_distributed
 from connote.runs.store import RunStore
@@ -117,10 +118,26 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
 
         raise InputError("the run folder is an existing file, not a folder", path=out)
     store = None
+    refusal = None
     if dist.is_main:  # rank 0 creates (or migrates) the store and holds the folder's lock
-        Path(out).mkdir(parents=True, exist_ok=True)
-        store = RunStore(out, lock=True)
-    dist.barrier()
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            store = RunStore(out, lock=True)
+        except ConnoteError as exc:  # another run holds the folder, or its store is damaged
+            refusal = exc
+        except OSError as exc:  # the folder cannot be made
+            from connote.errors import InputError
+
+            refusal = InputError(f"the run folder cannot be created ({exc.strerror})", path=out)
+    # every rank learns of rank 0's refusal and stops with it, instead of waiting at a barrier for a rank
+    # that is gone (under srun/mpirun nothing else would stop them)
+    message = dist.agree(None if refusal is None else str(refusal))
+    if refusal is not None:
+        raise refusal
+    if message is not None:
+        from connote.errors import InputError
+
+        raise InputError(f"rank 0 refused the run folder: {message}")
     if store is None:
         store = RunStore(out)
     try:
