@@ -219,3 +219,26 @@ def test_small_images_are_untouched(tmp_path: Path) -> None:
     assert np.array_equal(np.asarray(load_image(tmp_path / "s.png")), arr)
     Image.fromarray(arr).convert("P").save(tmp_path / "p.png")
     assert load_image(tmp_path / "p.png").mode == "RGB"
+
+
+def test_server_trickling_its_headers_is_cut_off_at_the_deadline(serve: Callable[[Handler], str]) -> None:
+    stop = threading.Event()
+
+    def trickle_headers(h: http.server.BaseHTTPRequestHandler) -> None:
+        # each header line arrives within a socket timeout, but the headers never end
+        h.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        h.wfile.flush()
+        for k in range(200):
+            if stop.is_set():
+                return
+            h.wfile.write(f"X-Slow-{k}: 1\r\n".encode())
+            h.wfile.flush()
+            time.sleep(0.1)
+
+    url = serve(trickle_headers)
+    t0 = time.monotonic()
+    with pytest.raises(ItemError, match=r"longer than the 1 s deadline"):
+        load_image(url, allow_network=True, timeout=1.0)
+    elapsed = time.monotonic() - t0
+    stop.set()
+    assert elapsed < 6.0  # the headers would take 20 s; the deadline is 1 s (slack for a loaded machine)

@@ -23,6 +23,7 @@ Bounds, so that one image can neither end a run nor exhaust memory or time (ever
 
 from __future__ import annotations
 
+import http.client
 import io
 import math
 import time
@@ -30,6 +31,7 @@ import urllib.error
 import urllib.request
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -50,18 +52,83 @@ def is_url(ref: str) -> bool:
     return ref.startswith(("http://", "https://"))
 
 
+class _Deadline:
+    """Shuts the download's socket when the deadline passes, so a server that trickles its status line or
+    headers a byte at a time (each read within the socket timeout) cannot hold the run past the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.expired = False
+        self._socks: list[Any] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, seconds), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: Any) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            if self.expired:
+                self._shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: Any) -> None:
+        import socket
+
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """A urllib opener whose HTTP(S) connections report their sockets to this watchdog."""
+        watchdog = self
+
+        class _HTTP(http.client.HTTPConnection):
+            def connect(self) -> None:
+                super().connect()
+                watchdog.watch(self.sock)
+
+        class _HTTPS(http.client.HTTPSConnection):
+            def connect(self) -> None:
+                super().connect()
+                watchdog.watch(self.sock)
+
+        class _HTTPHandler(urllib.request.HTTPHandler):
+            def http_open(self, req: urllib.request.Request) -> Any:
+                return self.do_open(_HTTP, req)
+
+        class _HTTPSHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req: urllib.request.Request) -> Any:
+                return self.do_open(_HTTPS, req, context=self._context)
+
+        return urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+
+
 def fetch_url(url: str, *, timeout: float = 30.0, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """GET ``url`` with one overall deadline (connect and read) and a byte cap; failures are ``ItemError``."""
+    """GET ``url`` with one overall deadline (connect, headers and body) and a byte cap; failures are
+    ``ItemError``."""
     deadline = time.monotonic() + timeout
+    watchdog = _Deadline(timeout)
 
     def left() -> float:
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or watchdog.expired:
             raise ItemError(f"{url}: image download took longer than the {timeout:g} s deadline")
         return remaining
 
     try:
-        with urllib.request.urlopen(url, timeout=left()) as resp:  # noqa: S310 - user-allowed
+        with watchdog.opener().open(url, timeout=left()) as resp:
             length = resp.headers.get("Content-Length")
             if length and length.isdigit() and int(length) > max_bytes:
                 raise ItemError(f"{url}: image is {int(length):,} bytes, over the {max_bytes:,}-byte limit")
@@ -85,10 +152,13 @@ def fetch_url(url: str, *, timeout: float = 30.0, max_bytes: int = DEFAULT_MAX_B
         raise
     except urllib.error.HTTPError as exc:
         raise ItemError(f"{url}: cannot download image (HTTP {exc.code} {exc.reason})") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        if time.monotonic() >= deadline or isinstance(exc, TimeoutError) or "timed out" in str(exc):
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:  # cut-off status line
+        if watchdog.expired or time.monotonic() >= deadline or isinstance(exc, TimeoutError) \
+                or "timed out" in str(exc):
             raise ItemError(f"{url}: image download took longer than the {timeout:g} s deadline") from None
         raise ItemError(f"{url}: cannot download image ({type(exc).__name__}: {exc})") from None
+    finally:
+        watchdog.cancel()
 
 
 def _to_8bit(img: Image.Image) -> Image.Image:
