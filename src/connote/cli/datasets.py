@@ -20,7 +20,7 @@ datasets_app.add_typer(convert_app, name="convert")
 
 def _wrap(text: str, indent: str = "  ", width: int = WIDTH) -> str:
     return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False, break_long_words=True)
+                         break_on_hyphens=False, break_long_words=False)
 
 
 @datasets_app.callback()
@@ -64,8 +64,9 @@ def show_cmd(
     print(_wrap(f"paper: {ds.paper}", ""))
     print(_wrap(f"used for: {ds.used_for}", ""))
     print("where to get it:")
-    for link in ds.links:
-        print(_wrap(f"{link.label}: {link.url}"))
+    for link in ds.links:  # a URL gets a line of its own: wrapping would break copying it
+        print(_wrap(f"{link.label}:"))
+        print(f"    {link.url}")
     print("licence:")
     print(_wrap(ds.licence))
     print("release:")
