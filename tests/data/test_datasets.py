@@ -165,6 +165,25 @@ def test_real_vist_challenge_files_match_the_catalog(vist_dir, capsys):
     assert by["example-submission-file.test.json"].counts == {"sequences": 2019, "albums": 1011}
 
 
+def test_check_a_probe_manifest_whose_images_are_missing(tmp_path, capsys):
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "a.jpg").write_bytes(b"")
+    (tmp_path / "probes.csv").write_text(
+        "item_id,image,image_kind,caption,caption_kind,human_votes\n"
+        "a-sg,images/a.jpg,SG,A man begs.,SG,1;1;0\n"
+        "b-sg,images/b.jpg,PG,A man begs.,SG,0;0;0\n")
+    code, out, _ = _run(["datasets", "check", "cv-probes", str(tmp_path), "--json"], capsys)
+    assert code == 1
+    files = {f["path"]: f for f in json.loads(out)["files"]}
+    assert files["probes.csv"]["status"] == "differs"
+    assert files["probes.csv"]["counts"] == {"items": 2, "items with human votes": 2}
+    assert files["probes.csv"]["messages"] == [
+        f"1 file(s) it names are not on disk, first: {(tmp_path / 'images' / 'b.jpg').resolve()}"]
+    assert files["images/"] == {**files["images/"], "status": "ok", "counts": {"images": 1}}
+    (tmp_path / "images" / "b.jpg").write_bytes(b"")
+    assert main(["datasets", "check", "cv-probes", str(tmp_path)]) == 0
+
+
 # --------------------------------------------------------------------------- CV-Probes converter
 
 

@@ -296,6 +296,8 @@ class FormatResult:
 
     counts: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    """Files the parsed file names that are not on disk: the copy is incomplete."""
 
 
 def _vist_official(tier: str) -> Callable[[Path], FormatResult]:
@@ -329,10 +331,8 @@ def _probe_manifest(path: Path) -> FormatResult:
     items = read_probe_manifest(path)
     problems = [it.error for it in items if it.error]
     missing = sorted({it.image for it in items if it.image and not is_url(it.image) and not Path(it.image).is_file()})
-    problems += [f"image not found: {m}" for m in missing]
     with_votes = sum(1 for it in items if it.human_votes)
-    return FormatResult({"items": len(items), "items with human votes": with_votes,
-                         "missing images": len(missing)}, problems)
+    return FormatResult({"items": len(items), "items with human votes": with_votes}, problems, missing)
 
 
 def _vmc_captions(path: Path) -> FormatResult:
@@ -369,19 +369,15 @@ def _image_captions(path: Path) -> FormatResult:
     from connote.metaphor.data import read_image_captions
 
     items = read_image_captions(path, path.parent / "images")
-    missing = [it.path for it in items if not it.path.is_file()]
-    return FormatResult({"records": len(items), "missing images": len(missing)},
-                        [f"image not found: {p}" for p in missing[:20]])
+    missing = sorted({str(it.path) for it in items if not it.path.is_file()})
+    return FormatResult({"records": len(items)}, missing=missing)
 
 
 def _coco_captions(path: Path) -> FormatResult:
-    import json
-
     from connote.metaphor.data import read_image_captions
 
     items = read_image_captions(path, path.parent)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return FormatResult({"images": len(data.get("images", [])), "captions": len(items)})
+    return FormatResult({"images": len({it.path for it in items}), "captions": len(items)})
 
 
 FORMATS: dict[str, tuple[str, Callable[[Path], FormatResult]]] = {
@@ -488,6 +484,9 @@ def check_file(expected: ExpectedFile, path: Path | None) -> FileCheck:
         return result
     result.counts = found.counts
     result.problems = found.problems
+    if found.missing:
+        result.status = "differs"
+        result.messages.append(f"{len(found.missing)} file(s) it names are not on disk, first: {found.missing[0]}")
     for key, want in expected.counts.items():
         got = found.counts.get(key)
         if got != want:
