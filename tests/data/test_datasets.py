@@ -328,6 +328,11 @@ def test_convert_vmc_from_the_authors_files(tmp_path, capsys):
     assert main(["datasets", "convert", "vmc", str(rel), "--out", str(nested)]) == 1
     assert main(["datasets", "convert", "vmc", str(rel), "--out", str(nested)]) == 1
     assert read_caption_table(nested / "captions.csv") == table
+    # converting in place: the release folder as --out; videos put there still count
+    assert main(["datasets", "convert", "vmc", str(rel), "--out", str(rel)]) == 1
+    assert main(["datasets", "convert", "vmc", str(rel), "--out", str(rel)]) == 1
+    assert read_caption_table(rel / "captions.csv") == table
+    assert len(read_video_list(rel / "videos.csv")) == 3
 
 
 def test_convert_vmc_captions_from_answers_when_there_is_no_table(tmp_path, capsys):

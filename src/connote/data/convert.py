@@ -395,6 +395,8 @@ CAPTION_COLUMN = re.compile(r"^(?:annotator|caption|ground_truth|reference|ref)_
 SPLIT_NAMES = {"train": "train", "training": "train", "val": "val", "valid": "val", "validation": "val",
                "dev": "val", "test": "test", "testing": "test"}
 YOUTUBE_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
+VMC_OUTPUTS = ("captions.csv", "videos.csv", "youtube_urls.txt", "convert-report.json")
+"""What :func:`convert_vmc` writes at the top of --out (plus ``splits/<split>.txt``)."""
 
 
 def _split_of(path: Path) -> str | None:
@@ -464,8 +466,16 @@ def convert_vmc(src: str | Path, out: str | Path, *, videos: str | Path | None =
         raise InputError("--out must be a folder", path=out)
     out_resolved = out.resolve()
 
-    def files_under(folder: Path) -> list[Path]:  # what a previous run wrote into --out is not input
-        return [p for p in folder.rglob("*") if p.is_file() and out_resolved not in p.resolve().parents]
+    def ours(p: Path) -> bool:
+        """Whether ``p`` is a file a previous conversion wrote into --out (not input for this one)."""
+        try:
+            rel = p.resolve().relative_to(out_resolved)
+        except ValueError:
+            return False
+        return str(rel) in VMC_OUTPUTS or (len(rel.parts) == 2 and rel.parts[0] == "splits")
+
+    def files_under(folder: Path) -> list[Path]:
+        return [p for p in folder.rglob("*") if p.is_file() and not ours(p)]
 
     found = _classify(files_under(src) if src.is_dir() else [src])
     if videos is not None:
