@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "connote.cli.vist",
     "connote.cli.metaphor",
     "connote.cli.catalog",
+    "connote.cli.datasets",
     "connote.cli.collect",
 )
 
