@@ -152,7 +152,7 @@ DATASETS: tuple[Dataset, ...] = (
     ),
     Dataset(
         name="cv-probes",
-        title="CV-Probes: contextual verb probes with human votes",
+        title="Contextual verb probes with human votes",
         paper="Beňová, Gregor, Gatt 2024, CV-Probes (arXiv 2409.01389); seed 001",
         used_for="image-text matching probes and MM-SHAP (connote probe, connote explain)",
         links=(
@@ -224,7 +224,7 @@ DATASETS: tuple[Dataset, ...] = (
     ),
     Dataset(
         name="haivmet",
-        title="HAIVMet: human-AI visual metaphors (DALL-E 2 images)",
+        title="Human-AI visual metaphors (DALL-E 2 images)",
         paper="Chakrabarty et al. 2023, I Spy a Metaphor (ACL, arXiv 2305.14724); used by seed 003 for stage 1",
         used_for="GIT-LLaVA stage 1 pretraining, the metaphor half (connote metaphor train, stage 1)",
         links=(
