@@ -151,6 +151,13 @@ def test_vist_challenge_table_and_paired_p(story_runs, capsys, tmp_path) -> None
     lo, hi = stored["ci"]["METEOR"]
     assert lo <= stored["scores"]["METEOR"] <= hi  # the challenge score is the mean over sequences
     assert stored["template"]["sha256"] and stored["signature"]["settings"]["seed"] == 3
+    # a run regenerated after it was scored: the report says its scores are stale
+    sub = json.loads((copies["a"] / "submission.json").read_text())
+    sub["output_stories"][0]["story_text_normalized"] = "a different story ."
+    (copies["a"] / "submission.json").write_text(json.dumps(sub))
+    again = KIND.section([KIND.recognise(copies["a"]), KIND.recognise(copies["b"])])
+    assert any("submission.json changed after it was scored" in n for n in again.tables[0].notes)
+    assert not any("changed after" in n and "story-b" in n for n in again.tables[0].notes)
 
 
 def test_vist_run_without_scores_says_how(story_runs, tmp_path) -> None:  # noqa: ANN001

@@ -106,10 +106,10 @@ class StorytellingKind:
         path, stored = found[-1]
         gold = stored.get("gold") or {}
         results.update({"scores": stored, "scores_file": str(path)})
-        submission = folder / "submission.json"
+        submission, source = folder / "submission.json", stored.get("source") or {}
         now = file_sha256(submission) if submission.is_file() else None
-        then = (stored.get("source") or {}).get("sha256")
-        results["stale"] = bool(now and then and now != then)
+        then = source.get("sha256") if Path(str(source.get("path", ""))).name == submission.name else None
+        results["stale"] = bool(now and then and now != then)  # regenerated after it was scored
         group = (f"gold {Path(str(gold.get('path', '?'))).name} sha256:{str(gold.get('sha256', '?'))[:12]}",
                  f"protocol {stored['protocol']}", f"scores {stored['key']}", version)
         return Run(folder=folder, kind=KIND_NAME, name=run_label(folder, meta), group=group, results=results)
