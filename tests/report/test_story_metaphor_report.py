@@ -188,6 +188,14 @@ def test_vist_broken_scores_file_is_exit_2(story_runs, tmp_path, capsys) -> None
     with pytest.raises(InputError, match="does not hash to the stored key") as err:
         KIND.recognise(run)
     assert str(broken) in str(err.value)
+    # --no-save leaves a run folder as it was; --save with a submission file stores beside the file
+    fresh = shutil.copytree(story_runs["b"], tmp_path / "story-fresh", ignore=shutil.ignore_patterns("scores"))
+    assert main(["vist", "score", str(fresh), "--gold", str(story_runs["gold"]), "--n-boot", "0", "--no-save"]) == 0
+    assert not (fresh / "scores").exists()
+    assert main(["vist", "score", str(fresh / "submission.json"), "--gold", str(story_runs["gold"]), "--n-boot", "0",
+                 "--save"]) == 0
+    assert "scores stored in " + str(fresh / "scores" / "challenge-") in capsys.readouterr().err
+    assert KIND.recognise(fresh).results["scores"]["settings"]["n_boot"] == 0
     # a folder given as the submission must be a run folder
     assert main(["vist", "score", str(tmp_path), "--gold", str(story_runs["gold"])]) == 2
     assert "no submission.json" in capsys.readouterr().err
