@@ -206,7 +206,7 @@ def _paired_table(names: list[str], stores: list[dict[str, Any]], columns: list[
                          f"{t['p_value']:.4g}", str(t["n"])])
             values.append({"run_a": names[i], "run_b": names[j], "metric": c, **t})
     return Table(key="vmc-paired", title="Paired bootstrap test between runs (B - A), per-video scores",
-                 header=["Run A", "Run B", "Metric", "Δ (B − A)", "95% CI", "p", "n"], rows=rows,
+                 header=["Run A", "Run B", "Metric", "Difference (B - A)", "95% CI", "p", "n"], rows=rows,
                  notes=[f"Paired bootstrap over the videos both runs scored ({n_boot} resamples, seed {seed}): "
                         "two-sided "
                         "p for no difference. BLEU-4 and CIDEr are tested on their per-video scores; for runs with "
@@ -348,7 +348,7 @@ class HumanEvalKind:
             agreement = agreement_table(run.results["label_table"])
             section.tables.append(Table(
                 key=f"vmc-agreement{key}", title=f"{prefix}Inter-annotator agreement (Fleiss' kappa)",
-                header=["Criterion", "Fleiss' κ", "Items (all raters)", "Raters"],
+                header=["Criterion", "Fleiss' kappa", "Items (all raters)", "Raters"],
                 rows=[[CRITERION_NAMES.get(a.criterion, a.criterion),
                        "n/a" if math.isnan(a.fleiss) else f"{a.fleiss:.3f}", f"{a.fleiss_items}/{a.items}",
                        str(len(a.raters))] for a in agreement],

@@ -205,10 +205,10 @@ def paired_table(names: list[str], stores: list[dict[str, Any]], protocol: str) 
             values.append({"run_a": names[i], "run_b": names[j], "metric": metric, **t})
     unit = "album" if protocol == "album" else "photo sequence"
     return Table(key=f"vist-{protocol}-paired", title="Paired bootstrap test between runs (B - A)",
-                 header=["Run A", "Run B", "Metric", "Δ (B − A)", "95% CI", "p", "n"], rows=rows,
+                 header=["Run A", "Run B", "Metric", "Difference (B - A)", "95% CI", "p", "n"], rows=rows,
                  notes=[f"Paired bootstrap over the {unit}s both runs scored ({max(n_boot, 1)} resamples, "
                         f"seed {seed}): "
-                        "two-sided p for no difference; Δ x 100."],
+                        "two-sided p for no difference; differences x 100."],
                  values=values)
 
 
