@@ -160,7 +160,9 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
     lo, hi = a["intervals"]["ROUGE-L"]
     assert lo <= a["table"]["ROUGE-L"] <= hi
     assert set(a["per_video"]) == set(colour_set.test_ids)
-    assert (tmp_path / "a" / "scores.json").exists()
+    stored = json.loads(Path(a["stored"]).read_text())  # keyed by refs, split, metrics: never replaced silently
+    assert Path(a["stored"]).parent == tmp_path / "a" / "scores" and stored["table"] == a["table"]
+    assert stored["split"]["sha256"] == stored["signature"]["split_sha256"] and stored["per_video"] == a["per_video"]
     assert main(["metaphor", "score", str(tmp_path / "a"), str(tmp_path / "b"), "--refs",
                  str(colour_set.captions), "--split", str(split), "--bootstrap", "50"]) == 0
     assert "outside the template" in capsys.readouterr().out

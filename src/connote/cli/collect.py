@@ -118,8 +118,8 @@ def import_cmd(
     folder: Annotated[Path, typer.Argument(help="Study folder.")],
     out: Annotated[Path, typer.Option("--out", help="Output file (probes, vist) or folder (vmc-annotation).")],
     scores: Annotated[Optional[list[Path]], typer.Option(
-        "--scores", help="vmc-evaluation: scores.json of `connote metaphor score` runs (per-video ACD) for the "
-        "ACD-creativity correlation; default: the runs' own scores.json where present.")] = None,
+        "--scores", help="vmc-evaluation: stored scores of `connote metaphor score` (per-video ACD) for the "
+        "ACD-creativity correlation; default: the scores `metaphor score` stored in the runs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the import report as JSON.")] = False,
 ) -> int:
     """Turn Potato's answers into connote's formats; lists incomplete items and excluded annotators."""

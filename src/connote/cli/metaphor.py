@@ -93,9 +93,13 @@ def score_cmd(
                                                "properties).")] = "public",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with per-video scores).")] = False,
 ) -> int:
-    """Paper Table 1 columns (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD) + template share, per run."""
-    from connote.metaphor.scoring import score_runs
-    from connote.runs import write_json
+    """Paper Table 1 columns (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD) + template share, per run.
+
+    Each run's scores (with per-video scores) are stored in RUN/scores/vmc-<key>.json, the key hashing the
+    references' and split's sha256, the metrics, the encoders and the bootstrap settings: scoring with
+    other references or another split adds a file and never replaces the first.
+    """
+    from connote.metaphor.scoring import score_runs, score_signature, store_run_scores
 
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
     settings: dict = {}
@@ -118,10 +122,20 @@ def score_cmd(
         wanted += [] if "acs_acd" in wanted else ["acs_acd"]
     results = score_runs([str(r) for r in runs], refs, split=split, metrics=wanted,
                          n_boot=bootstrap, seed=seed, **settings)
+    encoders = {"bertscore_model": bertscore_model, "bertscore_layer": bertscore_layer,
+                "concept_encoder": concept_encoder, "concept_split": concept_split if concept_encoder else None}
+    stored: list[Path] = []
     for r in results:
-        write_json(Path(r.run) / "scores.json", r.to_dict())
+        signature = score_signature(refs, split=split, video_ids=list(r.per_video), metrics=wanted,
+                                    n_boot=bootstrap, seed=seed, encoders=encoders)
+        path, note = store_run_scores(r, signature, refs=refs, split=split)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+        stored.append(path)
+    print("scores stored in " + ", ".join(map(str, stored)), file=sys.stderr)
     if as_json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        print(json.dumps([{**r.to_dict(), "stored": str(p)} for r, p in zip(results, stored, strict=True)],
+                         indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table

@@ -116,7 +116,8 @@ def validate_cmd(
 
 @vist_app.command("score")
 def score_cmd(
-    submission: Annotated[Path, typer.Argument(help="Challenge-format submission (or generation JSONL).")],
+    submission: Annotated[Path, typer.Argument(help="Challenge-format submission (or generation JSONL), or a "
+                                                "`story generate` run folder (its submission.json).")],
     gold: Annotated[Path, typer.Option("--gold", "-g", help="Official SIS file or challenge-format gold.")],
     protocol: Annotated[str, typer.Option("--protocol", "-p", help="challenge | album")] = "challenge",
     template: Annotated[Path | None, typer.Option("--template", "-t", help="Sequences to average over.")] = None,
@@ -130,12 +131,19 @@ def score_cmd(
                                                  "(default: text used as already tokenized).")] = None,
     ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
     = "percentile",
+    save: Annotated[bool | None, typer.Option("--save/--no-save", help="Store the scores (with per-sequence "
+                                              "scores) in the run folder's scores/<protocol>-<key>.json "
+                                              "(default: when SUBMISSION is a run folder; --save with a "
+                                              "file stores beside it).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Score a submission under the ``challenge`` or ``album`` protocol (scores on a 0-1 scale).
 
-    Exit status: 0 every template sequence scored; 1 some are missing or failed (the score covers fewer
-    sequences than the template); 2 bad input (no gold stories, several stories for one sequence, ...).
+    A run folder's scores are stored in it, keyed by the protocol, the gold's and template's sha256 and
+    the settings, so scoring against other gold adds a file and never replaces the first (``connote
+    report RUN...`` reads them). Exit status: 0 every template sequence scored; 1 some are missing or failed
+    (the score covers fewer sequences than the template); 2 bad input (no gold stories, several stories
+    for one sequence, ...).
     """
     from connote.errors import InputError
     from connote.vist.data import read_gold, read_submission
@@ -145,13 +153,17 @@ def score_cmd(
         raise InputError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
+    submission, run_a = _submission_file(submission)
+    save = run_a is not None if save is None else save
     sub = read_submission(submission)
     if protocol == "challenge":  # one story per sequence is scored; the album protocol takes an album's first
         require_unique_sequences(sub)
     g = read_gold(gold)
     tpl = read_submission(template) if template else None
     other_sub = None
+    run_b = None
     if compare_to is not None:
+        compare_to, run_b = _submission_file(compare_to)
         other_sub = read_submission(compare_to)
         if protocol == "challenge":
             require_unique_sequences(other_sub)
@@ -177,6 +189,12 @@ def score_cmd(
         from connote.runs import write_json
 
         write_json(per_item_out, res.per_item)
+    stored = []
+    if save:
+        stored.append(_store(run_a or submission.parent, res, submission, gold, template, tokenize))
+        if other_sub is not None and compare_to is not None:
+            stored.append(_store(run_b or compare_to.parent, other, compare_to, gold, template, tokenize))
+        out["stored"] = [str(p) for p in stored]
     if as_json:
         _echo_json(out)
     else:
@@ -198,6 +216,8 @@ def score_cmd(
         if res.errors:
             typer.echo(f"failed ({len(res.errors)}): " + ", ".join(f"{k}: {v}" for k, v in list(res.errors.items())[:5])
                        + (" ..." if len(res.errors) > 5 else ""))
+    for p in stored:
+        print(f"scores stored in {p}", file=sys.stderr)
     if not res.complete:
         unit = "albums" if protocol == "album" else "sequences"
         print(f"the score covers {res.n_covered} of {res.n_items} {unit} ({len(res.missing)} missing, "
@@ -206,6 +226,29 @@ def score_cmd(
 
 
 # --------------------------------------------------------------------------- vist stats
+
+
+def _submission_file(path: Path) -> tuple[Path, Path | None]:
+    """(the submission file, the run folder or None): a folder is a ``story generate`` run folder."""
+    from connote.errors import InputError
+
+    if path.is_dir():
+        sub = path / "submission.json"
+        if not sub.is_file():
+            raise InputError("a folder given as the submission must be a `connote story generate` run folder "
+                             "(no submission.json in it)", path=path)
+        return sub, path
+    return path, None
+
+
+def _store(run: Path, res: Any, submission: Path, gold: Path, template: Path | None, tokenize: str | None) -> Path:
+    """Store scores in a run folder (keyed by protocol, gold, template and settings); say what was replaced."""
+    from connote.vist.protocols import store_scores
+
+    path, note = store_scores(run, res, submission=submission, gold=gold, template=template, tokenize=tokenize)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return path
 
 
 def _tier_texts(path: Path) -> tuple[str, list[str]]:

@@ -7,8 +7,8 @@ of their videos. One item per (video, run) pair, with id ``<video>_<run>``.
 
 Import writes ``labels.csv`` (``item_id, rater, criterion, label``: what ``connote agreement`` reads, so the
 reported pairwise Cohen's and Fleiss' kappa are that command's), ``captions.csv`` (item, video, run,
-caption) and, where per-caption ACD is known (``--scores``, or the runs' own ``scores.json`` from
-``connote metaphor score`` with ACS/ACD), the ACD-creativity correlation of appendix A.6: Pearson's r
+caption) and, where per-caption ACD is known (``--scores``, or the scores ``connote metaphor score`` stored
+in the runs with ACS/ACD, ``scores/vmc-<key>.json``), the ACD-creativity correlation of appendix A.6: Pearson's r
 between each judgement's binary creativity label and the caption's ACD (the paper's, r = 0.403), and,
 as a second named variant, between ACD and the share of annotators who found the caption creative.
 """
@@ -125,21 +125,28 @@ def _pearson(x: list[float], y: list[float]) -> dict[str, Any]:
 
 
 def _acd(manifest: dict[str, Any], scores: list[Path] | None) -> dict[str, dict[str, float]]:
-    """run name -> video -> ACD, from scores.json files (``per_video[vid]["ACD"]``)."""
+    """run name -> video -> ACD: from the given scores files (``per_video[vid]["ACD"]``), else from each run
+    folder's most recent stored scores with ACD (``scores/vmc-*.json`` of ``connote metaphor score``)."""
+    from connote.metaphor.scoring import acd_values, per_video_acd
+
     found: dict[str, dict[str, float]] = {}
     runs = manifest["options"]["runs"]
-    paths = {name: Path(p) / "scores.json" for name, p in runs.items() if Path(p).is_dir()}
+    for name, p in runs.items():
+        if Path(p).is_dir():
+            values, _ = per_video_acd(p)
+            if values:
+                found[name] = values
     for path in scores or []:
-        name = next((n for n, p in runs.items() if Path(p) == path.resolve().parent), path.resolve().parent.name)
-        paths[name] = path
-    for name, path in paths.items():
+        # a run's scores.json or scores/vmc-<key>.json: the run is the file's folder or the one above
+        folders = (path.resolve().parent, path.resolve().parent.parent)
+        name = next((n for n, p in runs.items() if Path(p) in folders), path.resolve().parent.name)
         if not path.is_file():
             continue
         try:
-            per_video = json.loads(path.read_text(encoding="utf-8")).get("per_video") or {}
+            obj = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-        values = {v: float(s["ACD"]) for v, s in per_video.items() if isinstance(s, dict) and s.get("ACD") is not None}
+        values = acd_values(obj) if isinstance(obj, dict) else {}
         if values:
             found[name] = values
     return found

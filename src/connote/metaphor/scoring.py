@@ -165,3 +165,91 @@ def _score_run(run: str | Path, refs: dict[str, list[str]], **kw: Any) -> RunSco
     first.signatures = {k: f"{v}|samples:{len(scored)}|temperature:{temperature:g}"
                         for k, v in first.signatures.items()}
     return first
+
+
+# --------------------------------------------------------------------------- scores stored in a run folder
+
+#: Task name under which a caption run's scores are stored (the run's ``run.json`` task).
+SCORES_TASK = "vmc-captioning"
+SCORES_PREFIX = "vmc"
+
+
+def score_signature(refs: str | Path, *, split: str | Path | None, video_ids: Sequence[str],
+                    metrics: Sequence[str], n_boot: int, seed: int,
+                    encoders: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What made a run's scores (hashed into the stored file's name): the reference table's and the split's
+    sha256, the scored video ids, the metrics, the encoders as named on the command line (BERTScore model and
+    layer, concept encoder, concept split) and the bootstrap settings. The run's captions are not part of it."""
+    import hashlib
+
+    from connote.runs.store import file_sha256
+
+    return {"task": SCORES_TASK, "refs_sha256": file_sha256(refs),
+            "split_sha256": file_sha256(split) if split is not None else None,
+            "video_ids_sha256": hashlib.sha256("\n".join(sorted(video_ids)).encode()).hexdigest(),
+            "metrics": list(metrics), "encoders": dict(sorted((encoders or {}).items())),
+            "n_boot": int(n_boot), "seed": int(seed), "interval": "percentile bootstrap of the per-video mean"}
+
+
+def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str | Path,
+                     split: str | Path | None = None) -> tuple[Path, str | None]:
+    """Store one run's scores (Table 1 row, intervals, per-video scores) in ``run/scores/vmc-<key>.json``.
+
+    Returns (path, note); the note says when an earlier file of the same signature was replaced.
+    """
+    import json
+
+    from connote.runs.scores import save_scores
+    from connote.runs.store import file_sha256
+
+    run = Path(scores.run)
+    captions = run / "captions.jsonl"
+    source: dict[str, Any] = {"path": str(captions.resolve())}
+    if captions.is_file():
+        source["sha256"] = file_sha256(captions)
+    try:
+        source["run_fingerprint"] = json.loads((run / "run.json").read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        pass
+    fields = {"refs": {"path": str(Path(refs).resolve()), "sha256": signature["refs_sha256"]},
+              "split": None if split is None else {"path": str(Path(split).resolve()),
+                                                   "sha256": signature["split_sha256"]},
+              **scores.to_dict()}
+    return save_scores(run, SCORES_TASK, SCORES_PREFIX, signature, fields, source=source)
+
+
+def per_video_acd(run: str | Path) -> tuple[dict[str, float], Path | None]:
+    """Per-video ACD of a run's most recently stored scores that have ACD (``{}, None`` when none).
+
+    Reads the keyed files of ``connote metaphor score`` (``scores/vmc-*.json``) and, for run folders scored
+    before scores were keyed, the old ``scores.json``.
+    """
+    from connote.runs.scores import stored_scores
+
+    candidates: list[tuple[Path, dict[str, Any]]] = list(reversed(stored_scores(run, SCORES_TASK)))
+    legacy = Path(run) / "scores.json"
+    if legacy.is_file():
+        candidates.append((legacy, _read_legacy(legacy)))
+    for path, stored in candidates:
+        values = acd_values(stored)
+        if values:
+            return values, path
+    return {}, None
+
+
+def acd_values(stored: dict[str, Any]) -> dict[str, float]:
+    """``video -> ACD`` from a scores object's ``per_video`` rows."""
+    per_video = stored.get("per_video") or {}
+    return {str(v): float(s["ACD"]) for v, s in per_video.items() if isinstance(s, dict) and s.get("ACD") is not None}
+
+
+def _read_legacy(path: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object with per_video scores", path=path)
+    return obj

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -433,3 +434,49 @@ def require_unique_sequences(submission: Submission) -> None:
         raise InputError(f"{len(dups)} photo sequence(s) have more than one story: {shown}"
                          f"{' ...' if len(dups) > 5 else ''}; a submission holds one story per sequence "
                          f"(see 'connote vist validate')", path=submission.path)
+
+
+# --------------------------------------------------------------------------- scores stored in a run folder
+
+#: Task name under which a storytelling run's scores are stored (the run's ``run.json`` task).
+SCORES_TASK = "vist-storytelling"
+
+
+def score_signature(result: ProtocolResult, *, gold: str | Path, template: str | Path | None = None,
+                    tokenize: str | None = None) -> dict[str, Any]:
+    """What made ``result``'s numbers (hashed into the stored file's name): the protocol, the gold's and the
+    template's sha256, missing-item handling, tokenisation and the protocol settings (metric, aggregation,
+    task version, bootstrap resamples, seed and interval method). The submission is not part of it."""
+    from connote.runs.store import file_sha256
+
+    return {"task": SCORES_TASK, "protocol": result.protocol, "gold_sha256": file_sha256(gold),
+            "template_sha256": file_sha256(template) if template is not None else None,
+            "allow_missing": result.allow_missing, "tokenize": tokenize, "settings": dict(result.settings)}
+
+
+def store_scores(run: str | Path, result: ProtocolResult, *, submission: str | Path, gold: str | Path,
+                 template: str | Path | None = None, tokenize: str | None = None) -> tuple[Path, str | None]:
+    """Store ``result`` (with per-sequence scores, for the paired test) in ``run/scores/<protocol>-<key>.json``.
+
+    Returns (path, note); the note says when an earlier file of the same signature was replaced
+    (see :func:`connote.runs.scores.save_scores`).
+    """
+    from connote.runs.scores import save_scores
+    from connote.runs.store import file_sha256
+
+    def identity(p: str | Path | None) -> dict[str, Any] | None:
+        return None if p is None else {"path": str(Path(p).resolve()), "sha256": file_sha256(p)}
+
+    sig = score_signature(result, gold=gold, template=template, tokenize=tokenize)
+    fields = {"gold": identity(gold), "template": identity(template), **result.to_dict(per_item=True)}
+    return save_scores(run, SCORES_TASK, result.protocol, sig, fields, source=identity(submission))
+
+
+def result_from_stored(stored: Mapping[str, Any]) -> ProtocolResult:
+    """A :class:`ProtocolResult` from a stored scores file (what :func:`compare` needs: scores, per-item)."""
+    return ProtocolResult(protocol=str(stored["protocol"]), scores=dict(stored.get("scores") or {}),
+                          per_item={str(k): dict(v) for k, v in (stored.get("per_item") or {}).items()},
+                          per_album=dict(stored.get("per_album") or {}),
+                          allow_missing=bool(stored.get("allow_missing")),
+                          ci={k: tuple(v) for k, v in (stored.get("ci") or {}).items() if v},
+                          settings=dict(stored.get("settings") or {}))

@@ -1,0 +1,376 @@
+"""Report sections of video metaphor captioning (VMC): caption runs with their stored scores (Table 1) and
+the human evaluation imported by ``connote collect import`` (the paper's human-evaluation figure).
+
+``CAPTIONS`` recognises a ``connote metaphor caption`` run folder (``run.json`` with task ``vmc-captioning``).
+``connote metaphor score RUN --refs REFS`` stores its scores in ``RUN/scores/vmc-<key>.json`` (the key hashes
+the references' and split's sha256, the metrics, the encoders and the bootstrap settings; see
+:mod:`connote.metaphor.scoring`); a run is reported with its most recent stored scores, and runs share a
+table only when those share the key. The section is Table 1 (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD and
+the share of captions in the template, with 95% bootstrap intervals), the paired bootstrap test between
+every two runs on their per-video scores (:func:`connote.vist.protocols.paired_bootstrap`, the one paired
+test of the project) and a figure of the metrics with their intervals.
+
+``HUMAN_EVAL`` recognises the output folder of ``connote collect import`` for the ``vmc-evaluation`` study
+(``labels.csv``: item_id, rater, criterion, label; ``captions.csv``: item_id, video_id, run, caption;
+``acd_creativity.json`` when per-caption ACD was known). The section is the share of "yes" judgements per
+run and criterion with 95% Wilson intervals (figure and table), Fleiss' kappa per criterion
+(:func:`connote.metaphor.agreement.agreement_table`, what ``connote agreement`` prints) and the
+ACD-creativity correlation.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError
+from connote.report.document import Figure, Run, Section, Table
+from connote.report.storytelling import read_run_json, unique_names
+
+CAPTIONS_KIND = "vmc-captioning"
+HUMAN_EVAL_KIND = "vmc-human-eval"
+#: Table 1's columns in the paper's order, with the printed digits (x100 columns: 2, the others 3).
+TABLE1 = {"BLEU-4": 2, "ROUGE-L": 2, "CIDEr": 2, "BERT-F1": 3, "ACS": 3, "ACD": 3, "template": 3}
+
+
+def _cell(value: float | None, ci: Any, digits: int) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    text = f"{value:.{digits}f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return text
+
+
+def _how_to_score(folder: Path, meta: dict[str, Any]) -> str:
+    return f"connote metaphor score {folder} --refs VMC_CAPTIONS.csv --split TEST_SPLIT.txt"
+
+
+def _label(folder: Path, meta: dict[str, Any]) -> str:
+    model = meta.get("model_fingerprint") or {}
+    config = meta.get("config") or {}
+    extra = f", {config['samples']} samples at {config.get('temperature')}" if (config.get("samples") or 1) > 1 else ""
+    return f"{folder.name} ({model.get('backend', '?')}{extra})"
+
+
+def per_video_column(stored: dict[str, Any], column: str) -> dict[str, float]:
+    """``video -> value`` of one Table 1 column from the stored per-video scores (on the table's scale)."""
+    from connote.metaphor.scoring import COLUMNS
+
+    out: dict[str, float] = {}
+    for vid, row in (stored.get("per_video") or {}).items():
+        if not isinstance(row, dict):
+            continue
+        if column == "template":
+            if "follows_template" in row:
+                out[str(vid)] = 1.0 if row["follows_template"] else 0.0
+            continue
+        names, scale = COLUMNS[column]
+        value = next((row[n] for n in names if row.get(n) is not None), None)
+        if value is not None:
+            out[str(vid)] = float(value) * scale
+    return out
+
+
+class CaptionRunKind:
+    """The ``vmc-captioning`` run kind of ``connote report``."""
+
+    name = CAPTIONS_KIND
+
+    def recognise(self, folder: Path) -> Run | None:
+        """A caption run folder with its most recent stored scores (None: not a caption run)."""
+        from connote.metaphor.scoring import SCORES_TASK
+        from connote.runs.scores import stored_scores
+        from connote.runs.store import file_sha256
+
+        folder = Path(folder)
+        meta = read_run_json(folder, CAPTIONS_KIND)
+        if meta is None:
+            return None
+        version = f"task v{meta.get('task_version', '?')}"
+        found = stored_scores(folder, SCORES_TASK)
+        for path, stored in found:
+            for field in ("table", "intervals", "per_video", "refs", "n"):
+                if field not in stored:
+                    raise InputError(f"stored VMC scores lack {field!r}; score the run again", path=path)
+        results: dict[str, Any] = {"run": meta, "how_to_score": _how_to_score(folder, meta),
+                                   "all_scores": [str(p) for p, _ in found]}
+        if (folder / "scores.json").is_file() and not found:
+            results["legacy"] = str(folder / "scores.json")
+        if not found:
+            return Run(folder=folder, kind=CAPTIONS_KIND, name=_label(folder, meta), group=("not scored", version),
+                       results=results)
+        path, stored = found[-1]
+        refs, split = stored.get("refs") or {}, stored.get("split")
+        captions = folder / "captions.jsonl"
+        now = file_sha256(captions) if captions.is_file() else None
+        then = (stored.get("source") or {}).get("sha256")
+        results.update({"scores": stored, "scores_file": str(path), "stale": bool(now and then and now != then)})
+        split_s = (f"split {Path(str(split.get('path'))).name} sha256:{str(split.get('sha256'))[:12]}" if split
+                   else "split: the captioned videos")
+        group = (f"refs {Path(str(refs.get('path', '?'))).name} sha256:{str(refs.get('sha256', '?'))[:12]}", split_s,
+                 f"scores {stored['key']}", version)
+        return Run(folder=folder, kind=CAPTIONS_KIND, name=_label(folder, meta), group=group, results=results)
+
+    def section(self, runs: list[Run]) -> Section:
+        """VMC Table 1, the paired tests and the metric figure (or how to score unscored runs)."""
+        scored = [r for r in runs if r.results.get("scores")]
+        unscored = [r for r in runs if not r.results.get("scores")]
+        if not scored:
+            names = unique_names(unscored)
+            table = Table(key="vmc-unscored", title="Caption runs without stored scores",
+                          header=["Run", "Folder", "Score it with"],
+                          rows=[[n, str(r.folder), r.results["how_to_score"]] for n, r in zip(names, unscored)],
+                          notes=["`connote metaphor score RUN... --refs REFS` stores each run's scores in "
+                                 "RUN/scores/ (add --bertscore-model and --concept-encoder for BERT-F1, ACS, ACD)."]
+                          + [f"{r.name}: its scores.json predates keyed scores; score it again" for r in unscored
+                             if r.results.get("legacy")],
+                          values=[{"run": n, "folder": str(r.folder), "how_to_score": r.results["how_to_score"]}
+                                  for n, r in zip(names, unscored)])
+            return Section(title="Video metaphor captioning (VMC) runs not scored yet", kind=CAPTIONS_KIND,
+                           runs=runs, tables=[table],
+                           notes=[f"{n}: not scored yet; {r.results['how_to_score']}" for n, r in zip(names, unscored)])
+        names = unique_names(scored)
+        stores = [r.results["scores"] for r in scored]
+        columns = [c for c in TABLE1 if any(s["table"].get(c) is not None for s in stores)]
+        rows, values = [], []
+        for name, run, s in zip(names, scored, stores, strict=True):
+            rows.append([name, *[_cell(s["table"].get(c), s["intervals"].get(c), TABLE1[c]) for c in columns],
+                         str(s.get("n"))])
+            values.append({"run": name, "folder": str(run.folder), "scores_file": run.results["scores_file"],
+                           **{c: s["table"].get(c) for c in columns},
+                           **{f"{c} ci": s["intervals"].get(c) for c in columns}, "n": s.get("n")})
+        sig = stores[0].get("signature") or {}
+        refs, split = stores[0].get("refs") or {}, stores[0].get("split")
+        notes = ["BLEU-4, ROUGE-L and CIDEr x 100 (as the paper prints them); BERT-F1, ACS, ACD and the template share "
+                 "(captions in the form '<primary> is as <property> as <secondary>') on a 0-1 scale.",
+                 f"95% percentile bootstrap intervals over videos of the per-video mean ({sig.get('n_boot')} "
+                 "resamples, "
+                 f"seed {sig.get('seed')}); for BLEU-4 and CIDEr (corpus statistics) that of the per-video mean.",
+                 f"References: {refs.get('path')} (sha256 {str(refs.get('sha256'))[:12]}); split: "
+                 f"{split.get('path') if split else 'the videos the runs captioned'}; scores key {stores[0]['key']}."]
+        missing = [c for c in ("BERT-F1", "ACS", "ACD") if c not in columns]
+        if missing:
+            notes.append(f"{', '.join(missing)} not scored: `connote metaphor score --bertscore-model M "
+                         "--concept-encoder E` adds them.")
+        for name, run, s in zip(names, scored, stores, strict=True):
+            if s.get("uncaptioned"):
+                notes.append(f"{name}: {len(s['uncaptioned'])} video(s) without a caption, scored as empty.")
+            if run.results.get("stale"):
+                notes.append(f"{name}: captions.jsonl changed after it was scored; score it again.")
+            others = [p for p in run.results.get("all_scores", []) if p != run.results["scores_file"]]
+            if others:
+                notes.append(f"{name}: also scored under other references, split or settings: {', '.join(others)}.")
+        section = Section(title="Video metaphor captioning (VMC), Table 1", kind=CAPTIONS_KIND, runs=runs)
+        section.tables.append(Table(key="vmc-table1", title="VMC Table 1: automatic metrics",
+                                    header=["Run", *[f"{c} [95% CI]" for c in columns], "n"], rows=rows,
+                                    notes=notes, values=values))
+        if len(scored) > 1:
+            section.tables.append(_paired_table(names, stores, columns))
+        from connote.report.metric_bars import metric_panels
+
+        section.figures.append(Figure(
+            key="vmc-table1-metrics", title="VMC automatic metrics",
+            png=metric_panels("VMC Table 1 (95% intervals)", names, columns,
+                              {c: [s["table"].get(c) for s in stores] for c in columns},
+                              {c: [tuple(s["intervals"][c]) if s["intervals"].get(c) and None not in s["intervals"][c]
+                                   else None for s in stores] for c in columns},
+                              digits=TABLE1),
+            caption="Bars: Table 1 metrics; error bars: 95% bootstrap intervals."))
+        if unscored:
+            section.notes += [f"{r.name}: not scored yet; {r.results['how_to_score']}" for r in unscored]
+        return section
+
+
+def _paired_table(names: list[str], stores: list[dict[str, Any]], columns: list[str]) -> Table:
+    """Paired bootstrap (:func:`connote.vist.protocols.paired_bootstrap`) between every two runs, per column."""
+    from connote.vist.protocols import paired_bootstrap
+
+    sig = stores[0].get("signature") or {}
+    n_boot, seed = max(int(sig.get("n_boot") or 0), 1), int(sig.get("seed") or 0)
+    rows, values = [], []
+    for (i, a), (j, b) in combinations(enumerate(stores), 2):
+        for c in columns:
+            va, vb = per_video_column(a, c), per_video_column(b, c)
+            common = sorted(set(va) & set(vb))
+            if not common:
+                continue
+            t = paired_bootstrap([va[v] for v in common], [vb[v] for v in common], n_boot=n_boot, seed=seed)
+            d = TABLE1[c]
+            rows.append([names[i], names[j], c, f"{t['delta']:+.{d}f}",
+                         f"[{t['ci_low']:+.{d}f}, {t['ci_high']:+.{d}f}]",
+                         f"{t['p_value']:.4g}", str(t["n"])])
+            values.append({"run_a": names[i], "run_b": names[j], "metric": c, **t})
+    return Table(key="vmc-paired", title="Paired bootstrap test between runs (B - A), per-video scores",
+                 header=["Run A", "Run B", "Metric", "Difference (B - A)", "95% CI", "p", "n"], rows=rows,
+                 notes=[f"Paired bootstrap over the videos both runs scored ({n_boot} resamples, seed {seed}): "
+                        "two-sided "
+                        "p for no difference. BLEU-4 and CIDEr are tested on their per-video scores; for runs with "
+                        "several samples per video, on the first sample's."],
+                 values=values)
+
+
+# --------------------------------------------------------------------------- human evaluation
+
+CAPTIONS_HEADER = ["item_id", "video_id", "run", "caption"]
+YES, NO = ("1", "yes", "true"), ("0", "no", "false")
+CRITERION_NAMES = {"fluency": "Fluency", "primary_concept_consistency": "Primary concept",
+                   "consistency": "Consistency", "creativity": "Creativity"}
+
+
+def _read_captions_csv(path: Path) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        for lineno, row in enumerate(reader, start=2):
+            iid = (row.get("item_id") or "").strip()
+            if not iid or not (row.get("run") or "").strip():
+                raise InputError("item_id and run must not be empty", path=path, line=lineno)
+            out[iid] = {k: (v or "").strip() for k, v in row.items() if k}
+    return out
+
+
+def wilson(yes: int, n: int) -> tuple[float, float] | None:
+    """95% Wilson interval of a proportion (the probe task's :func:`connote.tasks.probe.accuracy_interval`)."""
+    from connote.tasks.probe import accuracy_interval
+
+    ci = accuracy_interval(yes, n)
+    return None if ci is None else (ci[0], ci[1])
+
+
+class HumanEvalKind:
+    """The ``vmc-human-eval`` run kind: the import folder of the VMC evaluation study."""
+
+    name = HUMAN_EVAL_KIND
+
+    def recognise(self, folder: Path) -> Run | None:
+        """The import folder (labels.csv + captions.csv of the vmc-evaluation study), or None."""
+        from connote.metaphor.agreement import read_labels
+        from connote.runs.store import file_sha256
+
+        folder = Path(folder)
+        captions_path, labels_path = folder / "captions.csv", folder / "labels.csv"
+        if not folder.is_dir() or not captions_path.is_file():
+            return None
+        try:
+            with captions_path.open(newline="", encoding="utf-8-sig") as fh:
+                header = [h.strip() for h in next(csv.reader(fh), [])]
+        except (OSError, UnicodeDecodeError):
+            return None
+        if header != CAPTIONS_HEADER:
+            return None
+        if not labels_path.is_file():
+            raise InputError("a VMC evaluation import folder needs labels.csv beside captions.csv "
+                             "(written by `connote collect import`)", path=labels_path)
+        table = read_labels(labels_path)
+        captions = _read_captions_csv(captions_path)
+        labels: list[tuple[str, str, str, bool]] = []
+        for criterion, items in table.labels.items():
+            for iid, by in items.items():
+                for rater, label in by.items():
+                    low = label.lower()
+                    if low not in YES + NO:
+                        raise InputError(f"label {label!r} of item {iid!r} ({criterion}, {rater}) is not a yes/no "
+                                         "label (1/0)", path=labels_path)
+                    labels.append((iid, rater, criterion, low in YES))
+        acd = None
+        acd_path = folder / "acd_creativity.json"
+        if acd_path.is_file():
+            try:
+                acd = json.loads(acd_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON ({exc.msg})", path=acd_path, line=exc.lineno) from None
+            if not isinstance(acd, dict):
+                raise InputError("expected a JSON object (per_judgement, per_caption_mean)", path=acd_path)
+        group = (f"study {folder.name}", f"captions sha256:{file_sha256(captions_path)[:12]}")
+        return Run(folder=folder, kind=HUMAN_EVAL_KIND, name=folder.name, group=group,
+                   results={"labels": labels, "captions": captions, "acd_creativity": acd,
+                            "label_table": table})
+
+    def section(self, runs: list[Run]) -> Section:
+        """The human-evaluation figure and table, agreement per criterion, and the ACD-creativity correlation."""
+        from connote.metaphor.agreement import CRITERIA, agreement_table
+
+        section = Section(title="Video metaphor captioning (VMC): human evaluation", kind=HUMAN_EVAL_KIND, runs=runs)
+        several = len(runs) > 1
+        for run in runs:
+            prefix = f"{run.name}: " if several else ""
+            key = f"-{run.name}" if several else ""
+            captions, labels = run.results["captions"], run.results["labels"]
+            criteria = [c for c in CRITERIA if any(lab[2] == c for lab in labels)]
+            criteria += sorted({lab[2] for lab in labels} - set(criteria))
+            models = sorted({captions[lab[0]]["run"] for lab in labels if lab[0] in captions})
+            unknown = sorted({lab[0] for lab in labels if lab[0] not in captions})
+            counts: dict[tuple[str, str], list[int]] = {}
+            for iid, _rater, criterion, yes in labels:
+                if iid in captions:
+                    c = counts.setdefault((captions[iid]["run"], criterion), [0, 0])
+                    c[0] += int(yes)
+                    c[1] += 1
+            rows, values = [], []
+            pct: dict[str, list[float | None]] = {}
+            cis: dict[str, list[tuple[float, float] | None]] = {}
+            for m in models:
+                cells, row_values = [m], {"run": m}
+                pct[m], cis[m] = [], []
+                for c in criteria:
+                    yes, n = counts.get((m, c), [0, 0])
+                    ci = wilson(yes, n)
+                    share = 100.0 * yes / n if n else None
+                    pct[m].append(share)
+                    cis[m].append(None if ci is None else (100 * ci[0], 100 * ci[1]))
+                    cells.append("n/a" if share is None else f"{share:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+                                 f" ({yes}/{n})")
+                    row_values.update({c: share, f"{c} ci": cis[m][-1], f"{c} yes": yes, f"{c} n": n})
+                rows.append(cells)
+                values.append(row_values)
+            notes = ["Share of 'yes' judgements (every annotator's label counts) with 95% Wilson intervals; "
+                     "(yes/judgements) in brackets."]
+            if unknown:
+                notes.append(f"{len(unknown)} labelled item(s) not in captions.csv are left out: "
+                             f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}.")
+            section.tables.append(Table(key=f"vmc-human{key}", title=f"{prefix}Human evaluation: % yes per criterion",
+                                        header=["Model", *[f"{CRITERION_NAMES.get(c, c)} % [95% CI]"
+                                                           for c in criteria]],
+                                        rows=rows, notes=notes, values=values))
+            from connote.report.metric_bars import grouped_bars
+
+            section.figures.append(Figure(
+                key=f"vmc-human{key}", title=f"{prefix}Human evaluation",
+                png=grouped_bars("Human evaluation (% yes, 95% Wilson intervals)",
+                                 [CRITERION_NAMES.get(c, c) for c in criteria], models,
+                                 [pct[m] for m in models], [cis[m] for m in models], ylabel="% yes", ymax=100.0),
+                caption="Share of 'yes' judgements per criterion and model; error bars: 95% Wilson intervals."))
+            agreement = agreement_table(run.results["label_table"])
+            section.tables.append(Table(
+                key=f"vmc-agreement{key}", title=f"{prefix}Inter-annotator agreement (Fleiss' kappa)",
+                header=["Criterion", "Fleiss' kappa", "Items (all raters)", "Raters"],
+                rows=[[CRITERION_NAMES.get(a.criterion, a.criterion),
+                       "n/a" if math.isnan(a.fleiss) else f"{a.fleiss:.3f}", f"{a.fleiss_items}/{a.items}",
+                       str(len(a.raters))] for a in agreement],
+                notes=["Fleiss' kappa over the items every rater labelled (`connote agreement` labels.csv prints the "
+                       "same, with pairwise Cohen's kappa); 'all' pools every criterion."],
+                values=[a.to_dict() for a in agreement]))
+            acd = run.results.get("acd_creativity")
+            if acd:
+                acd_rows, acd_values = [], []
+                for variant, label in (("per_judgement", "each judgement's creativity label (the paper's)"),
+                                       ("per_caption_mean", "share of annotators finding the caption creative")):
+                    v = acd.get(variant) or {}
+                    r, p = v.get("r"), v.get("p")
+                    acd_rows.append([label, "n/a" if r is None else f"{r:.3f}", "n/a" if p is None else f"{p:.3g}",
+                                     str(v.get("n", ""))])
+                    acd_values.append({"variant": variant, **v})
+                section.tables.append(Table(key=f"vmc-acd-creativity{key}",
+                                            title=f"{prefix}ACD-creativity correlation (Pearson's r)",
+                                            header=["ACD against", "r", "p", "n"], rows=acd_rows,
+                                            notes=["The paper reports r = 0.403 (per judgement)."], values=acd_values))
+        return section
+
+
+CAPTIONS = CaptionRunKind()
+HUMAN_EVAL = HumanEvalKind()
