@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "connote.cli.metaphor",
     "connote.cli.catalog",
     "connote.cli.collect",
+    "connote.cli.report",
 )
 
 
