@@ -62,7 +62,7 @@ def recognise(path: str | Path, kinds: dict[str, Any] | None = None) -> Run:
             run.kind = run.kind or name
             return run
     tried = "; ".join(f"{name} ({getattr(kind, 'expects', 'its result files')})" for name, kind in kinds.items())
-    found = "holds no results.json" if path.is_dir() and not (path / "results.json").exists() else "is"
+    found = "holds no results.json and is" if path.is_dir() and not (path / "results.json").exists() else "is"
     raise InputError(f"{found} not a result folder any report kind recognises; tried {tried}", path=path)
 
 
@@ -107,11 +107,22 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
     sections = []
     for kind, groups in grouped.items():
         for members in groups.values():
+            distinguish_names(members)
             section = kinds[kind].section(list(members))
             if len(groups) > 1:
                 section.title = f"{section.title} — {describe_group(members)}"
             sections.append(section)
     return sections
+
+
+def distinguish_names(runs: Sequence[Run]) -> None:
+    """Runs that would share a name in one table (e.g. one model run twice) get their folder's name added."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.name] = counts.get(run.name, 0) + 1
+    for run in runs:
+        if counts[run.name] > 1:
+            run.name = f"{run.name} [{run.folder.name or run.folder}]"
 
 
 # ----------------------------------------------------------------------------- shared by kinds

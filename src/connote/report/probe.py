@@ -79,7 +79,7 @@ def accuracy_table(runs: Sequence[Run]) -> Table:
     if human:
         rules.append(len(rows) - 1)
         hc = human["cells"]
-        rows.append(["Human (majority of votes)", *(format_pct(hc[c].get("accuracy")) for c in CELLS),
+        rows.append(["Human", *(format_pct(hc[c].get("accuracy")) for c in CELLS),
                      format_pct(human.get("harmonic_mean")), str(sum(hc[c].get("n", 0) for c in CELLS)), "0"])
         rows.append(["95% CI", *(format_interval(hc[c].get("interval")) for c in CELLS), "", "", ""])
         values.append({"run": "human", "harmonic_mean": human.get("harmonic_mean"),

@@ -290,8 +290,9 @@ def _abbreviations(sections: Sequence[Section]) -> dict[str, str]:
 
 
 def _natural_width(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    """Characters a table needs unwrapped (cells, one space of padding each side, a separator between)."""
     widths = [max([len(h), *(len(r[j]) for r in rows if j < len(r))]) for j, h in enumerate(header)]
-    return sum(widths) + 3 * len(widths) + 1
+    return sum(widths) + 3 * len(widths)
 
 
 def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
@@ -321,7 +322,8 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
                     abbreviated.append(row)
                 rows = abbreviated
             numeric = numeric_columns(table)
-            rich = RichTable(title=table.title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+            rich = RichTable(title=table.title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                             collapse_padding=True)
             for h, n in zip(table.header, numeric):
                 rich.add_column(h, justify="right" if n else "left", overflow="fold")
             for i, row in enumerate(rows):
