@@ -301,6 +301,7 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
     console = console or Console()
     abbreviations = _abbreviations(sections)
@@ -310,9 +311,9 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
             console.print(note, style="dim", markup=False)
         # one decision per section, so a run has the same short name in every table of it
         shorten = any(_natural_width(t.header, t.rows) > console.width for t in section.tables)
+        used: dict[str, str] = {}
         for table in section.tables:
             rows = table.rows
-            used: dict[str, str] = {}
             if shorten:
                 abbreviated = []
                 for row in rows:
@@ -322,19 +323,20 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
                     abbreviated.append(row)
                 rows = abbreviated
             numeric = numeric_columns(table)
-            rich = RichTable(title=table.title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+            # Text objects, not strings: a cell such as "name [copy]" must not be read as console markup
+            rich = RichTable(title=Text(table.title), box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
                              collapse_padding=True)
             for h, n in zip(table.header, numeric):
-                rich.add_column(h, justify="right" if n else "left", overflow="fold")
+                rich.add_column(Text(h), justify="right" if n else "left", overflow="fold")
             for i, row in enumerate(rows):
-                rich.add_row(*[str(c) for c in row], end_section=i in table.rules_after)
-            console.print(rich, markup=False)
-            for short_name, name in sorted((v, k) for k, v in used.items()):
-                run = next((r for r in section.runs if r.name == name), None)
-                console.print(f"  {short_name} = {name}" + (f"  ({run.folder})" if run else ""), markup=False)
+                rich.add_row(*[Text(str(c)) for c in row], end_section=i in table.rules_after)
+            console.print(rich)
             for note in table.notes:
                 console.print(note, style="dim", markup=False)
             console.print()
+        for name, short_name in used.items():
+            run = next((r for r in section.runs if r.name == name), None)
+            console.print(f"  {short_name} = {name}" + (f"  ({run.folder})" if run else ""), markup=False)
         if section.figures:
             console.print(f"{len(section.figures)} figure(s): written with --out (report.html embeds them)",
                           style="dim", markup=False)
