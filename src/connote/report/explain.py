@@ -84,24 +84,26 @@ KIND = ExplainKind()
 def table6(runs: Sequence[Run]) -> Table:
     """Table 6: mean T-SHAP / V-SHAP, the verb's attribution and share, per cell and split."""
     header = ["Model", "Cell", "Split", "n", "T-SHAP", "V-SHAP", "verb φ", "verb share"]
-    rows, values = [], []
+    rows, values, rules = [], [], []
     for run in runs:
         res = run.results
         groups = [(c, res["cells"][c]) for c in cell_order(res)] + [("overall", res["overall"])]
         for cell, splits in groups:
             for split, label in SPLITS:
                 s = splits.get(split) or {}
-                rows.append([run.name, cell, label, str(s.get("n", 0)), _fmt(s.get("t_shap")),
+                first = not values or values[-1]["run"] != run.name  # the model is named once per run
+                rows.append([run.name if first else "", cell, label, str(s.get("n", 0)), _fmt(s.get("t_shap")),
                              _fmt(s.get("v_shap")), _fmt(s.get("verb_shap"), "+.4f"), _fmt(s.get("verb_share"))])
                 values.append({"run": run.name, "cell": cell, "split": split,
                                **{k: s.get(k) for k in ("n", "t_shap", "v_shap", "verb_shap", "verb_share", "n_verb")}})
+        rules.append(len(rows) - 1)  # a rule between runs
     threshold = runs[0].results.get("threshold", 0.5)
     notes = [f"Split by the model's prediction on the unmasked pair: match when p(match) > {threshold}. "
              "T-SHAP: the text's share of the total absolute Shapley value (V-SHAP = 1 − T-SHAP); verb φ: the "
              "summed Shapley value of the verb's tokens; verb share: the verb's share of the text's absolute "
              "attribution; means over pairs (verb columns over pairs whose verb was found)."]
     return Table(key="explain-table6", title="Table 6: MM-SHAP per cell, split by predicted match", header=header,
-                 rows=rows, notes=notes, values=values)
+                 rows=rows, notes=notes, values=values, rules_after=rules[:-1])
 
 
 def cell_figure(runs: Sequence[Run]) -> Figure:
@@ -128,7 +130,7 @@ def cell_figure(runs: Sequence[Run]) -> Figure:
                 bars = ax.bar(xs + (j - 0.5) * 0.38, heights, 0.36, color=colours[split],
                               label=split.replace("_", "-"))
                 for b, v, n in zip(bars, vals, ns):
-                    ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.015, "—" if v is None else f"n={n}",
+                    ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.015, f"n={n}",
                             ha="center", va="bottom", fontsize=7, rotation=90)
             ax.set_xticks(xs, groups)
             ax.set_ylim(0, 1.2)

@@ -150,7 +150,8 @@ def accuracy_figure(runs: Sequence[Run]) -> Figure:
     ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap", "PG img\nPG cap", "harmonic\nmean"])
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
-    ax.legend(fontsize=8, loc="upper center", ncol=min(3, len(series)), bbox_to_anchor=(0.5, -0.2), frameon=False)
+    columns = 1 if max(len(label) for label, _, _ in series) > 40 else min(3, len(series))
+    ax.legend(fontsize=8, loc="upper center", ncol=columns, bbox_to_anchor=(0.5, -0.2), frameon=False)
     ax.set_title("CV-Probes image-text matching accuracy (bars: 95% Wilson intervals)", fontsize=10)
     return Figure(key="probe-accuracy", title="Accuracy per cell with 95% intervals", png=png_bytes(fig),
                   caption="Accuracy (%) per image kind / caption kind cell and the harmonic mean; error bars are "
