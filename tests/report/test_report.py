@@ -254,3 +254,22 @@ def test_html_in_headless_chromium(report_dir, tmp_path) -> None:
             shutil.copyfile(shot, target / "report-shot.png")
     finally:
         driver.quit()
+
+
+@pytest.mark.parametrize(("files", "args", "message"), [
+    ({"run/results.json": '{"cells": {"SG-SG": '}, [], "results.json, line 1"),
+    ({"run/results.json": '{"task": "cv-probes", "cells": {"SG-SG": {}}}'}, [], "without cell(s) SG-PG"),
+    ({"run/results.json": '{"task": "cv-probes-mmshap"}'}, [], "without 'overall' and 'cells'"),
+    ({"run/labels.csv": "item_id,rater,label\nv1,A,1\n"}, [], "missing column(s) criterion"),
+    ({"run/labels.csv": "item_id,rater,criterion,label\nv1,A,fluency,1\nv1,A,fluency,0\n"}, [], "line 3"),
+    ({"run/labels.csv": "item_id,rater,criterion,label\nv1,A,fluency,1\n"}, ["--format", "docx"], "--format"),
+    ({"run/labels.csv": "item_id,rater,criterion,label\nv1,A,fluency,1\n", "taken": "x"}, ["--out", "{tmp}/taken"],
+     "existing file"),
+])
+def test_bad_input_exits_2_naming_it(tmp_path, capsys, files, args, message) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code = main(["report", str(tmp_path / "run"), *[a.format(tmp=tmp_path) for a in args]])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err, err
