@@ -74,20 +74,20 @@ def test_results_md_renders_as_one_table(voted: Path, tmp_path: Path) -> None:
 
 def test_report_prints_the_human_row(voted: Path, tmp_path: Path, capsys) -> None:
     run_probe(voted, out=tmp_path / "run", model_obj=Half(), progress=False)
-    assert main(["report", str(tmp_path / "run")]) == 0
-    assert "Human (majority of votes) | 50.00 | 100.00 | 50.00 | 100.00 | 66.67" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "run"), "--format", "markdown"]) == 0
+    assert "| Human | 50.00 | 100.00 | 50.00 | 100.00 | 66.67 |" in capsys.readouterr().out
 
 
 def test_report_refuses_runs_on_different_data(voted: Path, tmp_path: Path, capsys) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "p.csv").write_text(voted.read_text())
-    Image.new("RGB", (16, 16), (90, 90, 90)).save(other / "a.png")
+    Image.new("RGB", (16, 16), (10, 200, 10)).save(other / "a.png")  # same manifest text, another image
     run_probe(voted, out=tmp_path / "r1", model_obj=Half(), progress=False)
     run_probe(other / "p.csv", out=tmp_path / "r2", model_obj=Half(), progress=False)
     assert main(["report", str(tmp_path / "r1"), str(tmp_path / "r2")]) == 2
     err = capsys.readouterr().err
     assert "different data or task versions" in err and str(other / "p.csv") in err
-    assert main(["report", str(tmp_path / "r1"), str(tmp_path / "r2"), "--allow-mixed"]) == 0
-    out = capsys.readouterr().out
-    assert "half on p.csv v2 (original)" in out and out.count("on p.csv v2") == 2
+    assert main(["report", str(tmp_path / "r1"), str(tmp_path / "r2"), "--allow-mixed", "--json"]) == 0
+    titles = [s["title"] for s in json.loads(capsys.readouterr().out)["sections"]]  # one section per data
+    assert len(titles) == 2 and str(other / "p.csv") in titles[1] and "task version 2" in titles[0]

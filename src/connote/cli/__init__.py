@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "connote.cli.catalog",
     "connote.cli.datasets",
     "connote.cli.collect",
+    "connote.cli.report",
 )
 
 

@@ -1,4 +1,4 @@
-"""``connote probe`` and ``connote report``."""
+"""``connote probe`` (``connote report`` lives in :mod:`connote.cli.report`)."""
 
 from __future__ import annotations
 
@@ -51,36 +51,5 @@ def probe(
             print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
 
 
-def report(
-    runs: list[Path] = typer.Argument(..., help="Run folders of `connote probe`."),
-    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown | csv | latex | json"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Also save a grouped bar plot (PNG)."),
-    allow_mixed: bool = typer.Option(False, "--allow-mixed", help="Put runs on different manifests or task "
-                                     "versions in one table anyway (each row then names its data)."),
-) -> None:
-    """Put several probe runs side by side: one row per model, as in the paper."""
-    import json
-
-    from connote.report import probe as rp
-
-    loaded = [rp.load_run(r) for r in runs]
-    if allow_mixed:
-        for run in loaded:
-            run["model"] = f"{run.get('model', '?')} on {Path(str(run.get('data'))).name} v{run.get('task_version')}"
-    else:
-        rp.check_comparable(loaded)
-    writers = {"markdown": rp.to_markdown, "md": rp.to_markdown, "csv": rp.to_csv, "latex": rp.to_latex}
-    if fmt == "json":
-        print(json.dumps(loaded, indent=2, default=str))
-    elif fmt in writers:
-        print(writers[fmt](loaded), end="")
-    else:
-        raise InputError(f"--format must be one of markdown, csv, latex, json; got {fmt!r}")
-    if plot:
-        rp.plot_runs(loaded, plot)
-        print(f"plot: {plot}", file=sys.stderr)
-
-
 def register(app: typer.Typer) -> None:
     app.command("probe")(probe)
-    app.command("report")(report)

@@ -34,6 +34,8 @@ class Run:
     group: tuple[str, ...]
     #: The loaded results (results.json / run.json / scores, whatever the kind reads).
     results: dict[str, Any] = field(default_factory=dict)
+    #: The run's data in words (path and short content digest), quoted when groups are told apart.
+    data: str = ""
 
 
 @dataclass
@@ -85,8 +87,17 @@ class Section:
                 "notes": self.notes}
 
 
-#: Run kinds by name, as lazy targets (see the module docstring). The order is the order of recognition.
-RUN_KINDS: dict[str, str] = {}
+#: Run kinds by name, as lazy targets (see the module docstring). The order is the order of recognition:
+#: a folder is the first kind whose ``recognise`` returns a run. A kind may also carry ``expects`` (a few
+#: words on the files it reads), quoted when no kind recognises a folder.
+RUN_KINDS: dict[str, str] = {
+    "cv-probes": "connote.report.probe:KIND",
+    "cv-probes-explain": "connote.report.explain:KIND",
+    "vist-storytelling": "connote.report.storytelling:KIND",
+    "vmc-captioning": "connote.report.metaphor:CAPTIONS",
+    "vmc-human-eval": "connote.report.metaphor:HUMAN_EVAL",
+    "agreement": "connote.report.agreement:KIND",
+}
 
 
 def register_kind(name: str, target: str) -> None:

@@ -1,129 +1,165 @@
-"""Side-by-side tables of several probe runs (the paper's Tables 3-5) and a grouped bar plot."""
+"""The ``cv-probes`` report kind: probe runs side by side (the paper's Tables 3-5) and per-cell accuracy bars.
+
+A probe run folder holds the ``results.json`` written by ``connote probe`` (task ``cv-probes``): per cell
+(image kind - caption kind) the accuracy, its 95% Wilson interval, n, errors and Pearson's r against the
+human votes; the harmonic mean; and, when the data has votes, the Human row (majority of votes).
+Runs are comparable when they share the data (manifest and image bytes) and the task version; the
+captions setting (original / simplified, Table 4) is part of the run's name, not of its group.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from connote.errors import InputError
 from connote.records import CELLS
-from connote.tasks.probe import format_pct, format_r
+from connote.report.document import Figure, Run, Section, Table
+from connote.report.load import data_identity, read_results
+from connote.tasks.probe import format_interval, format_pct, format_r
+
+NAME = "cv-probes"
 
 
-def load_run(folder: str | Path) -> dict[str, Any]:
-    path = Path(folder) / "results.json"
-    if not path.is_file():
-        raise InputError("no results.json (is this a finished connote probe run folder?)", path=path)
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno, column=exc.colno) from None
-    if "cells" not in results:
-        raise InputError("not a probe results file (no 'cells')", path=path)
-    results["_folder"] = str(folder)
-    return results
+def run_name(results: dict[str, Any]) -> str:
+    """Model and captions setting, e.g. ``objects (original)``."""
+    return f"{results.get('model', '?')} ({results.get('captions', 'original')})"
 
 
-def check_comparable(runs: Sequence[dict[str, Any]]) -> None:
-    """Refuse (exit 2) runs on different manifests or task versions: their numbers are not comparable."""
-    groups: dict[tuple[str, Any], list[str]] = {}
+class ProbeKind:
+    """Recognises ``connote probe`` run folders and builds Tables 3/4 and 5 and the accuracy figure."""
+
+    name = NAME
+    expects = "results.json of task cv-probes, with 'cells'"
+
+    def recognise(self, folder: Path) -> Run | None:
+        results = read_results(folder)
+        if results is None or "cells" not in results or results.get("task", NAME) != NAME:
+            return None
+        cells = results["cells"]
+        missing = [c for c in CELLS if not isinstance(cells, dict) or not isinstance(cells.get(c), dict)]
+        if missing:
+            raise InputError(f"probe results without cell(s) {', '.join(missing)}", path=folder / "results.json")
+        key, label = data_identity(results.get("data"), folder)
+        return Run(folder=folder, kind=NAME, name=run_name(results), results=results, data=label,
+                   group=(key, f"task version {results.get('task_version')}"))
+
+    def section(self, runs: list[Run]) -> Section:
+        section = Section(title="CV-Probes: image-text matching (Tables 3-5)", kind=NAME, runs=runs,
+                          tables=[accuracy_table(runs), correlation_table(runs)],
+                          figures=[accuracy_figure(runs)])
+        section.notes.append("Data: " + "; ".join(sorted({r.data for r in runs})))
+        return section
+
+
+KIND = ProbeKind()
+
+
+def _human(runs: Sequence[Run]) -> dict[str, Any] | None:
+    return next((r.results["human"] for r in runs if r.results.get("human")), None)
+
+
+def accuracy_table(runs: Sequence[Run]) -> Table:
+    """Tables 3/4: accuracy (%) per cell and harmonic mean, each run followed by its 95% interval row."""
+    header = ["Model", *CELLS, "HM", "n", "err"]
+    rows: list[list[str]] = []
+    values: list[dict[str, Any]] = []
+    rules: list[int] = []
     for run in runs:
-        groups.setdefault((str(run.get("data")), run.get("task_version")), []).append(run["_folder"])
-    if len(groups) > 1:
-        lines = "; ".join(f"{', '.join(folders)} on {data} (task version {version})"
-                          for (data, version), folders in groups.items())
-        raise InputError(f"these runs are on different data or task versions and cannot share a table: {lines}. "
-                         "Report each group separately, or pass --allow-mixed to list them with their data")
-
-
-def _name(run: dict[str, Any]) -> str:
-    return f"{run.get('model', '?')} ({run.get('captions', 'original')})"
-
-
-def table_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    header = ["Model", *(f"{c} acc" for c in CELLS), "HM", *(f"{c} r" for c in CELLS), "errors"]
-    rows = []
-    for run in runs:
-        cells = run["cells"]
-        rows.append([_name(run), *(format_pct(cells[c]["accuracy"]) for c in CELLS),
-                     format_pct(run.get("harmonic_mean")), *(format_r(cells[c]) for c in CELLS),
-                     str(sum(cells[c]["errors"] for c in CELLS))])
-    human = next((run["human"] for run in runs if run.get("human")), None)
-    if human:  # Table 4's Human row: the majority of the annotators' votes (a tie counts as wrong)
-        rows.append(["Human (majority of votes)", *(format_pct(human["cells"][c]["accuracy"]) for c in CELLS),
-                     format_pct(human.get("harmonic_mean")), *("—" for _ in CELLS), "0"])
-    return header, rows
-
-
-def to_markdown(runs: Sequence[dict[str, Any]]) -> str:
-    header, rows = table_rows(runs)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" + "---:|" * (len(header) - 1)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    lines.append("")
-    lines.append("Cells are <image kind>-<caption kind>; accuracy in %, errored items excluded; "
-                 "r = Pearson correlation of p(match) with human votes (* p < 0.05).")
-    return "\n".join(lines) + "\n"
-
-
-def to_csv(runs: Sequence[dict[str, Any]]) -> str:
-    import csv
-    import io
-
-    header, rows = table_rows(runs)
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
-
-
-def to_latex(runs: Sequence[dict[str, Any]]) -> str:
-    lines = [r"\begin{tabular}{lrrrrr}", r"\toprule",
-             r"Images & SG & SG & PG & PG & \\", r"Captions & SG & PG & SG & PG & Harmonic mean \\",
-             r"\midrule"]
-    for run in runs:
-        cells = run["cells"]
-        vals = [format_pct(cells[c]["accuracy"]) for c in CELLS] + [format_pct(run.get("harmonic_mean"))]
-        lines.append(_name(run).replace("_", r"\_") + " & " + " & ".join(vals) + r" \\")
-    human = next((run["human"] for run in runs if run.get("human")), None)
+        cells = run.results["cells"]
+        rows.append([run.name, *(format_pct(cells[c].get("accuracy")) for c in CELLS),
+                     format_pct(run.results.get("harmonic_mean")), str(sum(cells[c].get("n", 0) for c in CELLS)),
+                     str(sum(cells[c].get("errors", 0) for c in CELLS))])
+        rows.append(["95% CI", *(format_interval(cells[c].get("interval")) for c in CELLS), "", "", ""])
+        values.append({"run": run.name, "folder": str(run.folder), "harmonic_mean": run.results.get("harmonic_mean"),
+                       "cells": {c: {k: cells[c].get(k) for k in ("accuracy", "interval", "n", "errors")}
+                                 for c in CELLS}})
+    human = _human(runs)
     if human:
-        vals = [format_pct(human["cells"][c]["accuracy"]) for c in CELLS] + [format_pct(human.get("harmonic_mean"))]
-        lines.append(r"\midrule")
-        lines.append("Human & " + " & ".join(vals) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    return "\n".join(lines) + "\n"
+        rules.append(len(rows) - 1)
+        hc = human["cells"]
+        rows.append(["Human", *(format_pct(hc[c].get("accuracy")) for c in CELLS),
+                     format_pct(human.get("harmonic_mean")), str(sum(hc[c].get("n", 0) for c in CELLS)), "0"])
+        rows.append(["95% CI", *(format_interval(hc[c].get("interval")) for c in CELLS), "", "", ""])
+        values.append({"run": "human", "harmonic_mean": human.get("harmonic_mean"),
+                       "cells": {c: {k: hc[c].get(k) for k in ("accuracy", "interval", "n")} for c in CELLS}})
+    notes = ["Cells are <image kind>-<caption kind> (SG: socially grounded, PG: physically grounded); accuracy in %, "
+             "errored items excluded; HM: harmonic mean of the four cells; the 95% CI row under each model is the "
+             "Wilson score interval; n: scored pairs, err: errored pairs."]
+    if human:
+        notes.append("Human: the majority of the annotators' votes against the label (a tie counts as wrong).")
+    return Table(key="probe-accuracy", title="Tables 3/4: accuracy per cell (%)", header=header, rows=rows,
+                 notes=notes, values=values, rules_after=rules)
 
 
-def plot_runs(runs: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Grouped bars: accuracy per cell for each run, with the harmonic mean marked."""
-    import matplotlib
+def correlation_table(runs: Sequence[Run]) -> Table:
+    """Table 5: Pearson's r of p(match) with the share of human "match" votes, per cell."""
+    header = ["Model", *CELLS, "pairs with votes"]
+    rows, values = [], []
+    for run in runs:
+        cells = run.results["cells"]
+        rows.append([run.name, *(format_r(cells[c]) for c in CELLS),
+                     str(sum(cells[c].get("n_votes", 0) for c in CELLS))])
+        values.append({"run": run.name, "cells": {c: {"pearson_r": cells[c].get("pearson_r"),
+                                                      "pearson_p": cells[c].get("pearson_p"),
+                                                      "n_votes": cells[c].get("n_votes")} for c in CELLS}})
+    notes = ["Pearson's r between the model's p(match) and the share of annotators voting match; * p < 0.05; "
+             "— no value (fewer than 3 voted pairs, or a constant side)."]
+    return Table(key="probe-correlation", title="Table 5: correlation with human votes (Pearson r)", header=header,
+                 rows=rows, notes=notes, values=values)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def accuracy_figure(runs: Sequence[Run]) -> Figure:
+    """Grouped bars of accuracy per cell and harmonic mean, one colour per run (and the Human row), with the
+    95% Wilson intervals as error bars. Value labels sit inside the bars' feet, upright, so neighbouring
+    labels never run together and never cross an error bar."""
     import numpy as np
 
-    labels = [*CELLS, "HM"]
-    x = np.arange(len(labels))
-    width = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 4.6))
-    for k, run in enumerate(runs):
-        vals = [run["cells"][c]["accuracy"] for c in CELLS] + [run.get("harmonic_mean")]
-        heights = [100 * v if v is not None else 0 for v in vals]
-        bars = ax.bar(x - 0.4 + width * (k + 0.5), heights, width, label=_name(run))
-        # upright labels of one decimal: side by side, two-decimal labels of neighbouring bars ran together
-        ax.bar_label(bars, labels=["" if v is None else f"{100 * v:.1f}" for v in vals], fontsize=7, padding=2,
-                     rotation=90)
+    from connote.report.plotting import png_bytes, pyplot
+
+    plt = pyplot()
+    series: list[tuple[str, dict[str, Any], float | None]] = [
+        (r.name, r.results["cells"], r.results.get("harmonic_mean")) for r in runs]
+    human = _human(runs)
+    if human:
+        series.append(("Human (majority of votes)", human["cells"], human.get("harmonic_mean")))
+    groups = [*CELLS, "HM"]
+    x = np.arange(len(groups))
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 3), 4.4))
+    colours = plt.get_cmap("tab10")
+    for k, (label, cells, hm) in enumerate(series):
+        accs = [cells[c].get("accuracy") for c in CELLS] + [hm]
+        heights = np.array([0.0 if a is None else 100 * a for a in accs])
+        lows, highs = [], []
+        for c, h in zip([*CELLS, None], heights):
+            interval = cells[c].get("interval") if c else None
+            lows.append(h - 100 * interval[0] if interval else np.nan)  # nan: no error bar drawn
+            highs.append(100 * interval[1] - h if interval else np.nan)
+        pos = x - 0.4 + width * (k + 0.5)
+        colour = "#555555" if label.startswith("Human") else colours(k % 10)
+        ax.bar(pos, heights, width * 0.92, label=label, color=colour, yerr=[lows, highs], capsize=2,
+               error_kw={"elinewidth": 0.8, "ecolor": "#222222"})
+        for px, h, up, a in zip(pos, heights, highs, accs):
+            text = "—" if a is None else f"{h:.1f}"
+            inside = h >= 22  # room for the label inside the bar; else above the error bar's top
+            ax.text(px, 2 if inside else h + np.nan_to_num(up) + 1.5, text, rotation=90, ha="center", va="bottom",
+                    fontsize=7, color="white" if inside else "black")
     ax.axhline(50, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap\n(non-match)", "PG img\nPG cap",
-                      "harmonic\nmean"])
+    ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap", "PG img\nPG cap", "harmonic\nmean"])
     ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 110)
-    ax.legend(fontsize=8, loc="upper center", ncol=min(3, len(runs)), bbox_to_anchor=(0.5, -0.28))
-    ax.set_title("CV-Probes image-text matching accuracy")
-    fig.tight_layout()
+    ax.set_ylim(0, 105)
+    columns = 1 if max(len(label) for label, _, _ in series) > 40 else min(3, len(series))
+    ax.legend(fontsize=8, loc="upper center", ncol=columns, bbox_to_anchor=(0.5, -0.2), frameon=False)
+    ax.set_title("CV-Probes image-text matching accuracy (bars: 95% Wilson intervals)", fontsize=10)
+    return Figure(key="probe-accuracy", title="Accuracy per cell with 95% intervals", png=png_bytes(fig),
+                  caption="Accuracy (%) per image kind / caption kind cell and the harmonic mean; error bars are "
+                          "the 95% Wilson score intervals; dashed line: chance (50%).")
+
+
+def plot_runs(runs: Sequence[Run], path: str | Path) -> Path:
+    """Write :func:`accuracy_figure` of ``runs`` to ``path`` (PNG)."""
     path = Path(path)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    path.write_bytes(accuracy_figure(runs).png)
     return path

@@ -1,0 +1,179 @@
+"""Load result folders for a report: recognise each folder's kind, group comparable runs, build sections.
+
+* :func:`recognise` tries the kinds of :data:`~connote.report.document.RUN_KINDS` in order; the first
+  whose ``recognise`` returns a :class:`~connote.report.document.Run` wins. A kind whose module is not
+  installed (not written yet) is skipped.
+* :func:`build_sections` groups runs by ``(kind, Run.group)``. Runs of one kind on different data or task
+  versions never share a table: by default they are refused (exit 2, naming each group); with
+  ``allow_mixed`` each group becomes its own section, titled with its data and version.
+* :func:`data_identity` is the probe tasks' notion of "the same data": the manifest's bytes and the bytes
+  of every local image it names, so two copies of the sample set (each run writes its own) are one group
+  and a manifest whose image changed is another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError
+from connote.report.document import RUN_KINDS, Run, Section
+
+
+def kind_object(name: str) -> Any | None:
+    """The kind object registered as ``name``; None when its module does not exist (yet)."""
+    from connote.registry import import_target
+
+    target = RUN_KINDS[name]
+    module = target.split(":", 1)[0]
+    try:
+        return import_target(target)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise
+
+
+def available_kinds() -> dict[str, Any]:
+    """Registered kinds whose modules exist, in recognition order."""
+    kinds = {}
+    for name in RUN_KINDS:
+        obj = kind_object(name)
+        if obj is not None:
+            kinds[name] = obj
+    return kinds
+
+
+def recognise(path: str | Path, kinds: dict[str, Any] | None = None) -> Run:
+    """The run in ``path`` (a result folder, or a file some kind reads directly, e.g. labels.csv).
+
+    Raises :class:`InputError` naming the path and the kinds tried when none recognises it.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder (expected a connote result folder)", path=path)
+    kinds = available_kinds() if kinds is None else kinds
+    for name, kind in kinds.items():
+        run = kind.recognise(path)
+        if run is not None:
+            run.kind = run.kind or name
+            return run
+    tried = "; ".join(f"{name} ({getattr(kind, 'expects', 'its result files')})" for name, kind in kinds.items())
+    found = "holds no results.json and is" if path.is_dir() and not (path / "results.json").exists() else "is"
+    raise InputError(f"{found} not a result folder any report kind recognises; tried {tried}", path=path)
+
+
+def load_runs(paths: Iterable[str | Path]) -> list[Run]:
+    """Recognise every path (kinds are imported once)."""
+    kinds = available_kinds()
+    return [recognise(p, kinds) for p in paths]
+
+
+def describe_group(runs: Sequence[Run]) -> str:
+    """A group in words: its data (as each kind described it) and the group's own terms."""
+    data = sorted({r.data for r in runs if r.data})
+    terms = list(runs[0].group)
+    if data:
+        terms = [t for t in terms if not t.startswith("data ")]
+        return ", ".join([f"data {' / '.join(data)}", *terms])
+    return ", ".join(terms)
+
+
+def group_runs(runs: Sequence[Run]) -> dict[str, dict[tuple[str, ...], list[Run]]]:
+    """Runs by kind (in recognition order of first appearance), then by group (in input order)."""
+    grouped: dict[str, dict[tuple[str, ...], list[Run]]] = {}
+    for run in runs:
+        grouped.setdefault(run.kind, {}).setdefault(tuple(run.group), []).append(run)
+    return grouped
+
+
+def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
+                   kinds: dict[str, Any] | None = None) -> list[Section]:
+    """One section per kind (or, with ``allow_mixed``, per kind and group); refuse mixed groups otherwise."""
+    kinds = available_kinds() if kinds is None else kinds
+    grouped = group_runs(runs)
+    mixed = {kind: groups for kind, groups in grouped.items() if len(groups) > 1}
+    if mixed and not allow_mixed:
+        parts = []
+        for kind, groups in mixed.items():
+            for members in groups.values():
+                parts.append(f"{kind}: {', '.join(str(r.folder) for r in members)} on {describe_group(members)}")
+        raise InputError("these runs are on different data or task versions and cannot share a table: "
+                         + "; ".join(parts) + ". Report each group separately, or pass --allow-mixed for one "
+                         "section per group")
+    sections = []
+    for kind, groups in grouped.items():
+        for members in groups.values():
+            distinguish_names(members)
+            section = kinds[kind].section(list(members))
+            if len(groups) > 1:
+                section.title = f"{section.title} — {describe_group(members)}"
+            sections.append(section)
+    return sections
+
+
+def distinguish_names(runs: Sequence[Run]) -> None:
+    """Runs that would share a name in one table (e.g. one model run twice) get their folder's name added."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.name] = counts.get(run.name, 0) + 1
+    for run in runs:
+        if counts[run.name] > 1:
+            run.name = f"{run.name} [{run.folder.name or run.folder}]"
+
+
+# ----------------------------------------------------------------------------- shared by kinds
+
+
+def read_results(folder: Path, name: str = "results.json") -> dict[str, Any] | None:
+    """``folder/name`` as a JSON object; None when absent; InputError when it is not valid JSON."""
+    path = folder / name
+    if not folder.is_dir() or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno, column=exc.colno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read ({exc})", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", path=path)
+    return data
+
+
+def find_data(recorded: str | None, folder: Path) -> Path | None:
+    """The data file a run recorded, found as recorded (absolute, or relative to the working directory it
+    ran in: tried here and beside the run folder); None when it cannot be found."""
+    if not recorded:
+        return None
+    path = Path(recorded)
+    for candidate in (path, folder.parent / path, folder / path.name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def data_identity(recorded: str | None, folder: Path) -> tuple[str, str]:
+    """``(key, label)`` of a probe manifest: the key hashes the manifest's and its local images' bytes
+    (the recorded path when the file is gone); the label is the path and a short digest, for people."""
+    path = find_data(recorded, folder)
+    if path is None:
+        return f"path {recorded}", f"{recorded} (not found; compared by path)"
+    from connote.data.probes import read_probe_manifest
+    from connote.runs.store import file_sha256
+
+    digest = hashlib.sha256(file_sha256(path).encode())
+    try:
+        images = sorted({it.image for it in read_probe_manifest(path)})
+    except InputError:  # a manifest that no longer parses: its bytes alone identify it
+        images = []
+    for image in images:
+        try:
+            digest.update(f"\0{Path(image).name}\0{file_sha256(image)}".encode())
+        except OSError:
+            digest.update(f"\0{image}\0missing".encode())
+    short = digest.hexdigest()[:12]
+    return f"data {short}", f"{recorded} ({short})"
