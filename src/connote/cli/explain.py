@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
+from connote.cli.config import config_option
 from connote.errors import InputError
 
 
@@ -33,7 +34,8 @@ def explain(
     grid: Optional[int] = typer.Option(None, "--grid", help="Patch grid p (default ceil(sqrt(#text features)))."),
     figures: int = typer.Option(5, "--figures", help="Save heat-map figures for the first N pairs."),
     allow_network: bool = typer.Option(False, "--allow-network"),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
     from connote.embedded import quiet_transformers

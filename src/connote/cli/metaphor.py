@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from connote.cli.config import config_option
 from connote.errors import InputError
 
 metaphor_app = typer.Typer(
@@ -61,6 +62,7 @@ def caption_cmd(
                                                "evaluation draws 3 at 0.2 and averages the scores).")] = 1,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
     from connote.tasks.metaphor import caption_videos
@@ -92,6 +94,7 @@ def score_cmd(
     concept_split: Annotated[str, typer.Option(help="public (the paper's code) | improved (multi-word "
                                                "properties).")] = "public",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with per-video scores).")] = False,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> int:
     """Paper Table 1 columns (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD) + template share, per run."""
     from connote.metaphor.scoring import score_runs

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from connote.cli.config import config_option
+
 vist_app = typer.Typer(help="Visual storytelling (VIST): read, validate, score and analyse.",
                        no_args_is_help=True)
 story_app = typer.Typer(help="Visual storytelling models: train the seq2seq baseline, generate stories.",
@@ -131,6 +133,7 @@ def score_cmd(
     ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
     = "percentile",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Score a submission under the ``challenge`` or ``album`` protocol (scores on a 0-1 scale).
 
@@ -233,6 +236,7 @@ def stats_cmd(
     top: Annotated[int, typer.Option(help="Top words per tier for Table 3.")] = 10,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Table 2 (pairs, vocabulary, tokens, % abstract, Frazier, Yngve, perplexity) and Table 3 (NPMI)."""
     from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats
@@ -282,6 +286,7 @@ def correlate_cmd(
     ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
     = "percentile",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
     from connote.errors import InputError
@@ -354,6 +359,7 @@ def train_cmd(
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
     encoder_order: Annotated[str, typer.Option("--encoder-order", help="How the encoder reads the photos: reverse "
                                                "(the paper's baseline) or forward.")] = "reverse",
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the paper's seq2seq baseline (GRU over photo features, read in reverse -> GRU story decoder) on SIS."""
     from connote.errors import InputError, ItemError
@@ -403,6 +409,7 @@ def train_captioner_cmd(
     min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
     seed: Annotated[int, typer.Option()] = 0,
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the captioner baseline of +Grounded on DII (one photo's features -> its description)."""
     from connote.errors import InputError
@@ -433,6 +440,7 @@ def features_cmd(
     images: Annotated[Path, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output .npz (photo id -> vector).")],
     batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Image features for ``story train``/``seq2seq``, from the embedded image encoder (offline)."""
     import numpy as np
@@ -460,22 +468,35 @@ def features_cmd(
 
 @story_app.command("generate")
 def generate_cmd(
-    sequences: Annotated[Path, typer.Argument(help="Photo sequences: challenge template/submission or SIS file.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumable).")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Generator spec, e.g. retrieval?train=TRAIN.json, "
-                                       "hf-vlm:DIR, caption-llm:CAP?llm=LLM, openai:gpt-4o, "
-                                       "seq2seq:DIR?features=F.npz&decode=greedy-dups.")] = "retrieval",
+    sequences: Annotated[Path | None, typer.Argument(
+        help="Photo sequences: challenge template/submission or SIS file. Default: the sample set built from "
+             "packaged photos (written to OUT/sample).", show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumable).")] = Path("runs/story"),
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Generator spec, e.g. retrieval?train=TRAIN.json, hf-vlm:DIR, caption-llm:CAP?llm=LLM, "
+        "openai:gpt-4o, seq2seq:DIR?features=F.npz&decode=greedy-dups. Default: the offline retrieval baseline "
+        "(on the sample set: over its training stories, as `story demo`).", show_default=False)] = None,
     images: Annotated[Path | None, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N sequences.")] = None,
     team_name: Annotated[str, typer.Option("--team-name")] = "connote",
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
     from connote.models.registry import check_spec, load_model
     from connote.tasks.storytelling import load_sequences, run_generation
 
+    if sequences is None:
+        from connote.vist.sample import sample_retrieval_spec, write_sample_vist
+
+        paths = write_sample_vist(out / "sample")
+        sequences, images = paths["template"], images or paths["images"]
+        model = model or sample_retrieval_spec(paths)
+        print(f"no SEQUENCES: using the sample VIST set written to {out / 'sample'} (template {sequences}, "
+              f"photos {images}); model {model}", file=sys.stderr)
+    model = model or "retrieval"
     seqs = load_sequences(sequences)
     check_spec(model)
     gen = load_model(model)
@@ -496,16 +517,18 @@ def demo_cmd(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Generator spec (default: the offline "
                                               "retrieval baseline over the sample's training stories).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON.")] = False,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
     from connote.models.registry import load_model
     from connote.tasks.storytelling import load_sequences, run_generation
     from connote.vist.data import read_gold, read_submission
     from connote.vist.protocols import score
-    from connote.vist.sample import write_sample_vist
+    from connote.vist.sample import sample_retrieval_spec, write_sample_vist
 
     paths = write_sample_vist(out / "sample")
-    spec = model or f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache=none"
+    spec = model or sample_retrieval_spec(paths)  # the same generator as `story generate` without data
+    print(f"sample VIST set written to {out / 'sample'}; model {spec}", file=sys.stderr)
     seqs = load_sequences(paths["template"])
     summary = run_generation(load_model(spec), seqs, out, image_dir=paths["images"],
                              meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
