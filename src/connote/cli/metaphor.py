@@ -49,9 +49,13 @@ def parse_cmd(
 
 @metaphor_app.command("caption")
 def caption_cmd(
-    videos: Annotated[Path, typer.Option("--videos", help="Folder of videos, question JSONL or CSV manifest.")],
-    model: Annotated[str, typer.Option("--model", help="Generator spec, e.g. git-llava:runs/x/final.")],
-    out: Annotated[Path, typer.Option("--out", help="Run folder (resumable).")],
+    videos: Annotated[Path | None, typer.Option(
+        "--videos", help="Folder of videos, question JSONL or CSV manifest. Default: the test clips of the sample "
+        "set made from packaged photos (written to OUT/sample).", show_default=False)] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Generator spec, e.g. git-llava:runs/x/final. Default on the sample set: the offline "
+        "nearest-caption generator over its training clips.", show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", help="Run folder (resumable).")] = Path("runs/metaphor-caption"),
     strategy: Annotated[str | None, typer.Option(help="Frame sampling (default: the model's).")] = None,
     k: Annotated[int | None, typer.Option(help="Frames (uniform) or clips (clips).")] = None,
     prompt: Annotated[str | None, typer.Option(help="Override the prompt.")] = None,
@@ -67,6 +71,16 @@ def caption_cmd(
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
     from connote.tasks.metaphor import caption_videos
 
+    if videos is None:
+        from connote.metaphor.sample import sample_caption_spec, write_sample_vmc
+
+        paths = write_sample_vmc(out / "sample")
+        videos, model = paths["test_videos"], model or sample_caption_spec(paths)
+        print(f"no --videos: using the sample VMC set written to {out / 'sample'} (test clips {videos}; "
+              f"references {paths['captions']}); model {model}", file=sys.stderr)
+    if model is None:
+        raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
+                         "git-llava:runs/x/final); see `connote models --capability generate`")
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
                              max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
                              temperature=temperature)
