@@ -236,10 +236,12 @@ def stats_cmd(
     top: Annotated[int, typer.Option(help="Top words per tier for Table 3.")] = 10,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Table 2 (pairs, vocabulary, tokens, % abstract, Frazier, Yngve, perplexity) and Table 3 (NPMI)."""
-    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats
+    from connote.progress import progress_bar
+    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats, tier_work
 
     tiers: dict[str, list[str]] = {}
     for f in files:
@@ -249,9 +251,13 @@ def stats_cmd(
         tiers[name] = texts
     nlp = load_spacy(spacy_model) if parse else None
     lex = load_lexicon(lexicon) if lexicon else None
-    rows = [tier_stats(name, texts, nlp=nlp, lm=lm, lexicon=lex, lexicon_name=lexicon.name if lexicon else "",
-                       threshold=threshold, min_count=min_count, max_parse=max_parse, seed=seed).to_dict()
-            for name, texts in tiers.items()]
+    work = sum(tier_work(texts, parse=parse, lm=lm is not None, max_parse=max_parse) for texts in tiers.values())
+    label = " + ".join(x for x, on in (("parsing", parse), ("perplexity", lm is not None)) if on)
+    with progress_bar(work, f"{label} {len(tiers)} tier(s)", enabled=progress and work > 0) as bar:
+        rows = [tier_stats(name, texts, nlp=nlp, lm=lm, lexicon=lex, lexicon_name=lexicon.name if lexicon else "",
+                           threshold=threshold, min_count=min_count, max_parse=max_parse, seed=seed,
+                           bar=bar).to_dict()
+                for name, texts in tiers.items()]
     table3 = npmi_top_words(tiers, k=top, min_count=min_count) if len(tiers) > 1 else {}
     if as_json:
         _echo_json({"table2": rows, "table3": {t: [[w, s] for w, s in ws] for t, ws in table3.items()}})
@@ -286,6 +292,7 @@ def correlate_cmd(
     ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
     = "percentile",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
@@ -326,7 +333,11 @@ def correlate_cmd(
             what = (f"no story id is in both: {ratings.name} rates {len(human)} (e.g. "
                     f"{', '.join(sorted(human)[:3])}), this file has {len(ids)} (e.g. {', '.join(ids[:3]) or 'none'})")
         raise InputError(f"nothing to correlate: {what}", path=source)
-    res = correlate(human, auto, n_boot=n_boot, seed=seed, ci_method=ci_method)
+    from connote.progress import progress_bar
+
+    n_metrics = len({m for row in auto.values() for m in row})
+    with progress_bar(3 * n_metrics, f"bootstrap ({n_boot} resamples)", enabled=progress and n_boot > 0) as bar:
+        res = correlate(human, auto, n_boot=n_boot, seed=seed, ci_method=ci_method, bar=bar)
     if as_json:
         _echo_json(res)
         return
@@ -359,6 +370,7 @@ def train_cmd(
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
     encoder_order: Annotated[str, typer.Option("--encoder-order", help="How the encoder reads the photos: reverse "
                                                "(the paper's baseline) or forward.")] = "reverse",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the paper's seq2seq baseline (GRU over photo features, read in reverse -> GRU story decoder) on SIS."""
@@ -382,9 +394,12 @@ def train_cmd(
             skipped[s.id] = str(exc)
     if not examples:
         raise InputError(f"no story has features for all its photos ({len(skipped)} skipped)", path=features)
-    model, losses = train(examples, steps=steps, batch_size=batch_size, lr=lr, embed_dim=embed_dim,
-                          hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every,
-                          encoder_order=encoder_order)
+    from connote.progress import progress_bar
+
+    with progress_bar(steps, "training", enabled=progress) as bar:
+        model, losses = train(examples, steps=steps, batch_size=batch_size, lr=lr, embed_dim=embed_dim,
+                              hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every,
+                              encoder_order=encoder_order, bar=bar)
     model.save(out)
     config = {"sis": str(sis), "features": str(features), "steps": steps, "batch_size": batch_size, "lr": lr,
               "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count,
@@ -409,6 +424,7 @@ def train_captioner_cmd(
     min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
     seed: Annotated[int, typer.Option()] = 0,
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the captioner baseline of +Grounded on DII (one photo's features -> its description)."""
@@ -421,9 +437,13 @@ def train_captioner_cmd(
     vf = read_official(dii)
     if vf.tier != "dii":
         raise InputError(f"the captioner trains on a description-in-isolation file, this is {vf.tier}", path=dii)
-    model, losses, skipped = train_captioner(vf, load_features(features), steps=steps, batch_size=batch_size, lr=lr,
-                                             embed_dim=embed_dim, hidden_dim=hidden_dim, min_count=min_count,
-                                             seed=seed, log_every=log_every, max_len=30)
+    from connote.progress import progress_bar
+
+    with progress_bar(steps, "training", enabled=progress) as bar:
+        model, losses, skipped = train_captioner(vf, load_features(features), steps=steps, batch_size=batch_size,
+                                                 lr=lr, embed_dim=embed_dim, hidden_dim=hidden_dim,
+                                                 min_count=min_count, seed=seed, log_every=log_every, max_len=30,
+                                                 bar=bar)
     model.save(out)
     config = {"task": "captioner", "dii": str(dii), "features": str(features), "steps": steps,
               "batch_size": batch_size, "lr": lr, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
@@ -440,6 +460,7 @@ def features_cmd(
     images: Annotated[Path, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output .npz (photo id -> vector).")],
     batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Image features for ``story train``/``seq2seq``, from the embedded image encoder (offline)."""
@@ -455,7 +476,11 @@ def features_cmd(
     else:
         vf = read_official(source)
         ids = list(vf.images) or [p for s in vf.stories for p in s.photo_ids]
-    feats, errors = extract_features(ids, images, EmbeddedEncoder(), batch_size=batch_size)
+    from connote.progress import progress_bar
+
+    encoder = EmbeddedEncoder()
+    with progress_bar(len(dict.fromkeys(ids)), "embedding photos", enabled=progress) as bar:
+        feats, errors = extract_features(ids, images, encoder, batch_size=batch_size, bar=bar)
     np.savez(out, **feats)
     typer.echo(f"{len(feats)} photos embedded, {len(errors)} missing or unreadable -> {out}")
     for pid, err in list(errors.items())[:20]:

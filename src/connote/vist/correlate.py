@@ -278,11 +278,12 @@ def bootstrap_coefficient(x: np.ndarray, y: np.ndarray, coefficient: str, *, n_b
 
 def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[str, float]], *,
               n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
-              ci_method: str = "percentile") -> dict[str, dict[str, Any]]:
+              ci_method: str = "percentile", bar: Any = None) -> dict[str, dict[str, Any]]:
     """Pearson, Spearman and Kendall (tau-b) of each metric with the mean human rating.
 
     p-values are scipy's (``pearsonr``, ``spearmanr``, ``kendalltau``); intervals are paired bootstrap
-    intervals over stories (:func:`bootstrap_coefficient`, seeded).
+    intervals over stories (:func:`bootstrap_coefficient`, seeded). ``bar`` (a
+    :func:`connote.progress.progress_bar` of ``3 * len(metrics)``) advances by one per metric and coefficient.
     """
     from scipy import stats
 
@@ -298,6 +299,8 @@ def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[s
                 row.update({c: float("nan"), f"{c}_p": float("nan"), f"{c}_ci": [float("nan")] * 2})
             row["note"] = "fewer than 3 stories or a constant column"
             out[m] = row
+            if bar is not None:
+                bar.advance(len(COEFFICIENTS))
             continue
         tests = {"pearson": stats.pearsonr(x, y), "spearman": stats.spearmanr(x, y),
                  "kendall": stats.kendalltau(x, y)}
@@ -310,6 +313,8 @@ def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[s
                                                                   method=ci_method)
             else:
                 row[f"{c}_ci"] = [float("nan")] * 2
+            if bar is not None:
+                bar.advance()
         if any(dropped.values()):
             row["note"] = (f"{max(dropped.values())} of {n_boot} resamples had a constant column and were dropped; "
                            "percentile interval of the rest")
