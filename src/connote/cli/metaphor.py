@@ -217,14 +217,16 @@ def agreement_cmd(
         print(json.dumps([r.to_dict() for r in rows], indent=2))
         return 0
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     def fmt(x: float) -> str:
         return "n/a" if math.isnan(x) else f"{x:.3f}"
 
-    table = Table(title=f"Inter-annotator agreement: {labels}")
-    table.add_column("criterion")
+    console = Console()
     pairs = list(rows[0].cohen) if rows else []
+    table = Table(title=f"Inter-annotator agreement: {labels.name}")
+    table.add_column("criterion")
     for a, b in pairs:
         table.add_column(f"Cohen {a}-{b}", justify="right")
     table.add_column("Fleiss", justify="right")
@@ -232,8 +234,35 @@ def agreement_cmd(
     for r in rows:
         table.add_row(r.criterion, *[fmt(r.cohen[p]) for p in pairs], fmt(r.fleiss),
                       f"{r.items} ({r.fleiss_items})")
-    Console().print(table)
+    legend = []
+    if Measurement.get(console, console.options.update_width(10_000), table).minimum > console.width:
+        # too wide (many raters or long names): criteria as columns, one row per rater pair, raters by letter
+        raters = list(dict.fromkeys(x for pair in pairs for x in pair))
+        letter = {name: _letters(k) for k, name in enumerate(raters)}
+        table = Table(title=f"Inter-annotator agreement: {labels.name}")
+        table.add_column("kappa")
+        for r in rows:
+            table.add_column(r.criterion, justify="right")
+        for p in pairs:
+            table.add_row(f"Cohen {letter[p[0]]}-{letter[p[1]]}", *[fmt(r.cohen[p]) for r in rows])
+        table.add_row("Fleiss", *[fmt(r.fleiss) for r in rows])
+        table.add_row("items (all)", *[f"{r.items} ({r.fleiss_items})" for r in rows])
+        legend = [f"{letter[name]} = {name}" for name in raters]
+    console.print(table)
+    if legend:
+        console.print("raters: " + ", ".join(legend), soft_wrap=True)
+    console.print(f"labels: {labels}", soft_wrap=True)
     return 0
+
+
+def _letters(k: int) -> str:
+    """A, B, ..., Z, AA, AB, ...: short rater labels for a table legend."""
+    out = ""
+    k += 1
+    while k:
+        k, rem = divmod(k - 1, 26)
+        out = chr(65 + rem) + out
+    return out
 
 
 def register(app: typer.Typer) -> None:

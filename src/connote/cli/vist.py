@@ -571,12 +571,18 @@ def demo_cmd(
 
 
 @story_app.command("backends")
-def backends_cmd() -> None:
+def backends_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """List the model backends that can write stories (capability ``generate``)."""
     from connote.models.registry import MODELS, backends_with
 
-    for name in backends_with("generate"):
-        typer.echo(f"{name:14s} {MODELS.describe(name)}")
+    rows = [{"name": name, "help": MODELS.describe(name)} for name in backends_with("generate")]
+    if as_json:
+        _echo_json(rows)
+        return
+    for row in rows:
+        typer.echo(f"{row['name']:14s} {row['help']}")
 
 
 # --------------------------------------------------------------------------- dataset construction
