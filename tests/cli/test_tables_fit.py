@@ -42,3 +42,28 @@ def test_story_backends_json(capsys) -> None:
     assert main(["story", "backends", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {"retrieval", "seq2seq"} <= {r["name"] for r in rows} and all(r["help"] for r in rows)
+
+
+def test_vist_correlate_and_stats_print_aligned_tables_within_80_columns(tmp_path, monkeypatch, capsys) -> None:
+    from connote.vist.sample import write_sample_vist
+
+    monkeypatch.setenv("COLUMNS", "80")
+    ratings = tmp_path / "ratings.csv"
+    scores = {f"s{k}": {"METEOR": 0.1 * k, "smoothed-BLEU": 0.05 * k * k, "MiniLM-cosine": 1 - 0.1 * k}
+              for k in range(1, 7)}
+    ratings.write_text("story_id,rating,rater\n" + "".join(f"s{k},{1 + k % 5},a\ns{k},{1 + (k * 3) % 5},b\n"
+                                                           for k in range(1, 7)))
+    (tmp_path / "scores.json").write_text(json.dumps(scores))
+    assert main(["vist", "correlate", str(ratings), "--scores", str(tmp_path / "scores.json"), "--n-boot", "50",
+                 "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["metric", "n", "pearson", "(p)", "spearman", "(p)", "kendall", "(p)"]
+    assert lines[1].split()[:2] == ["METEOR", "6"] and lines[1].index("6") == lines[0].index("n")  # aligned
+    assert max(map(len, lines)) <= 80 and "\t" not in "\n".join(lines)
+    assert sum(line.startswith("MiniLM-cosine") for line in lines) == 2  # coefficients and intervals
+    paths = write_sample_vist(tmp_path / "sample")
+    assert main(["vist", "stats", str(paths["train"]), str(paths["test"]), "--no-parse", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve",
+                                "perplexity"]
+    assert lines[1].split()[:3] == ["SIS", "15", "22"] and max(map(len, lines)) <= 80

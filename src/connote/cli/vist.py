@@ -45,6 +45,15 @@ def _exit(code: int) -> None:
     raise typer.Exit(code)
 
 
+def _echo_columns(header: list[str], rows: list[list[str]], right: int = 1) -> None:
+    """Print an aligned plain-text table (two spaces between columns; columns from ``right`` on
+    right-aligned), so that it fits a terminal and pastes as text."""
+    widths = [max(len(str(r[k])) for r in [header, *rows]) for k in range(len(header))]
+    for r in [header, *rows]:
+        typer.echo("  ".join(str(c).rjust(w) if k >= right else str(c).ljust(w)
+                             for k, (c, w) in enumerate(zip(r, widths))).rstrip())
+
+
 # --------------------------------------------------------------------------- vist info
 
 
@@ -263,10 +272,8 @@ def stats_cmd(
         _echo_json({"table2": rows, "table3": {t: [[w, s] for w, s in ws] for t, ws in table3.items()}})
         return
     cols = ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve", "perplexity"]
-    typer.echo("\t".join(cols))
-    for r in rows:
-        typer.echo("\t".join("-" if r[c] is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
-                             for c in cols))
+    _echo_columns(cols, [["-" if r[c] is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
+                          for c in cols] for r in rows])
     if rows and rows[0].get("abstract_method"):
         typer.echo(f"% abstract: {rows[0]['abstract_method']}")
     for t, ws in table3.items():
@@ -341,15 +348,18 @@ def correlate_cmd(
     if as_json:
         _echo_json(res)
         return
-    typer.echo("metric\tn\tpearson\tp\tspearman\tp\tkendall\tp")
-    for m, r in res.items():
-        typer.echo(f"{m}\t{r['n']}\t{r['pearson']:.3f}\t{r['pearson_p']:.3g}\t{r['spearman']:.3f}\t"
-                   f"{r['spearman_p']:.3g}\t{r['kendall']:.3f}\t{r['kendall_p']:.3g}")
+    coefficients = ("pearson", "spearman", "kendall")
+    _echo_columns(["metric", "n", *(f"{c} (p)" for c in coefficients)],
+                  [[m, str(r["n"]), *(f"{r[c]:.3f} ({r[c + '_p']:.3g})" for c in coefficients)]
+                   for m, r in res.items()])
     if n_boot > 0:
         typer.echo(f"{1 - 0.05:.0%} bootstrap intervals ({ci_method}, {n_boot} resamples of stories):")
-        for m, r in res.items():
-            typer.echo(f"{m}\t" + "\t".join(f"{c} [{r[c + '_ci'][0]:.3f}, {r[c + '_ci'][1]:.3f}]"
-                                             for c in ("pearson", "spearman", "kendall")))
+        _echo_columns(["metric", *coefficients],
+                      [[m, *(f"[{r[c + '_ci'][0]:.3f}, {r[c + '_ci'][1]:.3f}]" for c in coefficients)]
+                       for m, r in res.items()])
+    for m, r in res.items():
+        if r.get("note"):
+            typer.echo(f"{m}: {r['note']}")
 
 
 # --------------------------------------------------------------------------- story train
