@@ -28,8 +28,8 @@ import typer
 from connote.errors import InputError
 
 RESOLVED_CONFIG = "config.yaml"
-_HELP = ("YAML file of option values (keys: the option names below, without '--'); the command line "
-         "overrides it.")
+_HELP = ("YAML file of option values (keys: this help's option names without '--', argument names); the "
+         "command line overrides it. Run folders get the resolved config.yaml.")
 
 
 def config_option(run_folder: str | None = None) -> Any:

@@ -327,8 +327,11 @@ def correlate_cmd(
         if unknown or not wanted:
             raise InputError(f"--metrics: unknown {', '.join(unknown) or '(none given)'}; "
                              f"valid: {', '.join(sorted(known))}")
-        auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories}, metrics=wanted,
-                                    only=set(human))
+        from connote.progress import progress_bar
+
+        with progress_bar(len(wanted), "scoring rated stories", enabled=progress) as bar:
+            auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories}, metrics=wanted,
+                                        only=set(human), bar=bar)
         source = stories
     if not set(human) & {i for i, row in auto.items() if row}:
         rated_in_sis = [s.id for s in vf.stories if s.id in human] if stories is not None else []

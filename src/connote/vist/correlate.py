@@ -182,14 +182,15 @@ def embedding_similarity(hyps: Mapping[str, str], refs: Mapping[str, Sequence[st
 def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
                          metrics: tuple[str, ...] = STUDY_METRICS, corpus_scorer: Any = None,
                          only: set[str] | None = None,
-                         embedder: SentenceEmbedder | None = None) -> dict[str, dict[str, float]]:
+                         embedder: SentenceEmbedder | None = None, bar: Any = None) -> dict[str, dict[str, float]]:
     """Per-story scores against the other stories of the same photo sequence (the paper's section 5).
 
     ``stories``: story id -> (photo ids, text). Stories alone on their sequence get no score; ``only``
     restricts the scored stories (e.g. to the rated ones). ``metrics``: any of :mod:`connote.metrics`'
     (``bleu``, ``meteor``, ``rouge_l``, ``cider``; computed by ``corpus_scorer``), ``smoothed_bleu``
     (:func:`smoothed_bleu`) and ``embedding`` (:func:`embedding_similarity` with ``embedder``, by default
-    the embedded MiniLM: the named stand-in for Skip-Thoughts).
+    the embedded MiniLM: the named stand-in for Skip-Thoughts). ``bar`` (a
+    :func:`connote.progress.progress_bar` of ``len(metrics)``) advances by one per metric computed.
     """
     from connote.vist.protocols import _per_item, default_corpus_scorer
 
@@ -213,12 +214,18 @@ def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
         _, per_item, _ = scorer(hyps, refs)
         for sid, row in _per_item(per_item).items():
             out.setdefault(sid, {}).update(row)
+        if bar is not None:
+            bar.advance(len(corpus_metrics))
     if "smoothed_bleu" in metrics:
         for sid in hyps:
             out[sid][SMOOTHED_BLEU] = smoothed_bleu(hyps[sid], refs[sid])
+        if bar is not None:
+            bar.advance()
     if "embedding" in metrics:
         for sid, v in embedding_similarity(hyps, refs, embedder or MiniLMEmbedder()).items():
             out[sid][EMBEDDING_SIMILARITY] = v
+        if bar is not None:
+            bar.advance()
     return {sid: row for sid, row in out.items() if row}
 
 
