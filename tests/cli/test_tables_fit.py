@@ -67,3 +67,11 @@ def test_vist_correlate_and_stats_print_aligned_tables_within_80_columns(tmp_pat
     assert lines[0].split() == ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve",
                                 "perplexity"]
     assert lines[1].split()[:3] == ["SIS", "15", "22"] and max(map(len, lines)) <= 80
+
+
+def test_story_backends_wraps_at_80_columns(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["story", "backends"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80 and lines[0].startswith("caption-llm    Captioner per image")
+    assert any(line.startswith(" " * 15) for line in lines)  # wrapped descriptions hang under themselves

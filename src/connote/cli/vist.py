@@ -594,8 +594,13 @@ def backends_cmd(
     if as_json:
         _echo_json(rows)
         return
-    for row in rows:
-        typer.echo(f"{row['name']:14s} {row['help']}")
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size((80, 24)).columns)
+    for row in rows:  # the description wrapped under itself, so the list stays readable at 80 columns
+        typer.echo(textwrap.fill(row["help"], width, initial_indent=f"{row['name']:14s} ",
+                                 subsequent_indent=" " * 15))
 
 
 # --------------------------------------------------------------------------- dataset construction
