@@ -600,7 +600,7 @@ def backends_cmd(
     width = max(40, shutil.get_terminal_size((80, 24)).columns)
     for row in rows:  # the description wrapped under itself, so the list stays readable at 80 columns
         typer.echo(textwrap.fill(row["help"], width, initial_indent=f"{row['name']:14s} ",
-                                 subsequent_indent=" " * 15))
+                                 subsequent_indent=" " * 15, break_on_hyphens=False, break_long_words=False))
 
 
 # --------------------------------------------------------------------------- dataset construction
