@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
+from connote.cli.config import config_option
 from connote.errors import InputError
 
 
@@ -33,7 +34,9 @@ def explain(
     grid: Optional[int] = typer.Option(None, "--grid", help="Patch grid p (default ceil(sqrt(#text features)))."),
     figures: int = typer.Option(5, "--figures", help="Save heat-map figures for the first N pairs."),
     allow_network: bool = typer.Option(False, "--allow-network"),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
+    config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
     from connote.embedded import quiet_transformers
@@ -58,6 +61,11 @@ def explain(
     results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget, sample=sample,
                           seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures,
                           compat=compat)
+    if json_out:
+        import json
+
+        print(json.dumps(results, indent=2, default=str))
+        return
     print((out / "results.md").read_text(encoding="utf-8"))
     print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors, "
           f"{results['n_no_verb']} without a verb, {results['n_verb_not_found']} whose manifest verb is not in "

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from connote.cli.config import config_option
 from connote.errors import InputError
 
 metaphor_app = typer.Typer(
@@ -48,9 +49,13 @@ def parse_cmd(
 
 @metaphor_app.command("caption")
 def caption_cmd(
-    videos: Annotated[Path, typer.Option("--videos", help="Folder of videos, question JSONL or CSV manifest.")],
-    model: Annotated[str, typer.Option("--model", help="Generator spec, e.g. git-llava:runs/x/final.")],
-    out: Annotated[Path, typer.Option("--out", help="Run folder (resumable).")],
+    videos: Annotated[Path | None, typer.Option(
+        "--videos", help="Folder of videos, question JSONL or CSV manifest. Default: the test clips of the sample "
+        "set made from packaged photos (written to OUT/sample).", show_default=False)] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Generator spec, e.g. git-llava:runs/x/final. Default on the sample set: the offline "
+        "nearest-caption generator over its training clips.", show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", help="Run folder (resumable).")] = Path("runs/metaphor-caption"),
     strategy: Annotated[str | None, typer.Option(help="Frame sampling (default: the model's).")] = None,
     k: Annotated[int | None, typer.Option(help="Frames (uniform) or clips (clips).")] = None,
     prompt: Annotated[str | None, typer.Option(help="Override the prompt.")] = None,
@@ -61,10 +66,21 @@ def caption_cmd(
                                                "evaluation draws 3 at 0.2 and averages the scores).")] = 1,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
     from connote.tasks.metaphor import caption_videos
 
+    if videos is None:
+        from connote.metaphor.sample import sample_caption_spec, write_sample_vmc
+
+        paths = write_sample_vmc(out / "sample")
+        videos, model = paths["test_videos"], model or sample_caption_spec(paths)
+        print(f"no --videos: using the sample VMC set written to {out / 'sample'} (test clips {videos}; "
+              f"references {paths['captions']}); model {model}", file=sys.stderr)
+    if model is None:
+        raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
+                         "git-llava:runs/x/final); see `connote models --capability generate`")
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
                              max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
                              temperature=temperature)
@@ -92,6 +108,7 @@ def score_cmd(
     concept_split: Annotated[str, typer.Option(help="public (the paper's code) | improved (multi-word "
                                                "properties).")] = "public",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with per-video scores).")] = False,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> int:
     """Paper Table 1 columns (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD) + template share, per run.
 
@@ -214,14 +231,16 @@ def agreement_cmd(
         print(json.dumps([r.to_dict() for r in rows], indent=2))
         return 0
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     def fmt(x: float) -> str:
         return "n/a" if math.isnan(x) else f"{x:.3f}"
 
-    table = Table(title=f"Inter-annotator agreement: {labels}")
-    table.add_column("criterion")
+    console = Console()
     pairs = list(rows[0].cohen) if rows else []
+    table = Table(title=f"Inter-annotator agreement: {labels.name}")
+    table.add_column("criterion")
     for a, b in pairs:
         table.add_column(f"Cohen {a}-{b}", justify="right")
     table.add_column("Fleiss", justify="right")
@@ -229,8 +248,35 @@ def agreement_cmd(
     for r in rows:
         table.add_row(r.criterion, *[fmt(r.cohen[p]) for p in pairs], fmt(r.fleiss),
                       f"{r.items} ({r.fleiss_items})")
-    Console().print(table)
+    legend = []
+    if Measurement.get(console, console.options.update_width(10_000), table).minimum > console.width:
+        # too wide (many raters or long names): criteria as columns, one row per rater pair, raters by letter
+        raters = list(dict.fromkeys(x for pair in pairs for x in pair))
+        letter = {name: _letters(k) for k, name in enumerate(raters)}
+        table = Table(title=f"Inter-annotator agreement: {labels.name}")
+        table.add_column("kappa")
+        for r in rows:
+            table.add_column(r.criterion, justify="right")
+        for p in pairs:
+            table.add_row(f"Cohen {letter[p[0]]}-{letter[p[1]]}", *[fmt(r.cohen[p]) for r in rows])
+        table.add_row("Fleiss", *[fmt(r.fleiss) for r in rows])
+        table.add_row("items (all)", *[f"{r.items} ({r.fleiss_items})" for r in rows])
+        legend = [f"{letter[name]} = {name}" for name in raters]
+    console.print(table)
+    if legend:
+        console.print("raters: " + ", ".join(legend), soft_wrap=True)
+    console.print(f"labels: {labels}", soft_wrap=True)
     return 0
+
+
+def _letters(k: int) -> str:
+    """A, B, ..., Z, AA, AB, ...: short rater labels for a table legend."""
+    out = ""
+    k += 1
+    while k:
+        k, rem = divmod(k - 1, 26)
+        out = chr(65 + rem) + out
+    return out
 
 
 def register(app: typer.Typer) -> None:

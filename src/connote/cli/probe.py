@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
+from connote.cli.config import config_option
 from connote.errors import InputError
 
 
@@ -23,6 +24,7 @@ def probe(
     seed: int = typer.Option(0, "--seed"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
     import json

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
+from connote.cli.config import config_option
 from connote.errors import InputError
 
 
@@ -61,6 +62,7 @@ def register(app: typer.Typer) -> None:
                                          help="Delete connote's metric caches (METEOR paraphrase index, WordNet "
                                               "tables; rebuilt on next use) and say what was freed; with no --hyp/"
                                               "--ref, only that."),
+        config: Annotated[Optional[Path], config_option()] = None,
     ) -> None:
         """Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, CIDEr-D (pycocoevalcap's numbers)."""
         if clear_cache:

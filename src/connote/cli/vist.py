@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from connote.cli.config import config_option
+
 vist_app = typer.Typer(help="Visual storytelling (VIST): read, validate, score and analyse.",
                        no_args_is_help=True)
 story_app = typer.Typer(help="Visual storytelling models: train the seq2seq baseline, generate stories.",
@@ -41,6 +43,15 @@ def _echo_json(obj: Any) -> None:
 
 def _exit(code: int) -> None:
     raise typer.Exit(code)
+
+
+def _echo_columns(header: list[str], rows: list[list[str]], right: int = 1) -> None:
+    """Print an aligned plain-text table (two spaces between columns; columns from ``right`` on
+    right-aligned), so that it fits a terminal and pastes as text."""
+    widths = [max(len(str(r[k])) for r in [header, *rows]) for k in range(len(header))]
+    for r in [header, *rows]:
+        typer.echo("  ".join(str(c).rjust(w) if k >= right else str(c).ljust(w)
+                             for k, (c, w) in enumerate(zip(r, widths))).rstrip())
 
 
 # --------------------------------------------------------------------------- vist info
@@ -136,6 +147,7 @@ def score_cmd(
                                               "(default: when SUBMISSION is a run folder; --save with a "
                                               "file stores beside it).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Score a submission under the ``challenge`` or ``album`` protocol (scores on a 0-1 scale).
 
@@ -276,9 +288,12 @@ def stats_cmd(
     top: Annotated[int, typer.Option(help="Top words per tier for Table 3.")] = 10,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Table 2 (pairs, vocabulary, tokens, % abstract, Frazier, Yngve, perplexity) and Table 3 (NPMI)."""
-    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats
+    from connote.progress import progress_bar
+    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats, tier_work
 
     tiers: dict[str, list[str]] = {}
     for f in files:
@@ -288,18 +303,20 @@ def stats_cmd(
         tiers[name] = texts
     nlp = load_spacy(spacy_model) if parse else None
     lex = load_lexicon(lexicon) if lexicon else None
-    rows = [tier_stats(name, texts, nlp=nlp, lm=lm, lexicon=lex, lexicon_name=lexicon.name if lexicon else "",
-                       threshold=threshold, min_count=min_count, max_parse=max_parse, seed=seed).to_dict()
-            for name, texts in tiers.items()]
+    work = sum(tier_work(texts, parse=parse, lm=lm is not None, max_parse=max_parse) for texts in tiers.values())
+    label = " + ".join(x for x, on in (("parsing", parse), ("perplexity", lm is not None)) if on)
+    with progress_bar(work, f"{label} {len(tiers)} tier(s)", enabled=progress and work > 0) as bar:
+        rows = [tier_stats(name, texts, nlp=nlp, lm=lm, lexicon=lex, lexicon_name=lexicon.name if lexicon else "",
+                           threshold=threshold, min_count=min_count, max_parse=max_parse, seed=seed,
+                           bar=bar).to_dict()
+                for name, texts in tiers.items()]
     table3 = npmi_top_words(tiers, k=top, min_count=min_count) if len(tiers) > 1 else {}
     if as_json:
         _echo_json({"table2": rows, "table3": {t: [[w, s] for w, s in ws] for t, ws in table3.items()}})
         return
     cols = ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve", "perplexity"]
-    typer.echo("\t".join(cols))
-    for r in rows:
-        typer.echo("\t".join("-" if r[c] is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
-                             for c in cols))
+    _echo_columns(cols, [["-" if r[c] is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
+                          for c in cols] for r in rows])
     if rows and rows[0].get("abstract_method"):
         typer.echo(f"% abstract: {rows[0]['abstract_method']}")
     for t, ws in table3.items():
@@ -325,6 +342,8 @@ def correlate_cmd(
     ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
     = "percentile",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
     from connote.errors import InputError
@@ -351,8 +370,11 @@ def correlate_cmd(
         if unknown or not wanted:
             raise InputError(f"--metrics: unknown {', '.join(unknown) or '(none given)'}; "
                              f"valid: {', '.join(sorted(known))}")
-        auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories}, metrics=wanted,
-                                    only=set(human))
+        from connote.progress import progress_bar
+
+        with progress_bar(len(wanted), "scoring rated stories", enabled=progress) as bar:
+            auto = leave_one_out_scores({s.id: (s.photo_ids, s.text) for s in vf.stories}, metrics=wanted,
+                                        only=set(human), bar=bar)
         source = stories
     if not set(human) & {i for i, row in auto.items() if row}:
         rated_in_sis = [s.id for s in vf.stories if s.id in human] if stories is not None else []
@@ -364,19 +386,26 @@ def correlate_cmd(
             what = (f"no story id is in both: {ratings.name} rates {len(human)} (e.g. "
                     f"{', '.join(sorted(human)[:3])}), this file has {len(ids)} (e.g. {', '.join(ids[:3]) or 'none'})")
         raise InputError(f"nothing to correlate: {what}", path=source)
-    res = correlate(human, auto, n_boot=n_boot, seed=seed, ci_method=ci_method)
+    from connote.progress import progress_bar
+
+    n_metrics = len({m for row in auto.values() for m in row})
+    with progress_bar(3 * n_metrics, f"bootstrap ({n_boot} resamples)", enabled=progress and n_boot > 0) as bar:
+        res = correlate(human, auto, n_boot=n_boot, seed=seed, ci_method=ci_method, bar=bar)
     if as_json:
         _echo_json(res)
         return
-    typer.echo("metric\tn\tpearson\tp\tspearman\tp\tkendall\tp")
-    for m, r in res.items():
-        typer.echo(f"{m}\t{r['n']}\t{r['pearson']:.3f}\t{r['pearson_p']:.3g}\t{r['spearman']:.3f}\t"
-                   f"{r['spearman_p']:.3g}\t{r['kendall']:.3f}\t{r['kendall_p']:.3g}")
+    coefficients = ("pearson", "spearman", "kendall")
+    _echo_columns(["metric", "n", *(f"{c} (p)" for c in coefficients)],
+                  [[m, str(r["n"]), *(f"{r[c]:.3f} ({r[c + '_p']:.3g})" for c in coefficients)]
+                   for m, r in res.items()])
     if n_boot > 0:
         typer.echo(f"{1 - 0.05:.0%} bootstrap intervals ({ci_method}, {n_boot} resamples of stories):")
-        for m, r in res.items():
-            typer.echo(f"{m}\t" + "\t".join(f"{c} [{r[c + '_ci'][0]:.3f}, {r[c + '_ci'][1]:.3f}]"
-                                             for c in ("pearson", "spearman", "kendall")))
+        _echo_columns(["metric", *coefficients],
+                      [[m, *(f"[{r[c + '_ci'][0]:.3f}, {r[c + '_ci'][1]:.3f}]" for c in coefficients)]
+                       for m, r in res.items()])
+    for m, r in res.items():
+        if r.get("note"):
+            typer.echo(f"{m}: {r['note']}")
 
 
 # --------------------------------------------------------------------------- story train
@@ -397,6 +426,8 @@ def train_cmd(
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
     encoder_order: Annotated[str, typer.Option("--encoder-order", help="How the encoder reads the photos: reverse "
                                                "(the paper's baseline) or forward.")] = "reverse",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the paper's seq2seq baseline (GRU over photo features, read in reverse -> GRU story decoder) on SIS."""
     from connote.errors import InputError, ItemError
@@ -419,9 +450,12 @@ def train_cmd(
             skipped[s.id] = str(exc)
     if not examples:
         raise InputError(f"no story has features for all its photos ({len(skipped)} skipped)", path=features)
-    model, losses = train(examples, steps=steps, batch_size=batch_size, lr=lr, embed_dim=embed_dim,
-                          hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every,
-                          encoder_order=encoder_order)
+    from connote.progress import progress_bar
+
+    with progress_bar(steps, "training", enabled=progress) as bar:
+        model, losses = train(examples, steps=steps, batch_size=batch_size, lr=lr, embed_dim=embed_dim,
+                              hidden_dim=hidden_dim, min_count=min_count, seed=seed, log_every=log_every,
+                              encoder_order=encoder_order, bar=bar)
     model.save(out)
     config = {"sis": str(sis), "features": str(features), "steps": steps, "batch_size": batch_size, "lr": lr,
               "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count,
@@ -446,6 +480,8 @@ def train_captioner_cmd(
     min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
     seed: Annotated[int, typer.Option()] = 0,
     log_every: Annotated[int, typer.Option("--log-every")] = 100,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the captioner baseline of +Grounded on DII (one photo's features -> its description)."""
     from connote.errors import InputError
@@ -457,9 +493,13 @@ def train_captioner_cmd(
     vf = read_official(dii)
     if vf.tier != "dii":
         raise InputError(f"the captioner trains on a description-in-isolation file, this is {vf.tier}", path=dii)
-    model, losses, skipped = train_captioner(vf, load_features(features), steps=steps, batch_size=batch_size, lr=lr,
-                                             embed_dim=embed_dim, hidden_dim=hidden_dim, min_count=min_count,
-                                             seed=seed, log_every=log_every, max_len=30)
+    from connote.progress import progress_bar
+
+    with progress_bar(steps, "training", enabled=progress) as bar:
+        model, losses, skipped = train_captioner(vf, load_features(features), steps=steps, batch_size=batch_size,
+                                                 lr=lr, embed_dim=embed_dim, hidden_dim=hidden_dim,
+                                                 min_count=min_count, seed=seed, log_every=log_every, max_len=30,
+                                                 bar=bar)
     model.save(out)
     config = {"task": "captioner", "dii": str(dii), "features": str(features), "steps": steps,
               "batch_size": batch_size, "lr": lr, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
@@ -476,6 +516,8 @@ def features_cmd(
     images: Annotated[Path, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output .npz (photo id -> vector).")],
     batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Image features for ``story train``/``seq2seq``, from the embedded image encoder (offline)."""
     import numpy as np
@@ -490,7 +532,11 @@ def features_cmd(
     else:
         vf = read_official(source)
         ids = list(vf.images) or [p for s in vf.stories for p in s.photo_ids]
-    feats, errors = extract_features(ids, images, EmbeddedEncoder(), batch_size=batch_size)
+    from connote.progress import progress_bar
+
+    encoder = EmbeddedEncoder()
+    with progress_bar(len(dict.fromkeys(ids)), "embedding photos", enabled=progress) as bar:
+        feats, errors = extract_features(ids, images, encoder, batch_size=batch_size, bar=bar)
     np.savez(out, **feats)
     typer.echo(f"{len(feats)} photos embedded, {len(errors)} missing or unreadable -> {out}")
     for pid, err in list(errors.items())[:20]:
@@ -503,22 +549,35 @@ def features_cmd(
 
 @story_app.command("generate")
 def generate_cmd(
-    sequences: Annotated[Path, typer.Argument(help="Photo sequences: challenge template/submission or SIS file.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumable).")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Generator spec, e.g. retrieval?train=TRAIN.json, "
-                                       "hf-vlm:DIR, caption-llm:CAP?llm=LLM, openai:gpt-4o, "
-                                       "seq2seq:DIR?features=F.npz&decode=greedy-dups.")] = "retrieval",
+    sequences: Annotated[Path | None, typer.Argument(
+        help="Photo sequences: challenge template/submission or SIS file. Default: the sample set built from "
+             "packaged photos (written to OUT/sample).", show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumable).")] = Path("runs/story"),
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Generator spec, e.g. retrieval?train=TRAIN.json, hf-vlm:DIR, caption-llm:CAP?llm=LLM, "
+        "openai:gpt-4o, seq2seq:DIR?features=F.npz&decode=greedy-dups. Default: the offline retrieval baseline "
+        "(on the sample set: over its training stories, as `story demo`).", show_default=False)] = None,
     images: Annotated[Path | None, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N sequences.")] = None,
     team_name: Annotated[str, typer.Option("--team-name")] = "connote",
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
     from connote.models.registry import check_spec, load_model
     from connote.tasks.storytelling import load_sequences, run_generation
 
+    if sequences is None:
+        from connote.vist.sample import sample_retrieval_spec, write_sample_vist
+
+        paths = write_sample_vist(out / "sample")
+        sequences, images = paths["template"], images or paths["images"]
+        model = model or sample_retrieval_spec(paths)
+        print(f"no SEQUENCES: using the sample VIST set written to {out / 'sample'} (template {sequences}, "
+              f"photos {images}); model {model}", file=sys.stderr)
+    model = model or "retrieval"
     seqs = load_sequences(sequences)
     check_spec(model)
     gen = load_model(model)
@@ -539,16 +598,18 @@ def demo_cmd(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Generator spec (default: the offline "
                                               "retrieval baseline over the sample's training stories).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON.")] = False,
+    config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
     from connote.models.registry import load_model
     from connote.tasks.storytelling import load_sequences, run_generation
     from connote.vist.data import read_gold, read_submission
     from connote.vist.protocols import score
-    from connote.vist.sample import write_sample_vist
+    from connote.vist.sample import sample_retrieval_spec, write_sample_vist
 
     paths = write_sample_vist(out / "sample")
-    spec = model or f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache=none"
+    spec = model or sample_retrieval_spec(paths)  # the same generator as `story generate` without data
+    print(f"sample VIST set written to {out / 'sample'}; model {spec}", file=sys.stderr)
     seqs = load_sequences(paths["template"])
     summary = run_generation(load_model(spec), seqs, out, image_dir=paths["images"],
                              meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
@@ -566,12 +627,23 @@ def demo_cmd(
 
 
 @story_app.command("backends")
-def backends_cmd() -> None:
+def backends_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """List the model backends that can write stories (capability ``generate``)."""
     from connote.models.registry import MODELS, backends_with
 
-    for name in backends_with("generate"):
-        typer.echo(f"{name:14s} {MODELS.describe(name)}")
+    rows = [{"name": name, "help": MODELS.describe(name)} for name in backends_with("generate")]
+    if as_json:
+        _echo_json(rows)
+        return
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size((80, 24)).columns)
+    for row in rows:  # the description wrapped under itself, so the list stays readable at 80 columns
+        typer.echo(textwrap.fill(row["help"], width, initial_indent=f"{row['name']:14s} ",
+                                 subsequent_indent=" " * 15, break_on_hyphens=False, break_long_words=False))
 
 
 # --------------------------------------------------------------------------- dataset construction

@@ -182,14 +182,15 @@ def embedding_similarity(hyps: Mapping[str, str], refs: Mapping[str, Sequence[st
 def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
                          metrics: tuple[str, ...] = STUDY_METRICS, corpus_scorer: Any = None,
                          only: set[str] | None = None,
-                         embedder: SentenceEmbedder | None = None) -> dict[str, dict[str, float]]:
+                         embedder: SentenceEmbedder | None = None, bar: Any = None) -> dict[str, dict[str, float]]:
     """Per-story scores against the other stories of the same photo sequence (the paper's section 5).
 
     ``stories``: story id -> (photo ids, text). Stories alone on their sequence get no score; ``only``
     restricts the scored stories (e.g. to the rated ones). ``metrics``: any of :mod:`connote.metrics`'
     (``bleu``, ``meteor``, ``rouge_l``, ``cider``; computed by ``corpus_scorer``), ``smoothed_bleu``
     (:func:`smoothed_bleu`) and ``embedding`` (:func:`embedding_similarity` with ``embedder``, by default
-    the embedded MiniLM: the named stand-in for Skip-Thoughts).
+    the embedded MiniLM: the named stand-in for Skip-Thoughts). ``bar`` (a
+    :func:`connote.progress.progress_bar` of ``len(metrics)``) advances by one per metric computed.
     """
     from connote.vist.protocols import _per_item, default_corpus_scorer
 
@@ -213,12 +214,18 @@ def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
         _, per_item, _ = scorer(hyps, refs)
         for sid, row in _per_item(per_item).items():
             out.setdefault(sid, {}).update(row)
+        if bar is not None:
+            bar.advance(len(corpus_metrics))
     if "smoothed_bleu" in metrics:
         for sid in hyps:
             out[sid][SMOOTHED_BLEU] = smoothed_bleu(hyps[sid], refs[sid])
+        if bar is not None:
+            bar.advance()
     if "embedding" in metrics:
         for sid, v in embedding_similarity(hyps, refs, embedder or MiniLMEmbedder()).items():
             out[sid][EMBEDDING_SIMILARITY] = v
+        if bar is not None:
+            bar.advance()
     return {sid: row for sid, row in out.items() if row}
 
 
@@ -278,11 +285,12 @@ def bootstrap_coefficient(x: np.ndarray, y: np.ndarray, coefficient: str, *, n_b
 
 def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[str, float]], *,
               n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
-              ci_method: str = "percentile") -> dict[str, dict[str, Any]]:
+              ci_method: str = "percentile", bar: Any = None) -> dict[str, dict[str, Any]]:
     """Pearson, Spearman and Kendall (tau-b) of each metric with the mean human rating.
 
     p-values are scipy's (``pearsonr``, ``spearmanr``, ``kendalltau``); intervals are paired bootstrap
-    intervals over stories (:func:`bootstrap_coefficient`, seeded).
+    intervals over stories (:func:`bootstrap_coefficient`, seeded). ``bar`` (a
+    :func:`connote.progress.progress_bar` of ``3 * len(metrics)``) advances by one per metric and coefficient.
     """
     from scipy import stats
 
@@ -298,6 +306,8 @@ def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[s
                 row.update({c: float("nan"), f"{c}_p": float("nan"), f"{c}_ci": [float("nan")] * 2})
             row["note"] = "fewer than 3 stories or a constant column"
             out[m] = row
+            if bar is not None:
+                bar.advance(len(COEFFICIENTS))
             continue
         tests = {"pearson": stats.pearsonr(x, y), "spearman": stats.spearmanr(x, y),
                  "kendall": stats.kendalltau(x, y)}
@@ -310,6 +320,8 @@ def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[s
                                                                   method=ci_method)
             else:
                 row[f"{c}_ci"] = [float("nan")] * 2
+            if bar is not None:
+                bar.advance()
         if any(dropped.values()):
             row["note"] = (f"{max(dropped.values())} of {n_boot} resamples had a constant column and were dropped; "
                            "percentile interval of the rest")

@@ -121,3 +121,13 @@ def write_sample_vist(folder: str | Path) -> dict[str, Path]:
                                     "story_text_normalized": ""} for a, _t, p, _s in TEST]}
     paths["template"].write_text(json.dumps(template, indent=1), encoding="utf-8")
     return paths
+
+
+def sample_retrieval_spec(paths: dict[str, Path]) -> str:
+    """The generator spec that ``story demo`` and ``story generate`` (without data) use on the sample.
+
+    The offline retrieval baseline over the sample's training stories, indexed by their photos (the test
+    albums reuse the training photos, so the image index finds the story of the same photos), without an
+    on-disk index cache (embedding 15 photos takes seconds).
+    """
+    return f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache=none"

@@ -357,8 +357,9 @@ def sequence_features(photo_ids: Sequence[str], features: Mapping[str, np.ndarra
 
 
 def extract_features(photo_ids: Iterable[str], image_dir: str | Path, embedder: Any, *,
-                     batch_size: int = 32) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Image feature vectors of photos (``embedder.embed_images``); unreadable/missing photos -> errors."""
+                     batch_size: int = 32, bar: Any = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Image feature vectors of photos (``embedder.embed_images``); unreadable/missing photos -> errors.
+    ``bar`` (a :func:`connote.progress.progress_bar`) advances by one per distinct photo."""
     from connote.data.images import load_image
     from connote.vist.photos import find_image
 
@@ -375,6 +376,8 @@ def extract_features(photo_ids: Iterable[str], image_dir: str | Path, embedder: 
         if loaded:
             vecs = np.asarray(embedder.embed_images([im for _, im in loaded]), dtype=np.float32)
             feats.update({pid: v for (pid, _), v in zip(loaded, vecs, strict=True)})
+        if bar is not None:
+            bar.advance(len(ids[i:i + batch_size]))
     return feats, errors
 
 
@@ -392,11 +395,11 @@ def train(examples: Sequence[tuple[np.ndarray, str]], *, vocab: Vocab | None = N
           batch_size: int = 32, lr: float = 1e-3, embed_dim: int = 256, hidden_dim: int = 512,
           num_layers: int = 1, dropout: float = 0.0, max_len: int = 100, min_count: int = 1, seed: int = 0,
           grad_clip: float = 5.0, log_every: int = 0, model: StoryModel | None = None,
-          encoder_order: str = "reverse") -> tuple[StoryModel, list[float]]:
+          encoder_order: str = "reverse", bar: Any = None) -> tuple[StoryModel, list[float]]:
     """Train on ``(features (n_photos, d), story text)`` pairs with teacher forcing; seeded.
 
     ``encoder_order``: ``reverse`` (the paper's baseline, default) or ``forward`` (ignored when ``model``
-    is given: a model keeps the order it was built with).
+    is given: a model keeps the order it was built with). ``bar`` advances by one per step.
     """
     import torch
 
@@ -431,6 +434,8 @@ def train(examples: Sequence[tuple[np.ndarray, str]], *, vocab: Vocab | None = N
             torch.nn.utils.clip_grad_norm_(mod.parameters(), grad_clip)
         opt.step()
         losses.append(float(loss.detach()))
+        if bar is not None:
+            bar.advance()
         if log_every and (step + 1) % log_every == 0:
             print(f"step {step + 1}: loss {loss.item():.4f} (ppl {math.exp(min(20.0, loss.item())):.1f})")
     mod.eval()

@@ -220,12 +220,15 @@ def load_spacy(name: str | None = None) -> Any:
     return model.load()
 
 
-def parse_features(texts: Sequence[str], nlp: Any, *, batch_size: int = 64) -> dict[str, Any]:
-    """Parse texts with spaCy: nouns, and per-sentence (Frazier, Yngve)."""
+def parse_features(texts: Sequence[str], nlp: Any, *, batch_size: int = 64, bar: Any = None) -> dict[str, Any]:
+    """Parse texts with spaCy: nouns, and per-sentence (Frazier, Yngve). ``bar`` (a
+    :func:`connote.progress.progress_bar`) advances by one per text."""
     nouns: list[str] = []
     frazier: list[int] = []
     yngve: list[int] = []
     for doc in nlp.pipe(texts, batch_size=batch_size):
+        if bar is not None:
+            bar.advance()
         nouns.extend(t.text for t in doc if t.pos_ == "NOUN")
         for sent in doc.sents:
             start = sent.start
@@ -242,8 +245,9 @@ def parse_features(texts: Sequence[str], nlp: Any, *, batch_size: int = 64) -> d
 
 
 def perplexity(texts: Sequence[str], model: str | Any, *, tokenizer: Any = None, batch_size: int = 16,
-               device: str = "cpu", max_length: int = 512) -> float:
-    """Corpus perplexity of ``texts`` under a causal LM (a name/path or a loaded model + tokenizer)."""
+               device: str = "cpu", max_length: int = 512, bar: Any = None) -> float:
+    """Corpus perplexity of ``texts`` under a causal LM (a name/path or a loaded model + tokenizer);
+    ``bar`` advances by one per non-empty text."""
     from connote.registry import require
 
     torch = require("torch", "hf")
@@ -272,6 +276,8 @@ def perplexity(texts: Sequence[str], model: str | Any, *, tokenizer: Any = None,
         m = mask[:, 1:].float()
         total_nll += float((nll * m).sum())
         total_tok += int(m.sum())
+        if bar is not None:
+            bar.advance(len(batch))
     return math.exp(total_nll / total_tok) if total_tok else float("nan")
 
 
@@ -300,9 +306,10 @@ class TierStats:
 def tier_stats(tier: str, texts: Sequence[str], *, nlp: Any = None, lm: str | Any = None,
                lm_tokenizer: Any = None, lexicon: Mapping[str, float] | None = None,
                lexicon_name: str = "lexicon", threshold: float = 3.0, min_count: int = 2,
-               max_parse: int | None = 2000, seed: int = 0) -> TierStats:
+               max_parse: int | None = 2000, seed: int = 0, bar: Any = None) -> TierStats:
     """Table 2 for one tier. Parsing (abstractness, Frazier, Yngve) uses a seeded sample of at most
-    ``max_parse`` texts (``None``: all); ``nlp=None`` skips those columns, ``lm=None`` perplexity."""
+    ``max_parse`` texts (``None``: all); ``nlp=None`` skips those columns, ``lm=None`` perplexity.
+    ``bar`` advances by one per parsed text and per text scored by the LM (:func:`tier_work`)."""
     texts = list(texts)
     n_tok = [len(tokens(t)) for t in texts]
     row = TierStats(tier=tier, pairs=len(texts), vocab=len(vocabulary(texts, min_count=min_count)),
@@ -311,7 +318,7 @@ def tier_stats(tier: str, texts: Sequence[str], *, nlp: Any = None, lm: str | An
         sample = texts
         if max_parse is not None and len(texts) > max_parse:
             sample = random.Random(seed).sample(texts, max_parse)
-        feats = parse_features(sample, nlp)
+        feats = parse_features(sample, nlp, bar=bar)
         row.parsed_texts = len(sample)
         row.pct_abstract = percent_abstract(feats["nouns"], lexicon=lexicon, threshold=threshold)
         row.abstract_method = (f"{lexicon_name} (rating < {threshold})" if lexicon is not None
@@ -319,8 +326,14 @@ def tier_stats(tier: str, texts: Sequence[str], *, nlp: Any = None, lm: str | An
         row.frazier = sum(feats["frazier"]) / len(feats["frazier"]) if feats["frazier"] else None
         row.yngve = sum(feats["yngve"]) / len(feats["yngve"]) if feats["yngve"] else None
     if lm is not None and texts:
-        row.perplexity = perplexity(texts, lm, tokenizer=lm_tokenizer)
+        row.perplexity = perplexity(texts, lm, tokenizer=lm_tokenizer, bar=bar)
     return row
+
+
+def tier_work(texts: Sequence[str], *, parse: bool, lm: bool, max_parse: int | None = 2000) -> int:
+    """The units :func:`tier_stats` advances its ``bar`` by: parsed texts plus texts scored by the LM."""
+    n_parse = len(texts) if max_parse is None else min(len(texts), max_parse)
+    return (n_parse if parse else 0) + (sum(1 for t in texts if t.strip()) if lm else 0)
 
 
 def npmi_table(tiers: Mapping[str, Sequence[str]], *, min_count: int = 2) -> dict[str, dict[str, float]]:
