@@ -604,7 +604,7 @@ def demo_cmd(
     from connote.models.registry import load_model
     from connote.tasks.storytelling import load_sequences, run_generation
     from connote.vist.data import read_gold, read_submission
-    from connote.vist.protocols import score
+    from connote.vist.protocols import score, store_scores
     from connote.vist.sample import sample_retrieval_spec, write_sample_vist
 
     paths = write_sample_vist(out / "sample")
@@ -614,6 +614,8 @@ def demo_cmd(
     summary = run_generation(load_model(spec), seqs, out, image_dir=paths["images"],
                              meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
     result = score("album", read_submission(summary.submission_path), read_gold(paths["test"]))
+    stored, _ = store_scores(out, result, submission=summary.submission_path, gold=paths["test"])
+    print(f"scores stored in {stored} (connote report {out})", file=sys.stderr)
     if as_json:
         _echo_json(result.to_dict())
         return
