@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import typer
 import typer.core
@@ -24,13 +24,13 @@ from typer.exceptions import TyperException
 from connote.errors import ConnoteError
 
 
-@dataclass(frozen=True)
-class CommandEntry:
+class CommandEntry(NamedTuple):
     """One top-level command: the module whose ``register`` adds it and its one-line help.
 
     ``help`` is what ``connote --help`` shows without importing the module: the first sentence of the
     command's own help (a test keeps them equal). ``fallback`` is an older module that registers the same
-    name, used only while ``module`` is absent from this install.
+    name, used only while ``module`` is absent from this install. (A NamedTuple: ``dataclasses`` would add
+    ~10 ms to every start.)
     """
 
     module: str
