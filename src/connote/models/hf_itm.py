@@ -8,6 +8,7 @@ cross-modal part runs per pair.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import types
@@ -209,6 +210,18 @@ class _ImageSideLinear:
         return self.linear(x)
 
 
+#: The leading parameters of ``BlipTextSelfAttention.forward`` that ``_sdpa_text_attention`` takes over;
+#: a transformers version whose forward starts otherwise (older ones pass ``head_mask`` positionally) keeps
+#: its eager attention.
+_TEXT_ATTENTION_PARAMETERS = ["hidden_states", "attention_mask", "encoder_hidden_states", "encoder_attention_mask"]
+
+
+def _leading_parameters(module: Any, count: int) -> list[str]:
+    """The first ``count`` parameter names of a module class's ``forward`` (``self`` left out)."""
+    names = list(inspect.signature(type(module).forward).parameters)[1:]
+    return names[:count]
+
+
 def _sdpa_vision_attention(self: Any, hidden_states: Any, **kwargs: Any) -> tuple[Any, Any]:
     """BLIP's vision self-attention (``BlipAttention.forward``) through torch's fused attention.
 
@@ -216,7 +229,7 @@ def _sdpa_vision_attention(self: Any, hidden_states: Any, **kwargs: Any) -> tupl
     probability matrices are never written out: on a CPU the eager code's passes over them make a
     ViT-B/16 forward at 384 px ~20% slower per image, and more so the more images a batch holds.
     """
-    if kwargs.get("output_attentions") or self.training:
+    if kwargs.get("output_attentions") or kwargs.get("head_mask") is not None or self.training:
         return type(self).forward(self, hidden_states, **kwargs)
     torch = require("torch", "hf")
     bsz, tokens, width = hidden_states.shape
@@ -277,9 +290,9 @@ class BlipItmMatcher(HFMatcher):
             # attention without materialising its score matrices (p(match) agrees to ~1e-7)
             for module in self.model.modules():
                 kind = type(module).__name__
-                if kind == "BlipAttention":
+                if kind == "BlipAttention" and _leading_parameters(module, 1) == ["hidden_states"]:
                     module.forward = types.MethodType(_sdpa_vision_attention, module)
-                elif kind == "BlipTextSelfAttention":
+                elif kind == "BlipTextSelfAttention" and _leading_parameters(module, 4) == _TEXT_ATTENTION_PARAMETERS:
                     module.forward = types.MethodType(_sdpa_text_attention, module)
         self._projections: list[_ImageSideLinear] = []
         if self.cache_cross_attention:
