@@ -8,11 +8,14 @@ batches and length-buckets captions, and uses bf16 autocast on GPU.
 
 Each side runs in its own Python process (so each one's peak resident memory is its own, read from
 ``getrusage``), loads the model, warms up on two pairs, then scores every pair. Printed side by
-side: pairs/s, seconds, whole-process seconds, peak RSS, the ratios, and the largest difference
-between the two sides' probabilities. On CPU the benchmark also measures the machine's fp32 matmul
-rate and counts each side's model FLOPs (``torch.utils.flop_counter``), so it prints what fraction
-of that rate each side reaches: what is left once a side runs at that rate is the model's own
-arithmetic. ``--profile`` adds connote's operator profile.
+side: pairs/s, seconds, whole-process seconds, peak RSS, CPU seconds per pair, the load average
+while each side scored, the ratios, and the largest difference between the two sides' probabilities
+(over 1e-4 the benchmark fails: a speed-up must not change the numbers). ``--option attention=eager``
+runs connote's BLIP with transformers' eager attention instead of the fused kernel. On CPU the
+benchmark also measures the machine's fp32 matmul rate (a 1024^2 product and products of the model's
+own shapes) and counts each side's model FLOPs (``torch.utils.flop_counter``), so it prints what
+fraction of the best rate each side reaches: what is left once a side runs at that rate is the
+model's own arithmetic. ``--profile`` adds connote's operator profile.
 
     python benchmarks/probe_throughput.py --size small                # CPU, small config (~1-3 min)
     python benchmarks/probe_throughput.py --size base                 # real-size BLIP-base on CPU, 20 pairs
