@@ -8,11 +8,14 @@ batches and length-buckets captions, and uses bf16 autocast on GPU.
 
 Each side runs in its own Python process (so each one's peak resident memory is its own, read from
 ``getrusage``), loads the model, warms up on two pairs, then scores every pair. Printed side by
-side: pairs/s, seconds, whole-process seconds, peak RSS, the ratios, and the largest difference
-between the two sides' probabilities. On CPU the benchmark also measures the machine's fp32 matmul
-rate and counts each side's model FLOPs (``torch.utils.flop_counter``), so it prints what fraction
-of that rate each side reaches: what is left once a side runs at that rate is the model's own
-arithmetic. ``--profile`` adds connote's operator profile.
+side: pairs/s, seconds, whole-process seconds, peak RSS, CPU seconds per pair, the load average
+while each side scored, the ratios, and the largest difference between the two sides' probabilities
+(over 1e-4 the benchmark fails: a speed-up must not change the numbers). ``--option attention=eager``
+runs connote's BLIP with transformers' eager attention instead of the fused kernel. On CPU the
+benchmark also measures the machine's fp32 matmul rate (a 1024^2 product and products of the model's
+own shapes) and counts each side's model FLOPs (``torch.utils.flop_counter``), so it prints what
+fraction of the best rate each side reaches: what is left once a side runs at that rate is the
+model's own arithmetic. ``--profile`` adds connote's operator profile.
 
     python benchmarks/probe_throughput.py --size small                # CPU, small config (~1-3 min)
     python benchmarks/probe_throughput.py --size base                 # real-size BLIP-base on CPU, 20 pairs
@@ -46,6 +49,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 WORDS = ("a man woman child dog cat person sits begs prays stands holds cup street bench church car "
          "near on in at with the food floor red blue outside inside photo").split()
 DEFAULT_IMAGES = {"small": 40, "base": 10}
+#: Largest allowed difference between the two sides' p(match): a speed-up must not change the numbers.
+TOLERANCE = 1e-4
 DEFAULT_CAPTIONS = {"small": 3, "base": 2}
 
 
@@ -53,14 +58,16 @@ def blip_config(size: str, vocab_size: int, pad_token_id: int) -> tuple[Any, int
     """The BLIP ITM config of a size, and its image side in pixels."""
     from transformers import BlipConfig
 
+    # BlipVisionConfig's default initializer_range (1e-10) makes every vision attention uniform, so the
+    # two sides' p(match) would agree whatever the vision side computed; BERT's 0.02 gives trained-like scales
     if size == "base":  # BLIP-base ITM: ViT-B/16 at 384 px + BERT-base text encoder
         return BlipConfig(text_config={"vocab_size": vocab_size, "pad_token_id": pad_token_id},
-                          vision_config={"image_size": 384, "patch_size": 16}), 384
+                          vision_config={"image_size": 384, "patch_size": 16, "initializer_range": 0.02}), 384
     # a small config for CPU: 4 layers of width 256 on both sides, 128 px images (64 patches)
     layer = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024}
     return BlipConfig(text_config={**layer, "vocab_size": vocab_size, "encoder_hidden_size": 256,
                                    "pad_token_id": pad_token_id},
-                      vision_config={**layer, "image_size": 128, "patch_size": 16}), 128
+                      vision_config={**layer, "image_size": 128, "patch_size": 16, "initializer_range": 0.02}), 128
 
 
 def build_model(size: str, folder: Path) -> Path:
@@ -98,19 +105,28 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
-def matmul_gflops(n: int = 1024, seconds: float = 1.5) -> float:
-    """The machine's fp32 matmul rate with torch's current threads (best of repeated n x n products)."""
+def matmul_gflops(m: int = 1024, k: int | None = None, n: int | None = None, seconds: float = 1.5) -> float:
+    """The machine's fp32 matmul rate with torch's current threads (best of repeated m x k @ k x n products)."""
     import torch
 
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    k, n = k or m, n or m
+    a, b = torch.randn(m, k), torch.randn(k, n)
     torch.mm(a, b)
     best = 0.0
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         t = time.perf_counter()
         torch.mm(a, b)
-        best = max(best, 2 * n**3 / (time.perf_counter() - t) / 1e9)
+        best = max(best, 2 * m * k * n / (time.perf_counter() - t) / 1e9)
     return best
+
+
+def model_gemm_shapes(size: str) -> list[tuple[int, int, int]]:
+    """Typical matrix products of each side: a vision MLP over one image's tokens, a text MLP over a
+    batch of 16 captions (~13 tokens each), and one caption's text MLP (the naive loop's text side)."""
+    if size == "base":
+        return [(577, 768, 3072), (16 * 13, 768, 3072), (13, 768, 3072)]
+    return [(65, 256, 1024), (8 * 65, 256, 1024), (16 * 13, 256, 1024), (13, 256, 1024)]
 
 
 # ---- one side, in its own process ---------------------------------------------------------------
@@ -167,15 +183,20 @@ def worker(args: argparse.Namespace) -> None:
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+    load_before = os.getloadavg()[0]
+    cpu_before = time.process_time()
     t = time.perf_counter()
     probs = score(pairs)
     if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t
+    cpu_seconds = time.process_time() - cpu_before
+    load = (load_before, os.getloadavg()[0])
     result: dict[str, Any] = {
-        "side": args.worker, "pairs": len(pairs), "seconds": seconds, "pairs_per_s": len(pairs) / seconds,
+        "side": args.worker, "pairs": len(pairs), "seconds": seconds, "cpu_seconds": cpu_seconds,
+        "pairs_per_s": len(pairs) / seconds,
         "peak_rss": peak_rss_bytes(), "rss_after_load": rss_loaded, "probs": probs,
-        "torch_threads": torch.get_num_threads()}
+        "torch_threads": torch.get_num_threads(), "load_average": load}
     if cuda:
         result["peak_cuda"] = torch.cuda.max_memory_allocated()
     if args.worker == "connote":
@@ -282,18 +303,28 @@ def main() -> None:
     if "plan" in ours:
         print(f"connote plan: {ours['plan']} (memory budget {gb(ours['memory_budget'])}, "
               f"image state {ours['image_state_bytes'] / 1e6:.1f} MB)")
-    print(f"{'':24}{'pairs/s':>10}{'scoring s':>11}{'process s':>11}{'peak RSS':>11}")
+    print(f"{'':24}{'pairs/s':>10}{'scoring s':>11}{'process s':>11}{'peak RSS':>11}{'CPU s/pair':>12}"
+          "  load avg (1 min)")
     for name, r in (("naive per-pair HF loop", naive), ("connote engine", ours)):
         print(f"{name:24}{r['pairs_per_s']:10.2f}{r['seconds']:11.2f}{r['shell_seconds']:11.2f}"
-              f"{gb(r['peak_rss']):>11}")
+              f"{gb(r['peak_rss']):>11}{r['cpu_seconds'] / r['pairs']:12.3f}"
+              f"  {r['load_average'][0]:.1f} -> {r['load_average'][1]:.1f}")
     ratio = ours["pairs_per_s"] / naive["pairs_per_s"]
     mem_ratio = ours["peak_rss"] / naive["peak_rss"]
-    print(f"{'ratio (connote/naive)':24}{ratio:9.2f}x{'':22}{mem_ratio:10.2f}x")
-    print(f"max |p_naive - p_connote| = {diff:.2e}")
+    cpu_ratio = (naive["cpu_seconds"] / naive["pairs"]) / (ours["cpu_seconds"] / ours["pairs"])
+    print(f"{'ratio (connote/naive)':24}{ratio:9.2f}x{'':22}{mem_ratio:10.2f}x{cpu_ratio:11.2f}x")
+    print("(CPU s/pair: the process's CPU time, user + system, per pair scored; with one torch thread it is "
+          "the least disturbed by other jobs on the machine)")
+    print(f"max |p_naive - p_connote| = {diff:.2e} (must be <= {TOLERANCE:g})")
     rate = None
     if count_flops:
-        rate = matmul_gflops()
-        print(f"machine fp32 matmul rate (1024^2, best): {rate:.1f} GFLOP/s")
+        rates = {(1024, 1024, 1024): matmul_gflops()}
+        rates.update({shape: matmul_gflops(*shape, seconds=0.5) for shape in model_gemm_shapes(args.size)})
+        rate = max(rates.values())
+        print("machine fp32 matmul rate, best of repeated products, torch threads as above:")
+        for (m, k, n), r in rates.items():
+            print(f"  {m:5d}x{k} @ {k}x{n}: {r:6.1f} GFLOP/s")
+        print(f"  the best, {rate:.1f} GFLOP/s, is 'the matmul rate' below")
         for name, r in (("naive", naive), ("connote", ours)):
             r["achieved_gflops"] = r["flops"] / r["pairs"] * r["pairs_per_s"] / 1e9
             print(f"{name:8} model FLOPs/pair {r['flops'] / r['pairs'] / 1e9:7.3f} G, achieved "
@@ -308,6 +339,8 @@ def main() -> None:
         print(ours["profile_table"])
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    if not diff <= TOLERANCE:
+        sys.exit(f"connote's p(match) differs from the naive loop's by {diff:.2e} > {TOLERANCE:g}")
 
 
 if __name__ == "__main__":

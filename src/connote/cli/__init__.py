@@ -1,44 +1,152 @@
 """The ``connote`` command line.
 
 Each capability lives in its own module under ``connote.cli`` and exposes
-``register(app: typer.Typer) -> None``; this module only assembles them. Command modules
-import heavy dependencies inside their commands, so ``connote --help`` stays fast.
+``register(app: typer.Typer) -> None``. This module does not import them: the top-level group lists the
+commands from a static table (``COMMANDS``: name, module, one-line help) and imports and builds a
+module's commands only when one of them is invoked or its own help is shown, so ``connote --help``
+costs Python, typer and this file. ``tests/cli/test_lazy_commands.py`` builds every module and checks
+that the table says what the modules register.
 ``main(argv=None)`` returns the exit status, so tests call it in-process.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
+from typing import NamedTuple
 
-import click
 import typer
+import typer.core
+import typer.main
 from typer.exceptions import TyperException
 
 from connote.errors import ConnoteError
 
-# Modules that contribute commands; a missing one (not written yet) is skipped.
-COMMAND_MODULES = (
-    "connote.cli.probe",
-    "connote.cli.score",
-    "connote.cli.explain",
-    "connote.cli.vist",
-    "connote.cli.metaphor",
-    "connote.cli.catalog",
-    "connote.cli.datasets",
-    "connote.cli.collect",
-    "connote.cli.report",
-)
+
+class CommandEntry(NamedTuple):
+    """One top-level command: the module whose ``register`` adds it and its one-line help.
+
+    ``help`` is what ``connote --help`` shows without importing the module: the first sentence of the
+    command's own help (a test keeps them equal). (A NamedTuple: ``dataclasses`` would add
+    ~10 ms to every start.)
+    """
+
+    module: str
+    help: str
+
+
+#: The top-level commands in the order ``connote --help`` lists them (commands, then groups).
+COMMANDS: dict[str, CommandEntry] = {
+    "probe": CommandEntry("connote.cli.probe",
+                          "Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."),
+    "report": CommandEntry("connote.cli.report",
+                           "Put result folders side by side: the paper's tables (and figures) per task and data."),
+    "score": CommandEntry("connote.cli.score", "Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, "
+                                               "CIDEr-D (pycocoevalcap's numbers)."),
+    "explain": CommandEntry("connote.cli.explain", "Explain image-text matching decisions with MM-SHAP (Table 6)."),
+    "agreement": CommandEntry("connote.cli.metaphor", "Pairwise Cohen's kappa and Fleiss' kappa per "
+                                                      "human-evaluation criterion (paper Table 3)."),
+    "models": CommandEntry("connote.cli.catalog",
+                           "List the model backends with their capabilities (match, mask, generate)."),
+    "tasks": CommandEntry("connote.cli.catalog", "List the tasks with their version, the model capability they "
+                                                 "need and the data they read."),
+    "vist": CommandEntry("connote.cli.vist", "Visual storytelling (VIST): read, validate, score and analyse."),
+    "story": CommandEntry("connote.cli.vist",
+                          "Visual storytelling models: train the seq2seq baseline, generate stories."),
+    "metaphor": CommandEntry("connote.cli.metaphor", "Video metaphor captioning: parse the template, caption "
+                                                     "videos, score runs, train GIT-LLaVA."),
+    "collect": CommandEntry("connote.cli.collect",
+                            "Collect the papers' human data with Potato: make a study, serve it, import it."),
+    "datasets": CommandEntry("connote.cli.datasets",
+                             "The papers' datasets: where to get them, check a local copy, convert releases."),
+}
+
+
+def module_available(module: str) -> bool:
+    """Whether ``module`` is importable here, found without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def entry_module(entry: CommandEntry) -> str | None:
+    """The module that provides ``entry`` in this install, or None when it is absent."""
+    return entry.module if module_available(entry.module) else None
+
+
+def build_module_commands(module: str) -> dict:
+    """Import ``module``, let it register on a fresh app and build its click commands, by name."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    importlib.import_module(module).register(app)
+    _plain_help(app)
+    return dict(typer.main.get_group(app).commands)
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The top-level group: lists ``COMMANDS`` without importing them, builds a module on first use."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return [name for name, entry in COMMANDS.items() if entry_module(entry) is not None]
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = entry_module(entry)
+        if module is None:
+            ctx.fail(f"command {cmd_name!r} needs the module {entry.module}, which this install of connote does "
+                     "not have; reinstall connote or update it")
+        # the commands a module registers together are built together
+        self.commands.update(build_module_commands(module))
+        if cmd_name not in self.commands:
+            ctx.fail(f"module {module} registers no command {cmd_name!r}")
+        return self.commands[cmd_name]
+
+    def format_commands(self, ctx, formatter) -> None:
+        # the one-line helps come from the table, so listing the commands imports none of them
+        rows = [(name, COMMANDS[name].help) for name in self.list_commands(ctx)]
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, _short_help(text, limit)) for name, text in rows])
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as exc:
+            # typer's "Did you mean" reads self.commands, which holds only the modules built so far
+            message = getattr(exc, "message", None)
+            if isinstance(message, str) and args and args[0] not in COMMANDS and "Did you mean" not in message:
+                import difflib
+
+                matches = difflib.get_close_matches(args[0], self.list_commands(ctx))
+                if matches:
+                    exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
+
+def _short_help(text: str, limit: int) -> str:
+    """Click's short help of ``text`` at ``limit`` characters, as a built command would show it."""
+    return typer.core.TyperCommand(name="_", help=text, rich_markup_mode=None).get_short_help_str(limit)
 
 
 def build_app() -> typer.Typer:
+    """The ``connote`` typer app, its commands lazy (see ``LazyGroup``)."""
     app = typer.Typer(
         name="connote",
+        cls=LazyGroup,
         help="Vision-language research on what images imply: verb probes, stories, metaphors.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        rich_markup_mode=None,
     )
+
     @app.callback(invoke_without_command=True)
     def _root(version: bool = typer.Option(False, "--version", help="Print connote's version and exit.",
                                            is_eager=True)) -> None:
@@ -48,15 +156,6 @@ def build_app() -> typer.Typer:
             print(f"connote {connote.__version__}")
             raise typer.Exit(0)
 
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(app)
-    _plain_help(app)
     return app
 
 
@@ -69,27 +168,46 @@ def _plain_help(app: typer.Typer) -> None:
             _plain_help(group.typer_instance)
 
 
+def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(Exit, Abort, ClickException) classes of typer's click and, when something imported it, plain click's.
+
+    Recent typer ships its own copy of click; plain click (~60 ms to import) is only caught, never imported.
+    """
+    exits: list[type] = [typer.Exit]
+    aborts: list[type] = [typer.Abort]
+    errors: list[type] = [TyperException]
+    errors += [c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"]
+    click = sys.modules.get("click")
+    if click is not None:
+        exits.append(click.exceptions.Exit)
+        aborts.append(click.exceptions.Abort)
+        errors.append(click.ClickException)
+    return tuple(exits), tuple(aborts), tuple(errors)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 findings/errors, 2 bad input/usage)."""
     app = build_app()
     try:
         result = app(args=argv, prog_name="connote", standalone_mode=False)
-    # typer ships its own copy of click; catch its exceptions and plain click's alike
-    except (click.exceptions.Exit, typer.Exit) as exc:
-        return int(exc.exit_code)
-    except (click.exceptions.Abort, typer.Abort):
-        print("Aborted.", file=sys.stderr)
-        return 130
-    except (click.ClickException, TyperException) as exc:
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
+    except Exception as exc:  # noqa: BLE001 - sorted below; anything else propagates unchanged
+        exits, aborts, errors = _click_exceptions()
+        if isinstance(exc, exits):
+            return int(getattr(exc, "exit_code", 0))
+        if isinstance(exc, aborts):
+            print("Aborted.", file=sys.stderr)
+            return 130
+        if isinstance(exc, errors):
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            else:
+                print(f"error: {exc}", file=sys.stderr)
+            return int(getattr(exc, "exit_code", 2))
+        if isinstance(exc, ConnoteError):
             print(f"error: {exc}", file=sys.stderr)
-        return int(getattr(exc, "exit_code", 2))
-    except ConnoteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+            return exc.exit_code
+        raise
     return int(result) if isinstance(result, int) else 0
 
 

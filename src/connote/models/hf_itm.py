@@ -8,8 +8,10 @@ cross-modal part runs per pair.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
+import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -208,6 +210,62 @@ class _ImageSideLinear:
         return self.linear(x)
 
 
+#: The leading parameters of ``BlipTextSelfAttention.forward`` that ``_sdpa_text_attention`` takes over;
+#: a transformers version whose forward starts otherwise (older ones pass ``head_mask`` positionally) keeps
+#: its eager attention.
+_TEXT_ATTENTION_PARAMETERS = ["hidden_states", "attention_mask", "encoder_hidden_states", "encoder_attention_mask"]
+
+
+def _leading_parameters(module: Any, count: int) -> list[str]:
+    """The first ``count`` parameter names of a module class's ``forward`` (``self`` left out)."""
+    names = list(inspect.signature(type(module).forward).parameters)[1:]
+    return names[:count]
+
+
+def _sdpa_vision_attention(self: Any, hidden_states: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """BLIP's vision self-attention (``BlipAttention.forward``) through torch's fused attention.
+
+    The same projections, scale and softmax as the eager code, but the (heads x 577 x 577) score and
+    probability matrices are never written out: on a CPU the eager code's passes over them make a
+    ViT-B/16 forward at 384 px ~20% slower per image, and more so the more images a batch holds.
+    """
+    if kwargs.get("output_attentions") or kwargs.get("head_mask") is not None or self.training:
+        return type(self).forward(self, hidden_states, **kwargs)
+    torch = require("torch", "hf")
+    bsz, tokens, width = hidden_states.shape
+    qkv = self.qkv(hidden_states).reshape(bsz, tokens, 3, self.num_heads, width // self.num_heads)
+    qkv = qkv.permute(2, 0, 3, 1, 4)
+    context = torch.nn.functional.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], scale=self.scale)
+    return self.projection(context.transpose(1, 2).reshape(bsz, tokens, width)), None
+
+
+def _sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = None,
+                         encoder_hidden_states: Any = None, encoder_attention_mask: Any = None,
+                         **kwargs: Any) -> tuple[Any, Any]:
+    """BLIP's text self- and cross-attention (``BlipTextSelfAttention.forward``) through fused attention.
+
+    Scoring passes no cache and asks for no attention maps; anything else runs the eager code. The
+    masks are the model's additive masks, as the eager code adds them to the scores.
+    """
+    if kwargs.get("output_attentions") or kwargs.get("cache") is not None or self.training:
+        return type(self).forward(self, hidden_states, attention_mask=attention_mask,
+                                  encoder_hidden_states=encoder_hidden_states,
+                                  encoder_attention_mask=encoder_attention_mask, **kwargs)
+    torch = require("torch", "hf")
+    head = self.attention_head_size
+    query = self.query(hidden_states).view(*hidden_states.shape[:-1], -1, head).transpose(1, 2)
+    cross = encoder_hidden_states is not None
+    source = encoder_hidden_states if cross else hidden_states
+    mask = encoder_attention_mask if cross else attention_mask
+    key = self.key(source).view(*source.shape[:-1], -1, head).transpose(1, 2)
+    value = self.value(source).view(*source.shape[:-1], -1, head).transpose(1, 2)
+    if mask is not None:
+        mask = mask.to(dtype=query.dtype, device=query.device)
+    context = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    context = context.transpose(1, 2).reshape(*hidden_states.shape[:-1], self.all_head_size)
+    return context, None
+
+
 class BlipItmMatcher(HFMatcher):
     """BLIP ITM head: p(match) = softmax(itm_head(text_encoder(text | image)[CLS]))[1].
 
@@ -220,9 +278,22 @@ class BlipItmMatcher(HFMatcher):
     model_class = "BlipForImageTextRetrieval"
     default_weights = "Salesforce/blip-itm-base-coco"
 
-    def __init__(self, weights: str | None = None, *, cache_cross_attention: bool | str = True, **kw: Any) -> None:
+    def __init__(self, weights: str | None = None, *, cache_cross_attention: bool | str = True,
+                 attention: str = "sdpa", **kw: Any) -> None:
+        if attention not in ("sdpa", "eager"):  # before loading the weights
+            raise ValueError(f"attention must be sdpa or eager, got {attention!r}")
         super().__init__(weights, **kw)
         self.cache_cross_attention = str(cache_cross_attention).lower() not in ("false", "0", "no")
+        self.attention = attention
+        if attention == "sdpa":
+            # transformers' BLIP has only eager attention; the fused kernel computes the same softmax
+            # attention without materialising its score matrices (p(match) agrees to ~1e-7)
+            for module in self.model.modules():
+                kind = type(module).__name__
+                if kind == "BlipAttention" and _leading_parameters(module, 1) == ["hidden_states"]:
+                    module.forward = types.MethodType(_sdpa_vision_attention, module)
+                elif kind == "BlipTextSelfAttention" and _leading_parameters(module, 4) == _TEXT_ATTENTION_PARAMETERS:
+                    module.forward = types.MethodType(_sdpa_text_attention, module)
         self._projections: list[_ImageSideLinear] = []
         if self.cache_cross_attention:
             for layer in self.model.text_encoder.encoder.layer:
@@ -233,6 +304,12 @@ class BlipItmMatcher(HFMatcher):
                     wrapped = _ImageSideLinear(getattr(cross.self, name))
                     cross.self.__dict__[name] = wrapped  # shadows the submodule for calls only
                     self._projections.append(wrapped)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        if self.attention != "sdpa":  # the default is left out, so runs made before it stay resumable
+            d["attention"] = self.attention
+        return d
 
     def encode_images(self, pixel_values: Any) -> Any:
         vision = self.model.vision_model(pixel_values=pixel_values).last_hidden_state
