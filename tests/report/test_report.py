@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
 
 from connote.cli import main
 from connote.records import CELLS
@@ -212,49 +213,14 @@ def test_plot_option_writes_the_accuracy_bars(runs, tmp_path, capsys) -> None:
 @pytest.mark.browser
 def test_html_in_headless_chromium(report_dir, tmp_path) -> None:
     """The page renders: its title, every table, and every image decoded (naturalWidth > 0)."""
-    import os
-
-    from needs import missing
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        missing("selenium is not installed")
-    if not chromium or not driver_path:
-        missing("chromium and chromedriver are needed for the screenshot test")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
-                 "--window-size=1280,1400"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
-        driver.get((report_dir / "report.html").resolve().as_uri())
+    with chromium_page(report_dir / "report.html", tmp_path) as driver:
         assert driver.title == "connote report"
         assert driver.execute_script("return document.querySelectorAll('table').length") == 5
-        widths = driver.execute_script("return Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0)")
+        widths = image_widths(driver)
         assert len(widths) == 4 and all(w > 0 for w in widths)
-        # no table wider than the page's text column (nothing cut at the right edge)
-        overflow = driver.execute_script(
-            "const m = document.querySelector('main').getBoundingClientRect().right;"
-            "return Array.from(document.querySelectorAll('table')).filter(t => t.getBoundingClientRect().right > m + 1)"
-            ".length")
-        assert overflow == 0
-        height = driver.execute_script("return document.body.scrollHeight")
-        driver.set_window_size(1280, min(int(height) + 100, 8000))
-        shot = tmp_path / "report-shot.png"
-        driver.save_screenshot(str(shot))
+        assert tables_past_text_column(driver) == 0  # nothing cut at the right edge
+        shot = full_page_screenshot(driver, tmp_path / "report-shot.png", name="report-shot.png")
         assert shot.stat().st_size > 50_000
-        if os.environ.get("CONNOTE_SCREENSHOTS"):
-            target = Path(os.environ["CONNOTE_SCREENSHOTS"])
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(shot, target / "report-shot.png")
-    finally:
-        driver.quit()
 
 
 @pytest.mark.parametrize(("files", "args", "message"), [

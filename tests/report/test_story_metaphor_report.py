@@ -388,3 +388,22 @@ def test_vmc_human_evaluation_section(vmc, tmp_path, capsys) -> None:  # noqa: A
     with pytest.raises(InputError) as err:
         HUMAN_EVAL.recognise(broken)
     assert err.value.exit_code == 2 and str(broken / "labels.csv") in str(err.value)
+
+
+@pytest.mark.browser
+def test_story_and_vmc_page_fits_in_headless_chromium(story_runs, vmc, tmp_path) -> None:  # noqa: ANN001
+    """VIST's seven metrics with intervals and VMC's Table 1 are the widest tables: they must fit the page."""
+    from report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
+
+    story = shutil.copytree(story_runs["a"], tmp_path / "story")  # scored here, apart from the other tests' files
+    assert main(["vist", "score", str(story), "--gold", str(story_runs["gold"]), "-p", "album", "--n-boot", "50",
+                 "--json"]) == 0
+    assert main(["report", str(story), str(vmc["a"]), "--out", str(tmp_path / "report")]) == 0
+    page = tmp_path / "report" / "report.html"
+    assert page.read_text().count("<table>") >= 2
+    with chromium_page(page, tmp_path) as driver:
+        assert driver.execute_script("return document.querySelectorAll('h2').length") == 2
+        widths = image_widths(driver)
+        assert len(widths) == 2 and all(w > 0 for w in widths)
+        assert tables_past_text_column(driver) == 0
+        full_page_screenshot(driver, tmp_path / "story-vmc-shot.png", name="story-vmc-shot.png")

@@ -236,15 +236,21 @@ def _slug(text: str, taken: set[str]) -> str:
     return slug
 
 
+def _html_cell(text: str) -> str:
+    """A cell's text, escaped; an interval (``value [low, high]``) goes under its value, so a table of
+    several metrics with intervals fits the page instead of running past it."""
+    return html.escape(text).replace(" [", "<br>[")
+
+
 def html_table(table: Table) -> str:
     """A table with a sticky header row and right-aligned number columns."""
     numeric = numeric_columns(table)
-    esc = html.escape
-    head = "".join(f'<th{" class=num" if n else ""} scope="col">{esc(h)}</th>' for h, n in zip(table.header, numeric))
+    esc, cell = html.escape, _html_cell
+    head = "".join(f'<th{" class=num" if n else ""} scope="col">{cell(h)}</th>' for h, n in zip(table.header, numeric))
     body = []
     for i, row in enumerate(table.rows):
         cells = list(row) + [""] * (len(table.header) - len(row))
-        tds = "".join(f'<td{" class=num" if n else ""}>{esc(c)}</td>' for c, n in zip(cells, numeric))
+        tds = "".join(f'<td{" class=num" if n else ""}>{cell(c)}</td>' for c, n in zip(cells, numeric))
         body.append(f'<tr{" class=rule" if i in table.rules_after else ""}>{tds}</tr>')
     notes = "".join(f'<p class="table-notes">{esc(n)}</p>' for n in table.notes)
     return (f'<h3 id="{esc(table.key)}">{esc(table.title)}</h3>\n<table>'
