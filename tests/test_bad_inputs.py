@@ -128,7 +128,7 @@ CASES = [
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "train:\n  bf16: yes\n"))],
          "train.bf16 should be str, got True (YAML reads yes/no/on/off as booleans", id="train-config-yaml-bool"),
     case(lambda t: ["metaphor", "train", "--config", str(t)],
-         "config is a directory, expected a YAML file", id="train-config-directory"),
+         "is a directory, expected a YAML file", id="train-config-directory"),
 ]
 
 

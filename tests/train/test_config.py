@@ -91,7 +91,7 @@ def test_yaml_file_line_and_path_in_the_message(tmp_path: Path, capsys: pytest.C
 
 def test_config_that_is_not_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metaphor", "train", "--config", str(tmp_path)]) == 2
-    assert "config is a directory" in capsys.readouterr().err
+    assert "is a directory, expected a YAML file" in capsys.readouterr().err
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(InputError, match="config must be a mapping of sections, got list"):
         load_config(tmp_path / "list.yaml")

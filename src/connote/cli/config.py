@@ -80,24 +80,9 @@ def _keys(command: Any) -> dict[str, Any]:
 
 def read_config(path: Path, keys: dict[str, Any]) -> dict[str, Any]:
     """Read ``path`` (a YAML mapping) into ``{parameter name: value}``; bad files and keys raise InputError."""
-    import yaml
+    from connote.data.jsonio import read_yaml
 
-    if not path.is_file():
-        raise InputError("config file not found" if not path.exists() else "config is not a file", path=path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"config is not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read config ({exc.strerror or exc})", path=path) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"invalid YAML: {problem}", path=path,
-                         line=mark.line + 1 if mark is not None else None,
-                         column=mark.column + 1 if mark is not None else None) from None
+    data, _ = read_yaml(path, what="config file")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -103,6 +103,21 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
     return parse_json(read_text(path, what=what), path)
 
 
+def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:
+    """Parse a YAML file safely (no tags that build objects); returns (data, text). Every failure is an
+    ``InputError`` naming the file, and for bad YAML the line and column."""
+    import yaml
+
+    text = read_text(path, what=what)
+    try:
+        return yaml.safe_load(text), text
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark is not None else None,
+                         column=mark.column + 1 if mark is not None else None) from None
+
+
 def read_jsonl(path: str | Path, *, what: str = "JSON Lines file") -> list[tuple[int, Any]]:
     """(line number, value) for every non-blank line of a JSON Lines file (strict UTF-8)."""
     text = read_text(path, what=what)

@@ -253,24 +253,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
 
     Paths in the config are used as written (relative ones from the working directory).
     """
-    import yaml
+    from connote.data.jsonio import read_yaml
 
     path = Path(path)
-    if not path.exists():
-        raise InputError("config file not found", path=path)
-    if path.is_dir():
-        raise InputError("config is a directory, expected a YAML file", path=path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"config is not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read config ({exc.strerror or exc})", path=path) from None
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {exc}", path=path, line=mark.line + 1 if mark else None) from exc
+    data, text = read_yaml(path, what="YAML file")
+    data = data or {}
     if overrides:
         data = _merge(data, overrides) if isinstance(data, dict) else data
     return config_from_dict(data, path, text=text)
