@@ -29,21 +29,12 @@ from typing import Any
 
 from connote.errors import InputError
 from connote.report.document import Figure, Run, Section, Table
-from connote.report.storytelling import read_run_json, unique_names
+from connote.report.storytelling import fmt, read_scored_run, unique_names
 
 CAPTIONS_KIND = "vmc-captioning"
 HUMAN_EVAL_KIND = "vmc-human-eval"
 #: Table 1's columns in the paper's order, with the printed digits (x100 columns: 2, the others 3).
 TABLE1 = {"BLEU-4": 2, "ROUGE-L": 2, "CIDEr": 2, "BERT-F1": 3, "ACS": 3, "ACD": 3, "template": 3}
-
-
-def _cell(value: float | None, ci: Any, digits: int) -> str:
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    text = f"{value:.{digits}f}"
-    if ci and ci[0] is not None and ci[1] is not None:
-        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-    return text
 
 
 def _how_to_score(folder: Path, meta: dict[str, Any]) -> str:
@@ -84,32 +75,19 @@ class CaptionRunKind:
     def recognise(self, folder: Path) -> Run | None:
         """A caption run folder with its most recent stored scores (None: not a caption run)."""
         from connote.metaphor.scoring import SCORES_TASK
-        from connote.runs.scores import stored_scores
-        from connote.runs.store import file_sha256
 
         folder = Path(folder)
-        meta = read_run_json(folder, CAPTIONS_KIND)
-        if meta is None:
+        loaded = read_scored_run(folder, CAPTIONS_KIND, SCORES_TASK, ("table", "intervals", "per_video", "refs", "n"),
+                                 "captions.jsonl", _how_to_score)
+        if loaded is None:
             return None
-        version = f"task v{meta.get('task_version', '?')}"
-        found = stored_scores(folder, SCORES_TASK)
-        for path, stored in found:
-            for field in ("table", "intervals", "per_video", "refs", "n"):
-                if field not in stored:
-                    raise InputError(f"stored VMC scores lack {field!r}; score the run again", path=path)
-        results: dict[str, Any] = {"run": meta, "how_to_score": _how_to_score(folder, meta),
-                                   "all_scores": [str(p) for p, _ in found]}
-        if (folder / "scores.json").is_file() and not found:
+        meta, version, results, stored = loaded
+        if (folder / "scores.json").is_file() and stored is None:
             results["legacy"] = str(folder / "scores.json")
-        if not found:
+        if stored is None:
             return Run(folder=folder, kind=CAPTIONS_KIND, name=_label(folder, meta), group=("not scored", version),
                        results=results)
-        path, stored = found[-1]
         refs, split = stored.get("refs") or {}, stored.get("split")
-        captions = folder / "captions.jsonl"
-        now = file_sha256(captions) if captions.is_file() else None
-        then = (stored.get("source") or {}).get("sha256")
-        results.update({"scores": stored, "scores_file": str(path), "stale": bool(now and then and now != then)})
         split_s = (f"split {Path(str(split.get('path'))).name} sha256:{str(split.get('sha256'))[:12]}" if split
                    else "split: the captioned videos")
         group = (f"refs {Path(str(refs.get('path', '?'))).name} sha256:{str(refs.get('sha256', '?'))[:12]}", split_s,
@@ -139,7 +117,7 @@ class CaptionRunKind:
         columns = [c for c in TABLE1 if any(s["table"].get(c) is not None for s in stores)]
         rows, values = [], []
         for name, run, s in zip(names, scored, stores, strict=True):
-            rows.append([name, *[_cell(s["table"].get(c), s["intervals"].get(c), TABLE1[c]) for c in columns],
+            rows.append([name, *[fmt(s["table"].get(c), s["intervals"].get(c), TABLE1[c]) for c in columns],
                          str(s.get("n"))])
             values.append({"run": name, "folder": str(run.folder), "scores_file": run.results["scores_file"],
                            **{c: s["table"].get(c) for c in columns},

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,51 @@ def read_run_json(folder: Path, task: str) -> dict[str, Any] | None:
     return meta
 
 
+def read_scored_run(folder: Path, task: str, scores_task: str, required: tuple[str, ...], output: str,
+                    how_to_score: Callable[[Path, dict[str, Any]], str]
+                    ) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any] | None] | None:
+    """A run folder of ``task`` with its stored scores: (run.json, "task vN", results, newest scores or None).
+
+    Every stored scores file must have the ``required`` fields (else ``InputError`` naming it). ``results``
+    holds the run's metadata, ``how_to_score(folder, meta)`` (the command that scores it), every stored file,
+    and for the newest: ``scores``, ``scores_file`` and ``stale`` (``output``, the file that was scored,
+    changed since it was scored).
+    None when the folder is not a run of ``task``.
+    """
+    from connote.runs.scores import stored_scores
+    from connote.runs.store import file_sha256
+
+    meta = read_run_json(folder, task)
+    if meta is None:
+        return None
+    version = f"task v{meta.get('task_version', '?')}"
+    found = stored_scores(folder, scores_task)
+    for path, stored in found:
+        for field in required:
+            if field not in stored:
+                raise InputError(f"stored scores lack {field!r}; score the run again", path=path)
+    results: dict[str, Any] = {"run": meta, "how_to_score": how_to_score(folder, meta),
+                               "all_scores": [str(p) for p, _ in found]}
+    if not found:
+        return meta, version, results, None
+    path, stored = found[-1]
+    source, scored = folder / output, stored.get("source") or {}
+    now = file_sha256(source) if source.is_file() else None
+    then = scored.get("sha256") if Path(str(scored.get("path", ""))).name == source.name else None
+    results.update({"scores": stored, "scores_file": str(path), "stale": bool(now and then and now != then)})
+    return meta, version, results, stored
+
+
+def fmt(value: float | None, ci: Any = None, digits: int = 2, scale: float = 1.0) -> str:
+    """``12.34 [10.10, 14.20]`` (times ``scale``); ``n/a`` for a missing value."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    text = f"{value * scale:.{digits}f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]"
+    return text
+
+
 def run_label(folder: Path, meta: dict[str, Any]) -> str:
     """``folder (backend, decoding)`` from the run's model description."""
     model = meta.get("model_fingerprint") or {}
@@ -52,16 +98,6 @@ def run_label(folder: Path, meta: dict[str, Any]) -> str:
         if model.get(key):
             parts.append(f"{key} {model[key]}" if key == "index_by" else str(model[key]))
     return f"{folder.name} ({', '.join(parts)})"
-
-
-def fmt(value: float | None, ci: Any = None, digits: int = 2, scale: float = SCALE) -> str:
-    """``12.34 [10.10, 14.20]`` (scaled); ``n/a`` for a missing value."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    text = f"{value * scale:.{digits}f}"
-    if ci and ci[0] is not None and ci[1] is not None:
-        text += f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]"
-    return text
 
 
 def unique_names(runs: list[Run]) -> list[str]:
@@ -85,31 +121,16 @@ class StorytellingKind:
 
     def recognise(self, folder: Path) -> Run | None:
         """A storytelling run folder with its most recent stored scores (None: not a storytelling run)."""
-        from connote.runs.scores import stored_scores
-        from connote.runs.store import file_sha256
-
         folder = Path(folder)
-        meta = read_run_json(folder, TASK)
-        if meta is None:
+        loaded = read_scored_run(folder, TASK, TASK, ("protocol", "scores", "per_item", "gold", "settings"),
+                                 "submission.json", _how_to_score)
+        if loaded is None:
             return None
-        version = f"task v{meta.get('task_version', '?')}"
-        found = stored_scores(folder, TASK)
-        for path, stored in found:
-            for field in ("protocol", "scores", "per_item", "gold", "settings"):
-                if field not in stored:
-                    raise InputError(f"stored VIST scores lack {field!r}; score the run again", path=path)
-        results: dict[str, Any] = {"run": meta, "how_to_score": _how_to_score(folder, meta),
-                                   "all_scores": [str(p) for p, _ in found]}
-        if not found:
+        meta, version, results, stored = loaded
+        if stored is None:
             return Run(folder=folder, kind=KIND_NAME, name=run_label(folder, meta), group=("not scored", version),
                        results=results)
-        path, stored = found[-1]
         gold = stored.get("gold") or {}
-        results.update({"scores": stored, "scores_file": str(path)})
-        submission, source = folder / "submission.json", stored.get("source") or {}
-        now = file_sha256(submission) if submission.is_file() else None
-        then = source.get("sha256") if Path(str(source.get("path", ""))).name == submission.name else None
-        results["stale"] = bool(now and then and now != then)  # regenerated after it was scored
         group = (f"gold {Path(str(gold.get('path', '?'))).name} sha256:{str(gold.get('sha256', '?'))[:12]}",
                  f"protocol {stored['protocol']}", f"scores {stored['key']}", version)
         return Run(folder=folder, kind=KIND_NAME, name=run_label(folder, meta), group=group, results=results)
@@ -133,7 +154,7 @@ class StorytellingKind:
             ci = s.get("ci") or {}
             unit = "albums" if protocol == "album" else "sequences"
             n = f"{s.get('n_covered', s.get('n_scored'))}/{s.get('n_items')} {unit}"
-            rows.append([name, *[fmt(s["scores"].get(m), ci.get(m)) for m in metrics], n])
+            rows.append([name, *[fmt(s["scores"].get(m), ci.get(m), scale=SCALE) for m in metrics], n])
             values.append({"run": name, "folder": str(run.folder), "scores_file": run.results["scores_file"],
                            **{m: s["scores"].get(m) for m in metrics},
                            **{f"{m} ci": ci.get(m) for m in metrics}, "n_covered": s.get("n_covered"),
