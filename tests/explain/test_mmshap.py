@@ -213,6 +213,7 @@ def test_aggregate_threshold_and_cell_key():
 def test_format_table_and_load(tmp_path):
     text = format_table(aggregate(HAND_MADE))
     assert "SG-SG" in text and "non_match" in text and "T-SHAP" in text
+    assert max(len(line) for line in text.splitlines()) <= 80  # an 80-column terminal
     path = tmp_path / "explanations.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in HAND_MADE) + "\n\n")
     assert load_explanations(path) == HAND_MADE

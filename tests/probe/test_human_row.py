@@ -68,7 +68,7 @@ def test_results_md_renders_as_one_table(voted: Path, tmp_path: Path) -> None:
     html = MarkdownIt("commonmark").enable("table").render((tmp_path / "run" / "results.md").read_text())
     assert html.count("<table>") == 1
     body = html.split("</table>")[0]
-    assert "Human, majority of votes" in body and "Accuracy (%)" in body and "95% interval" in body
+    assert "Human, majority of votes" in body and "Accuracy (%)" in body and "95% CI (Wilson)" in body
     assert "<p>| " not in html  # no table row spilled out as stray text
 
 

@@ -432,12 +432,12 @@ def aggregate(rows: Iterable[dict[str, Any]], *, threshold: float = 0.5) -> dict
 
 
 def format_table(aggregates: dict[str, Any]) -> str:
-    """Plain-text Table 6: one line per cell and split."""
+    """Plain-text Table 6: one line per cell and split (78 columns: fits an 80-column terminal)."""
 
     def fmt(x: Any, spec: str = ".3f") -> str:
         return "-" if x is None else format(x, spec)
 
-    head = (f"{'cell':<12} {'split':<10} {'n':>5} {'T-SHAP':>7} {'V-SHAP':>7} {'verb':>8} {'share':>7} "
+    head = (f"{'cell':<8} {'split':<9} {'n':>5} {'T-SHAP':>7} {'V-SHAP':>7} {'verb':>8} {'share':>7} "
             f"{'n_verb':>6} {'noverb':>6} {'notfnd':>6}")
     lines = [head, "-" * len(head)]
     groups = [("overall", aggregates["overall"])] + list(aggregates["cells"].items())
@@ -445,7 +445,7 @@ def format_table(aggregates: dict[str, Any]) -> str:
         for split in ("all", "match", "non_match"):
             s = splits[split]
             lines.append(
-                f"{name:<12} {split:<10} {s['n']:>5} {fmt(s['t_shap']):>7} {fmt(s['v_shap']):>7} "
+                f"{name:<8} {split:<9} {s['n']:>5} {fmt(s['t_shap']):>7} {fmt(s['v_shap']):>7} "
                 f"{fmt(s['verb_shap'], '+.4f'):>8} {fmt(s['verb_share']):>7} {s['n_verb']:>6} {s['n_no_verb']:>6} "
                 f"{s.get('n_verb_not_found', 0):>6}"
             )

@@ -220,7 +220,7 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     hm = results.get("harmonic_mean")
     accuracies = " | ".join(format_pct(cells[c]["accuracy"]) for c in CELLS)
     lines.append(f"| Accuracy (%) | {accuracies} | {format_pct(hm)} |")
-    lines.append("| 95% interval (Wilson) | " + " | ".join(format_interval(cells[c].get("interval"))
+    lines.append("| 95% CI (Wilson) | " + " | ".join(format_interval(cells[c].get("interval"))
                                                          for c in CELLS) + " | |")
     human = results.get("human")
     if human:
