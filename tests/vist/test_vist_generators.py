@@ -231,7 +231,8 @@ def test_retrieval_embedded_encoder(tmp_path: Path, sis_file: Path, image_dir: P
 
 def test_backends_listed(capsys) -> None:
     assert main(["story", "backends"]) == 0
-    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    # a backend's line starts at column 0; wrapped description lines are indented under it
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line and not line[0].isspace()]
     assert names == backends_with("generate")
     assert {"caption-llm", "hf-vlm", "openai", "retrieval", "seq2seq", "git-llava", "nearest"} <= set(names)
 
