@@ -119,7 +119,8 @@ def plot_pair(row: dict[str, Any], image: Any, out_path: str | Path, *, title: s
         notes.append(f"verb share={row['verb_share']:.2f}")
     if row.get("error"):
         notes.append(f"error: {row['error']}")
-    fig.text(0.06, 0.03, "   ".join(notes), fontsize=8, color="dimgray")
+    # just under the caption's last line; the tight bounding box then drops the empty band below it
+    fig.text(0.06, y - 0.085, "   ".join(notes), fontsize=8, color="dimgray")
 
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
