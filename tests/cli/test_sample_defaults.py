@@ -37,6 +37,16 @@ def test_metaphor_caption_without_videos_uses_the_sample(tmp_path, capsys) -> No
     photo = {vid: p for vid, p, _, _ in CLIPS}
     first_caption = {p: caps[0] for vid, p, _, caps in CLIPS if vid not in TEST}
     assert rows == {vid: first_caption[photo[vid]] for vid in TEST}  # the training clip of the same photo
+    # scoring without --refs: the sample's caption table and test split, the same numbers as naming them
+    assert main(["metaphor", "score", str(out), "--bootstrap", "50", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "no --refs: scoring against the sample set's captions" in captured.err
+    default = json.loads(captured.out)[0]["table"]
+    assert main(["metaphor", "score", str(out), "--refs", str(out / "sample" / "vmc.csv"), "--split",
+                 str(out / "sample" / "test.txt"), "--bootstrap", "50", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["table"] == default and default["ROUGE-L"] > 0
+    assert main(["metaphor", "score", str(tmp_path)]) == 2  # not a sample run: --refs is needed
+    assert "--refs is needed" in capsys.readouterr().err
 
 
 def test_metaphor_caption_with_videos_needs_a_model(tmp_path, capsys) -> None:

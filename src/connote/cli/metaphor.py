@@ -88,10 +88,28 @@ def caption_cmd(
     return 1 if summary["errors"] else 0
 
 
+def _sample_references(runs: list[Path], split: Path | None) -> tuple[Path, Path | None]:
+    """The sample set's caption table (and test split, unless ``split`` is given) when every run was captioned on
+    the sample (`metaphor caption` without --videos writes it to RUN/sample); else exit 2 asking for --refs."""
+    tables = {(run / "sample" / "vmc.csv").resolve() for run in runs}
+    if len(tables) == 1:
+        table = next(iter(tables))
+        if table.is_file():
+            test = table.parent / "test.txt"
+            print(f"no --refs: scoring against the sample set's captions {table}"
+                  + ("" if split is not None else f" on its test split {test}"), file=sys.stderr)
+            return table, split if split is not None else test
+    raise InputError("--refs is needed (the VMC caption table): only runs captioned on the sample set, which "
+                     "keep it in RUN/sample/vmc.csv, are scored without it")
+
+
 @metaphor_app.command("score")
 def score_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Caption run folder(s); several are shown side by side.")],
-    refs: Annotated[Path, typer.Option("--refs", help="VMC caption table (unique_id, annotator_1..3).")],
+    refs: Annotated[Path | None, typer.Option("--refs", help="VMC caption table (unique_id, annotator_1..3). "
+                                              "Default for runs captioned on the sample set (`metaphor caption` "
+                                              "without --videos): the sample's table, and its test split.",
+                                              show_default=False)] = None,
     split: Annotated[Path | None, typer.Option(help="Score only these ids (split file).")] = None,
     metrics: Annotated[str, typer.Option(help="Comma-separated engine metrics (bertscore needs a model).")]
     = "bleu,rouge_l,cider",
@@ -118,6 +136,8 @@ def score_cmd(
     """
     from connote.metaphor.scoring import score_runs, score_signature, store_run_scores
 
+    if refs is None:
+        refs, split = _sample_references(runs, split)
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
     settings: dict = {}
     if bertscore_model:
