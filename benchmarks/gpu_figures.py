@@ -48,8 +48,6 @@ PROBE_MODELS = ("blip-base", "blip2", "clip-l")
 #: Dense bf16 tensor-core peak (TFLOP/s) by device name; ``--peak-tflops`` for others.
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0,
                     "RTX 4090": 165.0, "V100": 125.0}
-WORDS = ("a man woman child dog cat person sits begs prays stands holds cup street bench church car "
-         "near on in at with the food floor red blue outside inside photo").split()
 
 
 class Unavailable(Exception):
@@ -153,24 +151,6 @@ def require_cuda() -> Any:
     return torch
 
 
-def make_pairs(n_images: int, per_image: int, seed: int = 0) -> tuple[list[Any], list[str], list[tuple[int, int]]]:
-    import random
-
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.RandomState(seed)
-    r = random.Random(seed)
-    base = [Image.fromarray((rng.rand(480, 640, 3) * 255).astype("uint8")) for _ in range(min(n_images, 64))]
-    images = [base[i % len(base)].copy() for i in range(n_images)]  # distinct objects, as a manifest loads them
-    captions, pairs = [], []
-    for i in range(n_images):
-        for _ in range(per_image):
-            pairs.append((i, len(captions)))
-            captions.append(" ".join(r.choice(WORDS) for _ in range(r.randint(4, 14))))
-    return images, captions, pairs
-
-
 def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, torch: Any) -> float:
     inputs = processor(images=image, text=caption, return_tensors="pt").to("cuda")
     inputs["pixel_values"] = inputs["pixel_values"].to(torch.bfloat16)
@@ -188,7 +168,9 @@ def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dic
     import torch
 
     results: dict[str, Any] = {}
-    images, captions, pairs = make_pairs(args.images, args.captions_per_image)
+    from probe_throughput import make_pairs
+
+    images, captions, pairs = make_pairs(args.images, args.captions_per_image, size=(640, 480), distinct=64)
     for name in args.models:
         try:
             results[name] = probe_one(name, args, peak, images, captions, pairs, log)

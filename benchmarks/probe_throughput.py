@@ -86,13 +86,22 @@ def build_model(size: str, folder: Path) -> Path:
     return folder
 
 
-def make_pairs(n_images: int, per_image: int, seed: int = 0):
+def make_pairs(n_images: int, per_image: int, seed: int = 0, *, size: tuple[int, int] = (320, 240),
+               distinct: int | None = None) -> tuple[list[Any], list[str], list[tuple[int, int]]]:
+    """``n_images`` random photos of ``size`` (width, height) x ``per_image`` random captions, as pairs.
+
+    ``distinct`` caps the number of different photos drawn (the rest are copies, still distinct objects as a
+    manifest loads them), so a large GPU run does not spend minutes drawing noise.
+    """
     import numpy as np
     from PIL import Image
 
     rng = np.random.RandomState(seed)
     r = random.Random(seed)
-    images = [Image.fromarray((rng.rand(240, 320, 3) * 255).astype("uint8")) for _ in range(n_images)]
+    width, height = size
+    drawn = n_images if distinct is None else min(n_images, distinct)
+    base = [Image.fromarray((rng.rand(height, width, 3) * 255).astype("uint8")) for _ in range(drawn)]
+    images = base if drawn == n_images else [base[i % drawn].copy() for i in range(n_images)]
     captions, pairs = [], []
     for i in range(n_images):
         for _ in range(per_image):
