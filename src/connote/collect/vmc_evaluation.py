@@ -23,6 +23,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, write_project
+from connote.data.jsonio import read_json
 from connote.errors import InputError
 
 NAME = "vmc-evaluation"
@@ -142,10 +143,7 @@ def _acd(manifest: dict[str, Any], scores: list[Path] | None) -> dict[str, dict[
         name = next((n for n, p in runs.items() if Path(p) in folders), path.resolve().parent.name)
         if not path.is_file():
             continue
-        try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+        obj = read_json(path)
         values = acd_values(obj) if isinstance(obj, dict) else {}
         if values:
             found[name] = values

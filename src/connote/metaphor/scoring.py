@@ -244,12 +244,9 @@ def acd_values(stored: dict[str, Any]) -> dict[str, float]:
 
 
 def _read_legacy(path: Path) -> dict[str, Any]:
-    import json
+    from connote.data.jsonio import read_json
 
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    obj = read_json(path)
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object with per_video scores", path=path)
     return obj

@@ -14,11 +14,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from connote.data.jsonio import read_json
 from connote.errors import InputError
 from connote.report.document import RUN_KINDS, Run, Section
 
@@ -133,12 +133,7 @@ def read_results(folder: Path, name: str = "results.json") -> dict[str, Any] | N
     path = folder / name
     if not folder.is_dir() or not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno, column=exc.colno) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ({exc})", path=path) from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", path=path)
     return data

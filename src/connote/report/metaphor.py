@@ -21,12 +21,12 @@ ACD-creativity correlation.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from connote.data.jsonio import read_json
 from connote.errors import InputError
 from connote.report.document import Figure, Run, Section, Table
 from connote.report.storytelling import fmt, read_scored_run, unique_names
@@ -258,10 +258,7 @@ class HumanEvalKind:
         acd = None
         acd_path = folder / "acd_creativity.json"
         if acd_path.is_file():
-            try:
-                acd = json.loads(acd_path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg})", path=acd_path, line=exc.lineno) from None
+            acd = read_json(acd_path)
             if not isinstance(acd, dict):
                 raise InputError("expected a JSON object (per_judgement, per_caption_mean)", path=acd_path)
         group = (f"study {folder.name}", f"captions sha256:{file_sha256(captions_path)[:12]}")
