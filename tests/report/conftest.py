@@ -18,24 +18,9 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tiny_models  # noqa: E402
+from probe.conftest import HEADER, ROWS  # noqa: E402  (the probe tests' 10-pair manifest, with votes)
 
 from connote.cli import main  # noqa: E402
-
-ROWS = [
-    # item_id, image, image_kind, caption, simplified, caption_kind, verb, votes, label
-    ("i1-sg", "img1.png", "SG", "a man begs on the street", "man begs", "SG", "begs", "1;1;1", ""),
-    ("i1-pg", "img1.png", "SG", "a man sits on the street", "man sits", "PG", "sits", "1;1;0", ""),
-    ("i2-sg", "img2.png", "SG", "a woman prays in a church", "woman prays", "SG", "prays", "1;0;1", ""),
-    ("i2-pg", "img2.png", "SG", "a woman stands in a church", "woman stands", "PG", "stands", "0;1;1", ""),
-    ("i3-sg", "img3.png", "PG", "a man begs near a car", "man begs", "SG", "begs", "0;0;0", ""),
-    ("i3-pg", "img3.png", "PG", "a man sits near a car", "man sits", "PG", "sits", "1;1;1", ""),
-    ("i4-sg", "img4.png", "PG", "a child prays at a bench", "child prays", "SG", "prays", "0;0;1", ""),
-    ("i4-pg", "img4.png", "PG", "a child sits at a bench", "child sits", "PG", "sits", "1;1;0", ""),
-    ("i5-sg", "img5.png", "PG", "a dog begs for food", "dog begs", "SG", "begs", "1;0;0", ""),
-    ("i5-pg", "img5.png", "PG", "a dog sits on the floor", "dog sits", "PG", "sits", "1;1;1", ""),
-]
-HEADER = ["item_id", "image", "image_kind", "caption", "caption_simplified", "caption_kind", "verb",
-          "human_votes", "label"]
 
 #: Two raters' fluency labels whose Cohen's kappa is 0.5833 (the docstring example of cohen_kappa).
 FLUENCY_A = [1, 1, 0, 0, 1, 0, 1, 1, 0, 1]
