@@ -199,11 +199,6 @@ register("acs_acd", "connote.metrics.concepts:compute", "connote.metrics.concept
 DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider")
 
 
-def options_of(names: Sequence[str]) -> dict[str, type]:
-    """The options dataclass of each named metric (importing only those metrics' modules)."""
-    return {n: METRICS.get(n).options_class() for n in names}
-
-
 def all_option_names() -> set[str]:
     """Every option any registered metric declares (imports every metric's module)."""
     from connote.metrics.options import option_names

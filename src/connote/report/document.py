@@ -98,8 +98,3 @@ RUN_KINDS: dict[str, str] = {
     "vmc-human-eval": "connote.report.metaphor:HUMAN_EVAL",
     "agreement": "connote.report.agreement:KIND",
 }
-
-
-def register_kind(name: str, target: str) -> None:
-    """Register a run kind (``"module:attr"``) under ``name``."""
-    RUN_KINDS[name] = target

@@ -156,10 +156,3 @@ def accuracy_figure(runs: Sequence[Run]) -> Figure:
     return Figure(key="probe-accuracy", title="Accuracy per cell with 95% intervals", png=png_bytes(fig),
                   caption="Accuracy (%) per image kind / caption kind cell and the harmonic mean; error bars are "
                           "the 95% Wilson score intervals; dashed line: chance (50%).")
-
-
-def plot_runs(runs: Sequence[Run], path: str | Path) -> Path:
-    """Write :func:`accuracy_figure` of ``runs`` to ``path`` (PNG)."""
-    path = Path(path)
-    path.write_bytes(accuracy_figure(runs).png)
-    return path

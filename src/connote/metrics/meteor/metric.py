@@ -63,11 +63,6 @@ def meteor_from_options(options: MeteorOptions | Mapping[str, Any]):
     return m
 
 
-def meteor_from_settings(settings: Mapping[str, Any]):
-    """A (cached) :class:`~connote.metrics.meteor.Meteor` for ``meteor_*`` settings (kept for callers)."""
-    return meteor_from_options(settings)
-
-
 def pycoco_meteor_inputs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
     """The text pycocoevalcap's METEOR wrapper actually sends to the jar.
 
