@@ -22,6 +22,7 @@ Only the packaged sample data and the embedded models are used, so the test need
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
 from dataclasses import dataclass
@@ -49,18 +50,17 @@ class Example:
 
 
 def _split_comment(command: str) -> tuple[list[str], str]:
-    """The shell words of ``command`` and its trailing comment (shlex honours quotes)."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=False)
+    """The shell words of ``command`` and its trailing comment, split as a shell does: quotes are honoured
+    in the words, and a comment is free text (an apostrophe in it opens no quote)."""
+    lexer = shlex.shlex(io.StringIO(command), posix=True, punctuation_chars=False)
     lexer.whitespace_split = True
-    lexer.commenters = ""
-    words = list(lexer)
-    comment = ""
-    for k, word in enumerate(words):
-        if word.startswith("#"):
-            comment = " ".join(words[k:])
-            words = words[:k]
-            break
-    return words, comment
+    lexer.commenters = "#"
+    words, end = [], 0
+    while (word := lexer.get_token()) != lexer.eof:
+        words.append(word)
+        end = lexer.instream.tell()  # just past the word (and the one character that ended it)
+    rest = command[end:].lstrip()
+    return words, rest if rest.startswith("#") else ""
 
 
 def extract_examples(path: Path) -> list[Example]:
@@ -108,12 +108,13 @@ def extract_examples(path: Path) -> list[Example]:
 def test_the_rule_reads_marks(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
     doc.write_text("\n".join([
-        "```bash", "connote models   # every backend", "connote probe --data x.csv  # needs: a manifest", "```",
+        "```bash", "connote models   # every backend's capabilities", "connote probe --data x.csv  # needs: a manifest",
+        "```",
         "<!-- needs: VIST official files -->", "", "```bash", "connote vist stats SIS.json \\", "  --json", "```",
         "```console", "$ connote tasks", "output line", "```", "```", "connote vist info FILE [--json]", "```",
     ]) + "\n")
     got = [(e.line, e.text, e.needs) for e in extract_examples(doc)]
-    assert got == [(2, "connote models   # every backend", None),
+    assert got == [(2, "connote models   # every backend's capabilities", None),
                    (3, "connote probe --data x.csv  # needs: a manifest", "a manifest"),
                    (8, "connote vist stats SIS.json --json", "VIST official files"),
                    (12, "connote tasks", None)]
