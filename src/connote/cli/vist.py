@@ -26,19 +26,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(story_app, name="story")
 
 
-def _finite(obj: Any) -> Any:
-    """NaN/inf -> None so that the printed JSON is standard."""
-    if isinstance(obj, float):
-        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def _echo_json(obj: Any) -> None:
-    typer.echo(json.dumps(_finite(obj), indent=2, ensure_ascii=False, default=str, allow_nan=False))
+    from connote.runs.scores import finite_json
+
+    typer.echo(json.dumps(finite_json(obj), indent=2, ensure_ascii=False, default=str, allow_nan=False))
 
 
 def _exit(code: int) -> None:

@@ -40,13 +40,14 @@ def scores_key(signature: Mapping[str, Any]) -> str:
     return fingerprint(signature)[:12]
 
 
-def _finite(obj: Any) -> Any:
+def finite_json(obj: Any) -> Any:
+    """``obj`` with NaN and infinities as None (and mapping keys as strings), so its JSON is standard."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, Mapping):
-        return {str(k): _finite(v) for k, v in obj.items()}
+        return {str(k): finite_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite_json(v) for v in obj]
     return obj
 
 
@@ -80,7 +81,7 @@ def save_scores(run: str | Path, task: str, prefix: str, signature: Mapping[str,
               "signature": dict(signature), "source": dict(source or {}),
               "scored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "scored_at_ns": time.time_ns(),
               "connote_version": connote.__version__, **fields}
-    write_json(path, _finite(record))
+    write_json(path, finite_json(record))
     return path, note
 
 
