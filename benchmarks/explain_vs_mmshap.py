@@ -21,15 +21,23 @@ patches, n = 14), or for larger games connote's permutation estimator with ``--r
 permutations (converged: its standard error is printed). The table prints, per path, model calls (mask rows answered),
 forward passes, wall-clock, mean |T-SHAP error| and the wall-clock ratio to the public path.
 
-Model: a small randomly initialised ``BlipForImageTextRetrieval`` built from a config (no hub access),
-saved to a temporary folder and loaded through connote's ``hf-blip-itm`` backend. CPU by default.
+Model: a randomly initialised ``BlipForImageTextRetrieval`` built from a config (no hub access) and saved
+to a temporary folder: ``--size tiny`` (default; hidden 64, 2 layers per tower, 64 px) or ``--size base``
+(BLIP-base ITM's architecture: ViT-B/16 at 384 px and a BERT-base text encoder, for a GPU). The public
+path loads it with plain ``from_pretrained`` in fp32, as the public code does (transformers' own attention);
+connote loads it through its ``hf-blip-itm`` backend, in ``--dtype`` (``bf16`` on a GPU: the error
+column then includes bf16's rounding, against the fp32 reference). CPU by default.
 
-Run: ``python benchmarks/explain_vs_mmshap.py`` (about 1-2 minutes on 2 cores); needs ``pip install shap``.
+Run: ``python benchmarks/explain_vs_mmshap.py`` (about 1-2 minutes on 2 cores); needs ``shap`` (the dev
+extra). ``--json FILE`` writes the table's figures; ``benchmarks/gpu.sh`` runs
+``--size base --device cuda --dtype bf16``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import math
 import tempfile
 import time
@@ -39,6 +47,12 @@ import numpy as np
 
 WORDS = ("a man woman child dog cat sits begs stands prays holds runs on in at near the street bench cup "
          "church car floor food red blue green old young small big").split()
+
+
+#: Model presets of ``--size``; ``--hidden``, ``--layers``, ``--image-size``, ``--patch`` and ``--init-range``
+#: override one setting. ``base`` is Salesforce/blip-itm-base-coco's architecture (BERT's init range).
+SIZES = {"tiny": {"hidden": 64, "layers": 2, "image_size": 64, "patch": 16, "init_range": 0.1},
+         "base": {"hidden": 768, "layers": 12, "image_size": 384, "patch": 16, "init_range": 0.02}}
 
 
 def build_blip(folder: Path, *, hidden: int, layers: int, image_size: int, patch: int, init_range: float,
@@ -53,10 +67,12 @@ def build_blip(folder: Path, *, hidden: int, layers: int, image_size: int, patch
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)) + list("abcdefghijklmnopqrstuvwxyz.,")
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tok = BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=True)
-    heads = max(1, hidden // 32)
+    large = hidden >= 512  # BERT-base-like: heads of 64, 512 positions; the tiny model keeps its old settings
+    heads = max(1, hidden // 64) if large else max(1, hidden // 32)
     cfg = BlipConfig(
         text_config=dict(vocab_size=tok.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                         num_attention_heads=heads, intermediate_size=4 * hidden, max_position_embeddings=64,
+                         num_attention_heads=heads, intermediate_size=4 * hidden,
+                         max_position_embeddings=512 if large else 64,
                          encoder_hidden_size=hidden, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id,
                          sep_token_id=tok.sep_token_id, initializer_range=init_range),
         vision_config=dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
@@ -95,10 +111,11 @@ class PublicMMSHAP:
 
         self.torch = torch
         self.model = model
+        self.device = next(model.parameters()).device
         enc = processor.tokenizer(caption, return_tensors="pt")
         self.input_ids = enc["input_ids"]
-        self.attention_mask = enc["attention_mask"]
-        self.image = processor(images=image, return_tensors="pt")["pixel_values"].float()
+        self.attention_mask = enc["attention_mask"].to(self.device)
+        self.image = processor(images=image, return_tensors="pt")["pixel_values"].float().to(self.device)
         self.n_text = self.input_ids.shape[1]  # all ids, [CLS] and [SEP] included
         self.p = int(math.ceil(np.sqrt(self.n_text)))
         self.size = self.image.shape[-1]
@@ -133,7 +150,7 @@ class PublicMMSHAP:
                         m, n = k // row_cols, k % row_cols
                         masked_image[:, :, m * self.patch_size:(m + 1) * self.patch_size,
                                      n * self.patch_size:(n + 1) * self.patch_size] = 0
-                out = self.model(input_ids=input_ids[i].unsqueeze(0), pixel_values=masked_image,
+                out = self.model(input_ids=input_ids[i].unsqueeze(0).to(self.device), pixel_values=masked_image,
                                  attention_mask=self.attention_mask, use_itm_head=True).itm_score
                 self.forwards += 1
                 result[i] = torch.softmax(out, dim=1)[:, 1].item()
@@ -143,8 +160,9 @@ class PublicMMSHAP:
         """T-SHAP as ``compute_mm_score`` returns it."""
         import shap
 
-        np.random.seed(seed)  # the public code leaves numpy's global generator unseeded
-        explainer = shap.Explainer(self.get_model_prediction, self.custom_masker, silent=True)
+        # the public code passes no seed, so its permutations differ from run to run; the benchmark passes one
+        # (shap's permutation explainer re-seeds numpy's global generator from it, or from the OS without it)
+        explainer = shap.Explainer(self.get_model_prediction, self.custom_masker, silent=True, seed=seed)
         n = self.n_text + self.p ** 2
         values = explainer(self.features(), max_evals=10 * (2 * n + 1), batch_size=32, silent=True).values
         text = np.abs(values[0, 0, :self.n_text]).sum()
@@ -176,46 +194,64 @@ def connote_path(matcher, image, caption: str, *, estimator: str, seed: int, **o
     return row, game
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--words", type=int, default=3, help="caption length in words (ids = words + 2)")
     ap.add_argument("--seeds", type=int, default=1, help="estimator seeds per pair")
-    ap.add_argument("--hidden", type=int, default=64)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--image-size", type=int, default=64)
-    ap.add_argument("--patch", type=int, default=16)
-    ap.add_argument("--init-range", type=float, default=0.1)
+    ap.add_argument("--size", choices=sorted(SIZES), default="tiny",
+                    help="model preset: tiny (CPU) or base (BLIP-base ITM's architecture, for a GPU)")
+    ap.add_argument("--hidden", type=int, default=None, help="override the preset's width")
+    ap.add_argument("--layers", type=int, default=None, help="override the preset's layers per tower")
+    ap.add_argument("--image-size", type=int, default=None)
+    ap.add_argument("--patch", type=int, default=None)
+    ap.add_argument("--init-range", type=float, default=None)
     ap.add_argument("--tolerance", type=float, default=0.005, help="adaptive estimator's T-SHAP tolerance")
     ap.add_argument("--exact-up-to", type=int, default=14,
                     help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
     ap.add_argument("--ref-permutations", type=int, default=400)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads for both paths")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="fp32", help="connote's paths: fp32, bf16 or fp16, or several with commas "
+                                                    "(fp32,bf16); the public path and the reference are fp32")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures to this file")
     args = ap.parse_args(argv)
+    for key, value in SIZES[args.size].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
 
     import torch
+    from transformers import BlipForImageTextRetrieval, BlipProcessor
+    from transformers.utils import logging
 
     from connote.explain.mmshap import mm_shap_scores
     from connote.models.registry import load_model, parse_spec
 
     torch.set_num_threads(args.threads)
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_blip(Path(tmp) / "blip", hidden=args.hidden, layers=args.layers, image_size=args.image_size,
                             patch=args.patch, init_range=args.init_range, seed=0)
-        matcher = load_model(parse_spec(f"hf-blip-itm:{folder}?device={args.device}"))
-    model = matcher.model
-    processor = matcher.processor
+        # the public code's model: plain from_pretrained, fp32, transformers' own attention
+        model = BlipForImageTextRetrieval.from_pretrained(folder).to(args.device).eval()
+        processor = BlipProcessor.from_pretrained(folder)
+        reference = load_model(parse_spec(f"hf-blip-itm:{folder}?device={args.device}"))  # fp32
+        dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+        fast = {d: reference if d in ("fp32", "float32") else load_model(
+            parse_spec(f"hf-blip-itm:{folder}?device={args.device}&dtype={d}")) for d in dtypes}
     pairs = make_pairs(args.pairs, args.words, seed=1)
-    print(f"model: BLIP ITM random init, hidden {args.hidden}, {args.layers} layers per tower, "
-          f"{args.image_size}px images, {args.patch}px ViT patches; device {args.device}, {args.threads} thread(s)")
+    params = sum(p.numel() for p in model.parameters())
+    print(f"model: BLIP ITM random init ({args.size}: {params / 1e6:.1f}M parameters), hidden {args.hidden}, "
+          f"{args.layers} layers per tower, {args.image_size}px images, {args.patch}px ViT patches; device "
+          f"{args.device}, connote dtype {args.dtype}, {args.threads} thread(s)")
 
     refs = []
     for image, caption in pairs:
-        probe = mmshap_game(matcher, image, caption)
+        probe = mmshap_game(reference, image, caption)
         exact = probe.n_text + probe.n_patches <= args.exact_up_to
         opts = {} if exact else {"n_permutations": args.ref_permutations}
-        row, game = connote_path(matcher, image, caption, estimator="exact" if exact else "permutation",
+        row, game = connote_path(reference, image, caption, estimator="exact" if exact else "permutation",
                                  seed=10_000, **opts)
         refs.append(row["t_shap"])
         kind = "exact" if exact else f"{args.ref_permutations} permutations, s.e. {row['t_shap_se']:.4f}"
@@ -238,12 +274,13 @@ def main(argv: list[str] | None = None) -> None:
             t = public.explain(seed)
             record("public MM-SHAP (shap permutation, 10 perms)", time.perf_counter() - start, abs(t - refs[k]),
                    public.forwards, public.forwards)
-            for label, estimator, opts in (
+            for (label, estimator, opts), dtype in itertools.product((
                 ("connote permutation (10 perms)", "permutation", {}),
                 (f"connote adaptive (tol {args.tolerance})", "adaptive", {"tolerance": args.tolerance}),
-            ):
+            ), fast):
+                label = label if dtype in ("fp32", "float32") else f"{label}, {dtype}"
                 start = time.perf_counter()
-                row, game = connote_path(matcher, image, caption, estimator=estimator, seed=seed, **opts)
+                row, game = connote_path(fast[dtype], image, caption, estimator=estimator, seed=seed, **opts)
                 seconds = time.perf_counter() - start
                 t_c = mm_shap_scores(row["text_shap"], row["image_shap"])[0]
                 record(label, seconds, abs(t_c - refs[k]), game.calls[0], game.image_encodes[0])
@@ -256,10 +293,20 @@ def main(argv: list[str] | None = None) -> None:
             f"{'wall ratio':>10}")
     print(head)
     print("-" * len(head))
+    table = []
     for label, r in results.items():
-        ratio = base_s / float(np.sum(r["seconds"]))
-        print(f"{label:<46} {np.mean(r['calls']):>7.0f} {np.mean(r['forwards']):>7.0f} "
-              f"{np.mean(r['seconds']):>8.3f} {np.mean(r['err']):>9.4f} {np.max(r['err']):>8.4f} {ratio:>9.1f}x")
+        figures = {"path": label, "calls": float(np.mean(r["calls"])), "vision_passes": float(np.mean(r["forwards"])),
+                   "s_per_pair": float(np.mean(r["seconds"])), "mean_abs_dT": float(np.mean(r["err"])),
+                   "max_abs_dT": float(np.max(r["err"])), "wall_ratio": base_s / float(np.sum(r["seconds"]))}
+        table.append(figures)
+        print(f"{label:<46} {figures['calls']:>7.0f} {figures['vision_passes']:>7.0f} {figures['s_per_pair']:>8.3f} "
+              f"{figures['mean_abs_dT']:>9.4f} {figures['max_abs_dT']:>8.4f} {figures['wall_ratio']:>9.1f}x")
+    if args.json:
+        settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"settings": settings, "params": params, "reference_t_shap": refs,
+                                         "paths": table}, indent=2) + "\n")
+    return table
 
 
 if __name__ == "__main__":

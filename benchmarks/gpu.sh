@@ -7,10 +7,14 @@
 #   bash benchmarks/gpu.sh                    # writes runs/gpu-figures/figures.json and figures.md
 #   bash benchmarks/gpu.sh --out /tmp/figs    # elsewhere
 #   bash benchmarks/gpu.sh --dry-run          # the plan and parameter counts, on any machine
+#   bash benchmarks/gpu.sh --smoke            # every section's code with tiny models on the CPU (~1 min)
 #
-# Without CUDA (and without --dry-run) it stops at once with exit status 2.
+# Without CUDA (and without --dry-run or --smoke) it stops at once with exit status 2. The explain
+# section needs shap (the dev extra); on a machine that cannot reach the package index, fetch its wheels
+# elsewhere with benchmarks/gpu_wheels.sh and install them there (docs/performance.md, "On GPU").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-exec "${PYTHON:-python}" benchmarks/gpu_figures.py "$@"
+PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
+exec "$PYTHON" benchmarks/gpu_figures.py "$@"

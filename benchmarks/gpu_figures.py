@@ -22,6 +22,11 @@ CUDA is not available.
     bash benchmarks/gpu.sh                      # everything, ~8 min on one H100/H200
     bash benchmarks/gpu.sh --only probe         # one section
     bash benchmarks/gpu.sh --dry-run            # the plan, on any machine
+    bash benchmarks/gpu.sh --smoke              # every section's code path with tiny models, on the CPU
+
+``--smoke`` runs the same code with tiny models and a few pairs on ``--device cpu`` (the default with
+``--smoke``) in about a minute: the test suite runs it, so the GPU run's code has run before a GPU is lent.
+Its figures measure nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +57,37 @@ PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, 
 
 class Unavailable(Exception):
     """The machine cannot run the benchmark (no CUDA)."""
+
+
+#: ``--smoke``'s models: every probe model's architecture at 2 layers of width 64, 64 px images.
+TINY_LAYER = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
+
+
+def tiny_probe_config(name: str, vocab_size: int, pad_token_id: int) -> tuple[str, Any, int]:
+    """``probe_config``'s models at smoke size (same classes, so the same loading and scoring code)."""
+    from transformers import Blip2Config, BlipConfig, CLIPConfig
+
+    text = {**TINY_LAYER, "vocab_size": vocab_size, "pad_token_id": pad_token_id}
+    # larger random weights than the configs' defaults (BLIP's vision default, 1e-10, makes every image look
+    # the same), so that p(match) varies with the pair and the two sides' agreement is a check
+    text = {**text, "initializer_range": 0.2}
+    vision = {**TINY_LAYER, "image_size": 64, "patch_size": 16, "initializer_range": 0.2}
+    if name == "blip-base":
+        return "hf-blip-itm", BlipConfig(text_config={**text, "encoder_hidden_size": 64}, vision_config=vision,
+                                         projection_dim=64, image_text_hidden_size=64, initializer_range=0.2), 64
+    if name == "blip2":
+        cfg = Blip2Config(vision_config={**vision, "qkv_bias": True},
+                          qformer_config={**text, "cross_attention_frequency": 2, "encoder_hidden_size": 64,
+                                          "use_qformer_text_input": True},
+                          text_config={"model_type": "opt", "vocab_size": 64, "hidden_size": 64, "num_hidden_layers": 1,
+                                       "num_attention_heads": 2, "ffn_dim": 128, "word_embed_proj_dim": 64},
+                          num_query_tokens=4, image_text_hidden_size=64, initializer_range=0.2)
+        cfg.image_token_index = None
+        return "hf-blip2-itm", cfg, 64
+    if name == "clip-l":
+        return "hf-clip", CLIPConfig(text_config={**text, "max_position_embeddings": 77}, vision_config=vision,
+                                     projection_dim=64), 64
+    raise ValueError(name)
 
 
 def probe_config(name: str, vocab_size: int, pad_token_id: int) -> tuple[str, Any, int]:
@@ -117,13 +153,15 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     """What the run will build and measure; builds configs only (meta device)."""
     from tiny_models import bert_tokenizer
 
-    out: dict[str, Any] = {"sections": list(args.only), "out": str(args.out)}
+    out: dict[str, Any] = {"sections": list(args.only), "out": str(args.out), "device": args.device,
+                           "dtype": args.dtype, "smoke": args.smoke}
     with tempfile.TemporaryDirectory() as tmp:
         tok = bert_tokenizer(Path(tmp) / "tok")
         if "probe" in args.only:
             out["probe"] = {}
             for name in args.models:
-                backend, cfg, side = probe_config(name, tok.vocab_size, tok.pad_token_id)
+                backend, cfg, side = (tiny_probe_config if args.smoke else probe_config)(name, tok.vocab_size,
+                                                                                         tok.pad_token_id)
                 out["probe"][name] = {"backend": backend, "image_size": side,
                                       "params": meta_params(model_class(name), cfg),
                                       "pairs": args.images * args.captions_per_image, "naive_pairs": args.naive_pairs}
@@ -131,13 +169,12 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         from train_throughput import configs
         from transformers import GitForCausalLM, LlamaForCausalLM
 
-        git, llm = configs("real")
+        git, llm = configs("small" if args.smoke else "real")
         out["train"] = {"captioner_params": meta_params(GitForCausalLM, git),
                         "llm_params": meta_params(LlamaForCausalLM, llm),
                         "command": train_command(args, Path(args.out) / "train.json")}
     if "explain" in args.only:
-        script = BENCH / "explain_vs_mmshap.py"
-        out["explain"] = {"script": str(script), "present": script.is_file()}
+        out["explain"] = {"command": explain_command(args, Path(args.out) / "explain.json")}
     return out
 
 
@@ -151,17 +188,32 @@ def require_cuda() -> Any:
     return torch
 
 
-def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, torch: Any) -> float:
-    inputs = processor(images=image, text=caption, return_tensors="pt").to("cuda")
-    inputs["pixel_values"] = inputs["pixel_values"].to(torch.bfloat16)
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, torch: Any,
+               device: str = "cuda", dtype: Any = None) -> float:
+    inputs = processor(images=image, text=caption, return_tensors="pt").to(device)
+    inputs["pixel_values"] = inputs["pixel_values"].to(dtype or torch.bfloat16)
     if name == "blip-base":
         return model(**inputs).itm_score.float().softmax(-1)[0, 1].item()
     if name == "blip2":
         out = model(**inputs, use_image_text_matching_head=True)
         return out.logits_per_image.float().softmax(-1)[0, 1].item()
     out = model(**inputs)
-    cos = out.logits_per_image.float() / model.logit_scale.exp().float()
-    return torch.sigmoid(100.0 * (cos - 0.25)).item()
+    scale = model.logit_scale.exp().float()  # connote's hf-clip defaults: the model's scale, threshold 0.25
+    cos = out.logits_per_image.float() / scale
+    return torch.sigmoid(scale * (cos - 0.25)).item()
 
 
 def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dict[str, Any]:
@@ -171,13 +223,16 @@ def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dic
     from probe_throughput import make_pairs
 
     images, captions, pairs = make_pairs(args.images, args.captions_per_image, size=(640, 480), distinct=64)
+    if args.device.startswith("cuda"):
+        torch.cuda.empty_cache()
     for name in args.models:
         try:
             results[name] = probe_one(name, args, peak, images, captions, pairs, log)
         except Exception as exc:  # one model's failure must not cost the other figures
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"probe {name}: failed: {results[name]['error']}")
-            torch.cuda.empty_cache()
+            if args.device.startswith("cuda"):
+                torch.cuda.empty_cache()
     return results
 
 
@@ -189,36 +244,41 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
 
     from connote.models import load_model
 
+    device, dtype = args.device, torch_dtype(args.dtype)
+    cuda = device.startswith("cuda")
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         folder = Path(tmp) / name
         tok = bert_tokenizer(folder / "_tok")
-        backend, cfg, side = probe_config(name, tok.vocab_size, tok.pad_token_id)
+        backend, cfg, side = (tiny_probe_config if args.smoke else probe_config)(name, tok.vocab_size,
+                                                                                 tok.pad_token_id)
         torch.manual_seed(0)
-        with torch.device("cuda"):
+        with torch.device(device):
             model = model_class(name)(cfg)
-        model.to(torch.bfloat16).eval().save_pretrained(folder)
+        model.to(dtype).eval().save_pretrained(folder)
         processor = processor_for(name, tok, side)
         processor.save_pretrained(folder)
         params = sum(p.numel() for p in model.parameters())
-        with torch.inference_mode():  # naive: processor + forward per pair, bf16 weights
+        with torch.inference_mode():  # naive: processor + forward per pair, in the benchmark's dtype
             for i, c in pairs[:2]:
-                naive_pair(name, model, processor, images[i], captions[c], torch)
-            torch.cuda.synchronize()
+                naive_pair(name, model, processor, images[i], captions[c], torch, device, dtype)
+            synchronize(device)
             t = time.perf_counter()
-            for i, c in pairs[: args.naive_pairs]:
-                naive_pair(name, model, processor, images[i], captions[c], torch)
-            torch.cuda.synchronize()
+            naive_p = [naive_pair(name, model, processor, images[i], captions[c], torch, device, dtype)
+                       for i, c in pairs[: args.naive_pairs]]
+            synchronize(device)
             naive_s = time.perf_counter() - t
         del model
-        torch.cuda.empty_cache()
-        matcher = load_model(f"{backend}:{folder}?dtype=bf16")
+        if cuda:
+            torch.cuda.empty_cache()
+        matcher = load_model(f"{backend}:{folder}?device={device}&dtype={args.dtype}")
         matcher.match_probability(images, captions, pairs[:4])  # warm-up
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
+        synchronize(device)
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         t = time.perf_counter()
-        matcher.match_probability(images, captions, pairs)
-        torch.cuda.synchronize()
+        ours_p = matcher.match_probability(images, captions, pairs)
+        synchronize(device)
         ours_s = time.perf_counter() - t
         sample = pairs[: min(len(pairs), 256)]
         counter = FlopCounterMode(display=False)
@@ -227,14 +287,17 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
         flops_per_pair = counter.get_total_flops() / len(sample)
         row = {"backend": backend, "params": params, "pairs": len(pairs), "naive_pairs": args.naive_pairs,
                "naive_pairs_per_s": args.naive_pairs / naive_s, "connote_pairs_per_s": len(pairs) / ours_s,
-               "connote_peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+               "connote_peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
                "gflops_per_pair": flops_per_pair / 1e9, "plan": matcher.work_plan(),
+               # the same numbers on both sides (up to the dtype's rounding): a speed-up must not change them
+               "max_abs_dp": max(abs(float(a) - float(b)) for a, b in zip(naive_p, ours_p)),
                "section_s": time.perf_counter() - t0}
         row["speedup"] = row["connote_pairs_per_s"] / row["naive_pairs_per_s"]
         if peak:
             row["fraction_of_bf16_peak"] = flops_per_pair * row["connote_pairs_per_s"] / (peak * 1e12)
         del matcher
-        torch.cuda.empty_cache()
+        if cuda:
+            torch.cuda.empty_cache()
     log(f"probe {name}: naive {row['naive_pairs_per_s']:.1f} pairs/s, connote {row['connote_pairs_per_s']:.1f} "
         f"pairs/s ({row['speedup']:.1f}x), {row['section_s']:.0f} s")
     return row
@@ -252,32 +315,32 @@ def run_script(cmd: list[str], timeout: float, log: Any) -> tuple[int, str]:
     return proc.returncode, proc.stdout
 
 
+def explain_command(args: argparse.Namespace, json_path: Path) -> list[str]:
+    """``explain_vs_mmshap.py`` on a real-size BLIP (tiny under ``--smoke``), connote in fp32 and the run's dtype."""
+    size = ["--size", "tiny", "--pairs", "1", "--words", "2"] if args.smoke else ["--size", "base", "--threads", "4"]
+    # connote in fp32 too: the T-SHAP error at equal (fp32) arithmetic, beside the run's dtype
+    dtypes = "fp32" if args.dtype == "fp32" else f"fp32,{args.dtype}"
+    return [sys.executable, str(BENCH / "explain_vs_mmshap.py"), *size, "--device", args.device,
+            "--dtype", dtypes, "--json", str(json_path)]
+
+
 def explain_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
-    script = BENCH / "explain_vs_mmshap.py"
-    if not script.is_file():
-        log("explain: benchmarks/explain_vs_mmshap.py is not in this checkout; skipped")
-        return {"skipped": "benchmarks/explain_vs_mmshap.py is not present"}
-    _, help_text = run_script([sys.executable, str(script), "--help"], 120, log)
-    cmd = [sys.executable, str(script)]
     json_path = Path(args.out) / "explain.json"
-    for flag, value in (("--device", "cuda"), ("--size", "base"), ("--json", str(json_path))):
-        if flag in help_text:  # the other helper's script: pass only the options it declares
-            cmd += [flag, value]
+    cmd = explain_command(args, json_path)
     t = time.perf_counter()
     rc, stdout = run_script(cmd, args.explain_timeout, log)
     result: dict[str, Any] = {"command": " ".join(cmd[1:]), "exit": rc, "seconds": time.perf_counter() - t,
                               "output_tail": stdout[-3000:]}
-    if json_path.is_file():
-        try:
-            result["figures"] = json.loads(json_path.read_text())
-        except ValueError:
-            pass
+    if rc == 0 and json_path.is_file():
+        result["figures"] = json.loads(json_path.read_text())
+    log(f"explain: exit {rc}, {result['seconds']:.0f} s")
     return result
 
 
 def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
-    return [sys.executable, str(BENCH / "train_throughput.py"), "--size", "real", "--device", "cuda",
-            "--batch", str(args.train_batch), "--steps", str(args.train_steps), "--warmup", "2",
+    size, warmup = ("small", "1") if args.smoke else ("real", "2")
+    return [sys.executable, str(BENCH / "train_throughput.py"), "--size", size, "--device", args.device,
+            "--batch", str(args.train_batch), "--steps", str(args.train_steps), "--warmup", warmup,
             "--out", str(json_path)] + (["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else [])
 
 
@@ -291,28 +354,46 @@ def train_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
         result["figures"] = json.loads(json_path.read_text())
     else:
         result["output_tail"] = stdout[-3000:]
+    log(f"train: exit {rc}, {result['seconds']:.0f} s")
     return result
+
+
+def gib(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
 
 
 def table(figures: dict[str, Any]) -> str:
     lines = [f"GPU: {figures.get('gpu')}, bf16 peak {figures.get('peak_tflops')} TFLOP/s, "
              f"torch {figures.get('torch')}, total {figures.get('total_s', 0):.0f} s", ""]
+    if figures.get("smoke"):
+        lines[:0] = ["SMOKE RUN (--smoke): tiny models on the CPU; these figures measure nothing", ""]
     if "probe" in figures:
         lines += ["| probe model | params | naive pairs/s | connote pairs/s | ratio | GFLOP/pair | share of bf16 peak |"
-                  " peak GiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  " peak GiB | max abs dp |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, r in figures["probe"].items():
             if "error" in r:
-                lines.append(f"| {name} | error: {r['error']} | | | | | | |")
+                lines.append(f"| {name} | error: {r['error']} | | | | | | | |")
                 continue
             share = r.get("fraction_of_bf16_peak")
-            lines.append(f"| {name} | {r['params'] / 1e6:.0f}M | {r['naive_pairs_per_s']:.1f} | "
+            lines.append(f"| {name} | {r['params'] / 1e6:.1f}M | {r['naive_pairs_per_s']:.1f} | "
                          f"{r['connote_pairs_per_s']:.1f} | {r['speedup']:.1f}x | {r['gflops_per_pair']:.1f} | "
-                         f"{'' if share is None else f'{share:.1%}'} | {r['connote_peak_gib']:.1f} |")
+                         f"{'' if share is None else f'{share:.1%}'} | {gib(r['connote_peak_gib'])} | "
+                         f"{r['max_abs_dp']:.1e} |")
         lines.append("")
     if "explain" in figures:
         e = figures["explain"]
-        lines += ["explain vs MM-SHAP: " + (e["skipped"] if "skipped" in e else
-                                             f"exit {e['exit']}, {e['seconds']:.0f} s; see figures.json"), ""]
+        f = e.get("figures")
+        if f:
+            s = f["settings"]
+            lines += [f"explain vs the public MM-SHAP path: BLIP {s['size']} ({f['params'] / 1e6:.0f}M), {s['pairs']} "
+                      f"pairs, connote in {s['dtype']}", "",
+                      "| path | calls/pair | vision passes | s/pair | mean abs T-SHAP error | wall ratio |",
+                      "|---|---:|---:|---:|---:|---:|"]
+            lines += [f"| {r['path']} | {r['calls']:.0f} | {r['vision_passes']:.0f} | {r['s_per_pair']:.3f} | "
+                      f"{r['mean_abs_dT']:.4f} | {r['wall_ratio']:.1f}x |" for r in f["paths"]]
+            lines.append("")
+        else:
+            lines += [f"explain vs MM-SHAP: exit {e['exit']}, {e['seconds']:.0f} s (see figures.json)", ""]
     if "train" in figures:
         t = figures["train"]
         f = t.get("figures")
@@ -335,17 +416,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=Path("runs/gpu-figures"), help="folder for figures.json/.md")
     ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     ap.add_argument("--models", nargs="+", choices=PROBE_MODELS, default=list(PROBE_MODELS))
-    ap.add_argument("--images", type=int, default=1024, help="distinct photos per probe model")
+    ap.add_argument("--images", type=int, default=None, help="distinct photos per probe model (1024; smoke 4)")
     ap.add_argument("--captions-per-image", type=int, default=2)
-    ap.add_argument("--naive-pairs", type=int, default=128, help="pairs the naive loop is timed on")
-    ap.add_argument("--train-batch", type=int, default=8)
-    ap.add_argument("--train-steps", type=int, default=5)
+    ap.add_argument("--naive-pairs", type=int, default=None, help="pairs the naive loop is timed on (128; smoke 4)")
+    ap.add_argument("--train-batch", type=int, default=None, help="GIT-LLaVA videos per step (8; smoke 2)")
+    ap.add_argument("--train-steps", type=int, default=None, help="timed training steps (5; smoke 1)")
     ap.add_argument("--train-timeout", type=float, default=180.0)
-    ap.add_argument("--explain-timeout", type=float, default=120.0)
+    ap.add_argument("--explain-timeout", type=float, default=240.0)
     ap.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 peak when the GPU is not in the table")
+    ap.add_argument("--device", default=None, help="cuda (default), or cpu for --smoke")
+    ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None,
+                    help="both probe sides' and connote's explain dtype (bf16; smoke fp32)")
     ap.add_argument("--tmp", type=Path, default=None, help="where the random checkpoints are written")
     ap.add_argument("--dry-run", action="store_true", help="build configs on the meta device and print the plan")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny models and a few pairs, on the CPU unless --device says otherwise: runs every "
+                         "section's code; its figures measure nothing")
     args = ap.parse_args(argv)
+    defaults = {"images": (1024, 4), "naive_pairs": (128, 4), "train_batch": (8, 2), "train_steps": (5, 1),
+                "device": ("cuda", "cpu"), "dtype": ("bf16", "fp32")}
+    for name, (full, smoke) in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, smoke if args.smoke else full)
     for name in ("images", "captions_per_image", "naive_pairs", "train_batch", "train_steps"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -357,20 +449,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(json.dumps(plan(args), indent=2))
         return 0
-    try:
-        torch = require_cuda()
-    except Unavailable as exc:
-        print(f"gpu.sh: {exc}", file=sys.stderr)
-        return 2
+    if args.device.startswith("cuda"):
+        try:
+            torch = require_cuda()
+        except Unavailable as exc:
+            print(f"gpu.sh: {exc}", file=sys.stderr)
+            return 2
+    else:
+        import torch
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    gpu = torch.cuda.get_device_name()
+    gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device
     peak = args.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in gpu), None)
-    figures: dict[str, Any] = {"gpu": gpu, "peak_tflops": peak, "torch": torch.__version__}
+    figures: dict[str, Any] = {"gpu": gpu, "peak_tflops": peak, "torch": torch.__version__, "smoke": args.smoke,
+                               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
 
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - started:6.0f} s] {msg}", flush=True)

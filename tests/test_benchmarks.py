@@ -1,0 +1,99 @@
+"""The GPU benchmark (``benchmarks/gpu.sh``) on this CPU: its plan, its refusals and, with ``--smoke``, every
+section's code run end to end with tiny models, so the script has run before a GPU is lent to measure with it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _gpu_figures():
+    sys.path.insert(0, str(BENCH))
+    return importlib.import_module("gpu_figures")
+
+
+def test_gpu_benchmark_dry_run_builds_real_size_configs_without_memory(tmp_path, capsys):
+    gpu = _gpu_figures()
+    assert gpu.main(["--dry-run", "--only", "probe", "--models", "clip-l", "--out", str(tmp_path / "figs")]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    clip = plan["probe"]["clip-l"]
+    # openai/clip-vit-large-patch14 has 427,616,513 parameters with its 49,408-token vocabulary;
+    # the benchmark's offline tokenizer has 98 tokens, so 49,310 rows of 768 fewer
+    assert clip["params"] == 427_616_513 - (49_408 - 98) * 768
+    assert clip["backend"] == "hf-clip" and clip["pairs"] == 2048 and clip["naive_pairs"] == 128
+    assert plan["device"] == "cuda" and plan["dtype"] == "bf16" and plan["smoke"] is False
+    assert not (tmp_path / "figs").exists()  # a dry run writes nothing
+
+
+def test_gpu_benchmark_explains_and_trains_at_real_size_on_the_gpu(tmp_path, capsys):
+    gpu = _gpu_figures()
+    assert gpu.main(["--dry-run", "--only", "explain", "train", "--out", str(tmp_path)]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    explain = plan["explain"]["command"]
+    assert explain[explain.index("--size") + 1] == "base" and explain[explain.index("--device") + 1] == "cuda"
+    assert explain[explain.index("--dtype") + 1] == "fp32,bf16"
+    train = plan["train"]["command"]
+    assert train[train.index("--size") + 1] == "real" and train[train.index("--device") + 1] == "cuda"
+    assert plan["train"]["llm_params"] > 1_000_000_000  # a TinyLlama-1.1B-shaped LLM
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
+def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
+    proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--out", str(tmp_path / "figs")], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "needs a CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "figs").exists()
+
+
+def test_gpu_benchmark_rejects_bad_arguments(capsys):
+    gpu = _gpu_figures()
+    with pytest.raises(SystemExit) as exc:
+        gpu.parse_args(["--images", "0"])
+    assert exc.value.code == 2 and "--images must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        gpu.parse_args(["--only", "gpu-burn"])
+
+
+def test_gpu_benchmark_smoke_runs_every_section_on_the_cpu(tmp_path):
+    """``gpu.sh --smoke``: the GPU run's code with tiny models; both sides of each figure agree."""
+    pytest.importorskip("shap")
+    out = tmp_path / "figs"
+    proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--smoke", "--out", str(out)], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    figures = json.loads((out / "figures.json").read_text())
+    assert figures["smoke"] is True and figures["gpu"] == "cpu"
+    assert (out / "figures.md").read_text().startswith("SMOKE RUN")
+    assert set(figures["probe"]) == {"blip-base", "blip2", "clip-l"}
+    for name, row in figures["probe"].items():
+        assert "error" not in row, (name, row)
+        assert row["pairs"] == 8 and row["naive_pairs"] == 4
+        # the naive per-pair loop and connote's engine give the same p(match) on the pairs both scored
+        assert row["max_abs_dp"] <= 1e-5, (name, row["max_abs_dp"])
+        assert row["gflops_per_pair"] > 0 and row["naive_pairs_per_s"] > 0 and row["connote_pairs_per_s"] > 0
+    explain = figures["explain"]
+    assert explain["exit"] == 0, explain["output_tail"]
+    paths = {r["path"]: r for r in explain["figures"]["paths"]}
+    public = paths["public MM-SHAP (shap permutation, 10 perms)"]
+    # 2 words -> 4 ids and 2x2 patches, n = 8: shap's permutation explainer, 10 permutations of 2n + 1 masks,
+    # each answered by its own forward pass (the image re-encoded every time)
+    assert public["calls"] == public["vision_passes"] == 10 * (2 * 8 + 1)
+    ours = paths["connote permutation (10 perms)"]
+    assert ours["vision_passes"] <= 2 ** 4  # one encode per distinct image mask, at most 2^(2x2 patches)
+    assert ours["mean_abs_dT"] < 0.05 and public["mean_abs_dT"] < 0.05  # both near the exact T-SHAP
+    train = figures["train"]
+    assert train["exit"] == 0, train.get("output_tail")
+    steps = train["figures"]
+    assert steps["size"] == "small" and steps["device"] == "cpu"
+    # the plain HF step and connote's train the same model on the same batch: the same first loss
+    assert steps["connote"]["first_loss"] == pytest.approx(steps["plain_hf"]["first_loss"], abs=1e-2)
