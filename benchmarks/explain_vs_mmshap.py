@@ -12,7 +12,8 @@ token ids (special ones included) and ``p x p`` patches, ``p = ceil(sqrt(#ids))`
 The connote path is ``masking_game(matcher, image, caption, compat="mmshap")`` (the same game) and
 ``explain_pair`` on the same backend, with
 
-* ``permutation``: the same estimator (10 antithetic permutations), so the same error by construction;
+* ``permutation``: the same estimator (10 antithetic permutations: the same error in expectation, though
+  each run's sampled permutations differ), and with 20 (``--connote-permutations``) for a lower error;
 * ``adaptive``: antithetic permutations drawn in rounds until T-SHAP's expected error is below
   ``--tolerance``.
 
@@ -210,6 +211,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--exact-up-to", type=int, default=14,
                     help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
     ap.add_argument("--ref-permutations", type=int, default=400)
+    ap.add_argument("--connote-permutations", default="10,20",
+                    help="permutation counts of connote's permutation rows (10 = the public setting; more show "
+                         "the cost of a lower error)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads for both paths")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="fp32", help="connote's paths: fp32, bf16 or fp16, or several with commas "
@@ -219,6 +223,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for key, value in SIZES[args.size].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    try:
+        permutations = [int(n) for n in args.connote_permutations.split(",") if n.strip()]
+    except ValueError:
+        ap.error(f"--connote-permutations must be integers separated by commas, got {args.connote_permutations!r}")
+    if not permutations or min(permutations) < 1:
+        ap.error("--connote-permutations needs at least one count >= 1")
 
     import torch
     from transformers import BlipForImageTextRetrieval, BlipProcessor
@@ -274,10 +284,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
             t = public.explain(seed)
             record("public MM-SHAP (shap permutation, 10 perms)", time.perf_counter() - start, abs(t - refs[k]),
                    public.forwards, public.forwards)
-            for (label, estimator, opts), dtype in itertools.product((
-                ("connote permutation (10 perms)", "permutation", {}),
-                (f"connote adaptive (tol {args.tolerance})", "adaptive", {"tolerance": args.tolerance}),
-            ), fast):
+            estimators = [(f"connote permutation ({n} perms)", "permutation", {"n_permutations": n})
+                          for n in permutations]
+            estimators.append((f"connote adaptive (tol {args.tolerance})", "adaptive", {"tolerance": args.tolerance}))
+            for (label, estimator, opts), dtype in itertools.product(estimators, fast):
                 label = label if dtype in ("fp32", "float32") else f"{label}, {dtype}"
                 start = time.perf_counter()
                 row, game = connote_path(fast[dtype], image, caption, estimator=estimator, seed=seed, **opts)

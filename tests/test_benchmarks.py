@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+ENV = {**os.environ, "PYTHON": sys.executable}  # gpu.sh runs this interpreter, not the first python on PATH
 
 
 def _gpu_figures():
@@ -49,7 +51,7 @@ def test_gpu_benchmark_explains_and_trains_at_real_size_on_the_gpu(tmp_path, cap
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
 def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
     proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--out", str(tmp_path / "figs")], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=ENV)
     assert proc.returncode == 2
     assert "needs a CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "figs").exists()
@@ -69,7 +71,7 @@ def test_gpu_benchmark_smoke_runs_every_section_on_the_cpu(tmp_path):
     pytest.importorskip("shap")
     out = tmp_path / "figs"
     proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--smoke", "--out", str(out)], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=ENV)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     figures = json.loads((out / "figures.json").read_text())
     assert figures["smoke"] is True and figures["gpu"] == "cpu"
