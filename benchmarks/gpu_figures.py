@@ -188,12 +188,6 @@ def require_cuda() -> Any:
     return torch
 
 
-def torch_dtype(name: str) -> Any:
-    import torch
-
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
-
-
 def synchronize(device: str) -> None:
     import torch
 
@@ -201,10 +195,18 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, torch: Any,
-               device: str = "cuda", dtype: Any = None) -> float:
+def release(device: str) -> None:
+    """Give the CUDA cache back between models (nothing to do on the CPU)."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
+def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, torch: Any, device: str,
+               dtype: Any) -> float:
     inputs = processor(images=image, text=caption, return_tensors="pt").to(device)
-    inputs["pixel_values"] = inputs["pixel_values"].to(dtype or torch.bfloat16)
+    inputs["pixel_values"] = inputs["pixel_values"].to(dtype)
     if name == "blip-base":
         return model(**inputs).itm_score.float().softmax(-1)[0, 1].item()
     if name == "blip2":
@@ -217,22 +219,17 @@ def naive_pair(name: str, model: Any, processor: Any, image: Any, caption: str, 
 
 
 def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dict[str, Any]:
-    import torch
-
     results: dict[str, Any] = {}
     from probe_throughput import make_pairs
 
     images, captions, pairs = make_pairs(args.images, args.captions_per_image, size=(640, 480), distinct=64)
-    if args.device.startswith("cuda"):
-        torch.cuda.empty_cache()
     for name in args.models:
         try:
             results[name] = probe_one(name, args, peak, images, captions, pairs, log)
         except Exception as exc:  # one model's failure must not cost the other figures
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"probe {name}: failed: {results[name]['error']}")
-            if args.device.startswith("cuda"):
-                torch.cuda.empty_cache()
+            release(args.device)
     return results
 
 
@@ -243,8 +240,9 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
     from torch.utils.flop_counter import FlopCounterMode
 
     from connote.models import load_model
+    from connote.models.engine import resolve_dtype
 
-    device, dtype = args.device, torch_dtype(args.dtype)
+    device, dtype = args.device, resolve_dtype(args.dtype, args.device)  # the engine's own table
     cuda = device.startswith("cuda")
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
@@ -269,8 +267,7 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
             synchronize(device)
             naive_s = time.perf_counter() - t
         del model
-        if cuda:
-            torch.cuda.empty_cache()
+        release(device)
         matcher = load_model(f"{backend}:{folder}?device={device}&dtype={args.dtype}")
         matcher.match_probability(images, captions, pairs[:4])  # warm-up
         synchronize(device)
@@ -296,8 +293,7 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
         if peak:
             row["fraction_of_bf16_peak"] = flops_per_pair * row["connote_pairs_per_s"] / (peak * 1e12)
         del matcher
-        if cuda:
-            torch.cuda.empty_cache()
+        release(device)
     log(f"probe {name}: naive {row['naive_pairs_per_s']:.1f} pairs/s, connote {row['connote_pairs_per_s']:.1f} "
         f"pairs/s ({row['speedup']:.1f}x), {row['section_s']:.0f} s")
     return row

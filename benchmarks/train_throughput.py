@@ -37,8 +37,8 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0,
-                    "RTX 4090": 165.0, "V100": 125.0}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_figures import PEAK_BF16_TFLOPS  # noqa: E402  (one table of GPU peaks for both scripts)
 
 
 def configs(size: str) -> tuple[Any, Any]:
