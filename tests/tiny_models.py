@@ -183,3 +183,114 @@ def tiny_llava(folder: Path, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     proc.save_pretrained(folder)
     return folder
+
+
+def tiny_albef(folder: Path, seed: int = 0, *, layout: str = "pretrain", grid: int = 2) -> tuple[Path, Path]:
+    """A tiny random ALBEF saved as the release saves it: ``{"model": state_dict, "optimizer", "config", "epoch"}``.
+
+    ``layout="pretrain"``: the text encoder under ``text_encoder.bert.*`` with an MLM head and momentum copies
+    (as ``ALBEF.pth``); ``"retrieval"``: ``text_encoder.*`` (as the COCO/Flickr fine-tunes). The position
+    embeddings are stored for a ``grid x grid`` patch grid (the model runs at 32 px, patches of 8: 4 x 4),
+    so loading resizes them as ALBEF does for its 256 px pre-trained files. Returns (checkpoint, tokenizer).
+    """
+    import torch
+
+    from connote.models.albef import AlbefShape, build_module
+
+    torch.manual_seed(seed)
+    tok_dir = folder / "tokenizer"
+    tok = bert_tokenizer(tok_dir)
+    tok.save_pretrained(tok_dir)
+    shape = AlbefShape(image_size=32, patch_size=8, vision_width=32, vision_depth=2, vision_heads=2, mlp_hidden=64,
+                       vocab_size=tok.vocab_size, max_positions=64, type_vocab=2, text_width=32, text_layers=4,
+                       text_heads=2, intermediate=64, fusion_layer=2)
+    model = spread(build_module(shape).eval(), std=0.3, seed=seed)
+    state = {}
+    gen = torch.Generator().manual_seed(seed + 1)
+    for key, value in model.state_dict().items():
+        if key == "visual_encoder.pos_embed":
+            value = torch.randn(1, grid * grid + 1, shape.vision_width, generator=gen) * 0.3
+        if layout == "pretrain" and key.startswith("text_encoder."):
+            key = "text_encoder.bert." + key[len("text_encoder."):]
+        state[key] = value.clone()
+    if layout == "pretrain":
+        state["text_encoder.cls.predictions.bias"] = torch.zeros(tok.vocab_size)
+        state["visual_encoder_m.cls_token"] = torch.zeros(1, 1, shape.vision_width)
+        state["image_queue"] = torch.randn(16, 8, generator=gen)
+        state["vision_proj.weight"] = torch.randn(16, shape.vision_width, generator=gen)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"albef_{layout}.pth"
+    torch.save({"model": state, "optimizer": {"state": {}, "param_groups": [{"lr": 1e-4, "params": [0]}]},
+                "lr_scheduler": {"t_initial": 30, "base_values": [1e-4]},
+                "config": {"image_res": 32, "bert_config": "configs/config_bert.json"}, "epoch": 29}, path)
+    return path, tok_dir
+
+
+def tiny_lxmert(folder: Path, seed: int = 0, feat_dim: int = 16) -> Path:
+    """A tiny random ``LxmertForPreTraining`` (regions of ``feat_dim`` features) and its BERT tokenizer."""
+    import torch
+    from transformers import LxmertConfig, LxmertForPreTraining
+
+    torch.manual_seed(seed)
+    tok = bert_tokenizer(folder)
+    cfg = LxmertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                       l_layers=2, x_layers=1, r_layers=1, visual_feat_dim=feat_dim, max_position_embeddings=64,
+                       num_qa_labels=4, num_object_labels=8, num_attr_labels=4, pad_token_id=tok.pad_token_id)
+    model = spread(LxmertForPreTraining(cfg).eval(), std=0.3, seed=seed)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def region_features(ids: list[str], seed: int = 0, regions: int = 36, feat_dim: int = 16):
+    """Random region features and pixel boxes per image id: {id: (features, boxes, width, height)}."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k, key in enumerate(ids):
+        w, h = 48 + 8 * k, 40
+        x1, y1 = rng.uniform(0, w / 2, regions), rng.uniform(0, h / 2, regions)
+        boxes = np.stack([x1, y1, x1 + rng.uniform(1, w / 2, regions), y1 + rng.uniform(1, h / 2, regions)], 1)
+        out[key] = (rng.normal(size=(regions, feat_dim)).astype(np.float32), boxes.astype(np.float32), w, h)
+    return out
+
+
+def write_region_tsv(path: Path, feats: dict) -> Path:
+    """LXMERT's 10-column .tsv (base64 float32/int64 fields)."""
+    import base64
+
+    import numpy as np
+
+    def b64(a):
+        return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
+
+    lines = []
+    for key, (f, b, w, h) in feats.items():
+        n = len(b)
+        lines.append("\t".join([key, str(h), str(w), b64(np.zeros(n, np.int64)), b64(np.ones(n, np.float32)),
+                                b64(np.zeros(n, np.int64)), b64(np.ones(n, np.float32)), str(n), b64(b), b64(f)]))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_region_h5(path: Path, feats: dict) -> Path:
+    """HDF5, one group per image: datasets features, boxes; attributes image_w, image_h."""
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        for key, (feat, b, w, h) in feats.items():
+            g = f.create_group(key)
+            g["features"], g["boxes"] = feat, b
+            g.attrs["image_w"], g.attrs["image_h"] = w, h
+    return path
+
+
+def write_region_npz(folder: Path, feats: dict) -> Path:
+    """A folder of ``<image>.npz`` (x as (D, R), as bottom-up-attention's npz extractor writes it; bbox)."""
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, (f, b, w, h) in feats.items():
+        np.savez(folder / f"{key}.npz", x=f.T, bbox=b, image_w=w, image_h=h, num_bbox=len(b))
+    return folder

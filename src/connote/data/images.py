@@ -186,6 +186,10 @@ def _downscale(img: Image.Image, max_side: int) -> Image.Image:
     return img
 
 
+#: ``Image.info`` key of a loaded image: the path or URL it was loaded from.
+SOURCE_KEY = "connote_source"
+
+
 def load_image(ref: str | Path, *, allow_network: bool = False, timeout: float = 30.0,
                max_side: int | None = DEFAULT_MAX_SIDE, max_pixels: int = DEFAULT_MAX_PIXELS,
                max_bytes: int = DEFAULT_MAX_BYTES) -> Image.Image:
@@ -237,7 +241,9 @@ def load_image(ref: str | Path, *, allow_network: bool = False, timeout: float =
             img = img.convert("RGB")
         if max_side is not None:
             img = _downscale(img, max_side)
-        return img.convert("RGB")
+        img = img.convert("RGB")
+        img.info[SOURCE_KEY] = ref  # backends that read precomputed features per image look them up by it
+        return img
     except ItemError:
         raise
     except Exception as exc:  # PIL raises many types for bad files

@@ -1,0 +1,523 @@
+"""ALBEF image-text matching (``albef-itm``): the released checkpoints' ITM head, written on torch.nn.
+
+ALBEF (Li et al., 2021) encodes the image with a ViT-B/16 and the text with BERT-base whose first six
+layers are text-only and whose last six ("fusion") layers also cross-attend to the image tokens;
+p(match) = softmax(itm_head(fused [CLS]))[1]. The modules here carry the release's own parameter names
+(``visual_encoder.blocks.N.attn.qkv``, ``text_encoder.encoder.layer.N.crossattention.self.key``,
+``itm_head``), so a released file loads with no renaming beyond ALBEF's own: the pre-trained files
+(``ALBEF.pth``, ``ALBEF_4M.pth``) hold their text encoder as ``text_encoder.bert.*`` (a masked-LM model),
+which is stripped to ``text_encoder.*`` as ALBEF's fine-tuning scripts do, and their 256 px position
+embeddings are resized (bicubic) to the model's grid as ALBEF's ``interpolate_pos_embed`` does. The
+momentum encoders, projections, queues and the MLM head are not used.
+
+(transformers' own BERT and ViT modules are not used because their parameter names and call signatures
+changed between 4.x and 5.x; these few modules keep the release's layout on any version.)
+
+Files are read with ``torch.load(weights_only=True)`` (or safetensors); a file holding objects that
+``weights_only`` refuses is converted once by :func:`convert_checkpoint` (``connote models convert albef``),
+which keeps the tensors and says what it dropped, without running anything from the file.
+
+Preprocessing as the release: 384 px bicubic resize, CLIP mean/std, and :func:`pre_caption` (lower case,
+punctuation removed, 30 words) before the bert-base-uncased tokenizer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from connote.errors import InputError
+from connote.models.engine import TensorMatcher
+from connote.registry import require
+
+#: ALBEF's image normalisation (the CLIP statistics) and input size.
+MEAN = (0.48145466, 0.4578275, 0.40821073)
+STD = (0.26862954, 0.26130258, 0.27577711)
+IMAGE_SIZE = 384
+#: ALBEF's ``pre_caption``: these characters are removed, ``-`` and ``/`` become spaces.
+_STRIPPED = set(",.'!?\"()*#:;~")
+MAX_WORDS = 30
+#: Prefixes of the checkpoint keys the ITM path reads.
+_USED = ("visual_encoder.", "text_encoder.", "itm_head.")
+
+
+# ------------------------------------------------------------------------------------------ text
+
+
+def pre_caption_map(caption: str, max_words: int = MAX_WORDS) -> tuple[str, list[int]]:
+    """ALBEF's ``pre_caption`` and, for each character of its output, the index it came from in ``caption``.
+
+    Lower case; ``, . ' ! ? " ( ) * # : ; ~`` removed; ``-`` and ``/`` become spaces; runs of two or more
+    whitespace characters become one space; trailing newlines and surrounding spaces stripped; at most
+    ``max_words`` space-separated words.
+    """
+    chars: list[tuple[str, int]] = []
+    lowered = caption.lower()
+    pieces = [(lowered[i], i) for i in range(len(lowered))] if len(lowered) == len(caption) else \
+        [(ch, i) for i, c in enumerate(caption) for ch in c.lower()]
+    for ch, i in pieces:
+        if ch in _STRIPPED:
+            continue
+        chars.append((" " if ch in "-/" else ch, i))
+    out: list[tuple[str, int]] = []
+    k = 0
+    while k < len(chars):  # re.sub(r"\s{2,}", " ", ...)
+        j = k
+        while j < len(chars) and chars[j][0].isspace():
+            j += 1
+        if j - k >= 2:
+            out.append((" ", chars[k][1]))
+        else:
+            out.append(chars[k])
+            j = k + 1
+        k = j
+    while out and out[-1][0] == "\n":  # rstrip("\n")
+        out.pop()
+    while out and out[-1][0] == " ":  # strip(" ")
+        out.pop()
+    start = 0
+    while start < len(out) and out[start][0] == " ":
+        start += 1
+    out = out[start:]
+    text = "".join(c for c, _ in out)
+    words = text.split(" ")
+    if len(words) > max_words:
+        text = " ".join(words[:max_words])
+        out = out[:len(text)]
+    return text, [i for _, i in out]
+
+
+def pre_caption(caption: str, max_words: int = MAX_WORDS) -> str:
+    """ALBEF's caption normalisation (see :func:`pre_caption_map`)."""
+    return pre_caption_map(caption, max_words)[0]
+
+
+# ------------------------------------------------------------------------------------ checkpoint
+
+
+@dataclass(frozen=True)
+class AlbefShape:
+    """The sizes of an ALBEF ITM model, read from a checkpoint's tensors (heads: width / 64 unless given)."""
+
+    image_size: int
+    patch_size: int
+    vision_width: int
+    vision_depth: int
+    vision_heads: int
+    mlp_hidden: int
+    vocab_size: int
+    max_positions: int
+    type_vocab: int
+    text_width: int
+    text_layers: int
+    text_heads: int
+    intermediate: int
+    fusion_layer: int
+
+
+def _count(state: dict[str, Any], prefix: str) -> int:
+    found = {int(k[len(prefix):].split(".", 1)[0]) for k in state if k.startswith(prefix)}
+    return max(found) + 1 if found else 0
+
+
+def infer_shape(state: dict[str, Any], *, image_size: int = IMAGE_SIZE, vision_heads: int | None = None,
+                text_heads: int | None = None) -> AlbefShape:
+    """The model's sizes from its (renamed) state dict."""
+    width = int(state["visual_encoder.cls_token"].shape[-1])
+    patch = int(state["visual_encoder.patch_embed.proj.weight"].shape[-1])
+    text_width = int(state["text_encoder.embeddings.word_embeddings.weight"].shape[1])
+    layers = _count(state, "text_encoder.encoder.layer.")
+    fusion = [i for i in range(layers) if f"text_encoder.encoder.layer.{i}.crossattention.self.key.weight" in state]
+    if not fusion:
+        raise ValueError("no cross-attention (fusion) layers in the checkpoint's text encoder")
+    return AlbefShape(
+        image_size=int(image_size), patch_size=patch, vision_width=width,
+        vision_depth=_count(state, "visual_encoder.blocks."), vision_heads=int(vision_heads or max(1, width // 64)),
+        mlp_hidden=int(state["visual_encoder.blocks.0.mlp.fc1.weight"].shape[0]),
+        vocab_size=int(state["text_encoder.embeddings.word_embeddings.weight"].shape[0]),
+        max_positions=int(state["text_encoder.embeddings.position_embeddings.weight"].shape[0]),
+        type_vocab=int(state["text_encoder.embeddings.token_type_embeddings.weight"].shape[0]),
+        text_width=text_width, text_layers=layers, text_heads=int(text_heads or max(1, text_width // 64)),
+        intermediate=int(state["text_encoder.encoder.layer.0.intermediate.dense.weight"].shape[0]),
+        fusion_layer=min(fusion))
+
+
+def _torch_load(path: Path) -> Any:
+    torch = require("torch", "hf")
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    try:
+        return torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # an UnpicklingError naming the refused global
+        if "weights_only" in str(exc) or "Unsupported global" in str(exc):
+            first = str(exc).strip().splitlines()[0]
+            raise InputError(f"{path}: holds objects that a weights-only load refuses ({first[:200]}); convert it "
+                             f"once with: connote models convert albef {path}") from None
+        raise
+
+
+def itm_state_dict(obj: Any, source: str = "checkpoint") -> dict[str, Any]:
+    """The ITM path's tensors of a loaded ALBEF/LAVIS file, renamed to this module's (= the release's) names.
+
+    Accepts a bare state dict or one wrapped in ``{"model": ...}`` (how ALBEF's and LAVIS's scripts save
+    them); ``text_encoder.bert.*`` becomes ``text_encoder.*``; momentum copies (``*_m.*``), projections,
+    queues, the MLM head (``text_encoder.cls.*``) and any decoder are left out.
+    """
+    torch = require("torch", "hf")
+    state = obj.get("model", obj) if isinstance(obj, dict) else None
+    if isinstance(state, dict) and "state_dict" in state and not any(k.startswith(_USED) for k in state):
+        state = state["state_dict"]
+    if not isinstance(state, dict):
+        raise InputError(f"{source}: not an ALBEF checkpoint (expected a state dict, or one under 'model')")
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor) or not key.startswith(_USED):
+            continue
+        if key.startswith("text_encoder.bert."):
+            key = "text_encoder." + key[len("text_encoder.bert."):]
+        elif key.startswith("text_encoder.cls."):
+            continue
+        out[key] = value
+    missing = [k for k in ("visual_encoder.cls_token", "text_encoder.embeddings.word_embeddings.weight",
+                           "itm_head.weight") if k not in out]
+    if missing:
+        raise InputError(f"{source}: not an ALBEF ITM checkpoint: no {', '.join(missing)} "
+                         "(the VQA fine-tune, for one, has no ITM head)")
+    return out
+
+
+def interpolate_pos_embed(pos_embed: Any, grid: int) -> Any:
+    """Resize ViT position embeddings ``(1, 1 + g*g, D)`` to a ``grid x grid`` patch grid (bicubic, as ALBEF)."""
+    torch = require("torch", "hf")
+    tokens = pos_embed.shape[-2] - 1
+    old = int(round(math.sqrt(tokens)))
+    if old * old != tokens:
+        raise ValueError(f"position embeddings of {tokens} patches are not a square grid")
+    if old == grid:
+        return pos_embed
+    dim = pos_embed.shape[-1]
+    extra, pos = pos_embed[:, :1], pos_embed[:, 1:]
+    pos = pos.reshape(-1, old, old, dim).permute(0, 3, 1, 2).float()
+    pos = torch.nn.functional.interpolate(pos, size=(grid, grid), mode="bicubic", align_corners=False)
+    pos = pos.permute(0, 2, 3, 1).flatten(1, 2).to(pos_embed.dtype)
+    return torch.cat([extra, pos], dim=1)
+
+
+class Dropped:
+    """Stands in for an object a checkpoint holds that is not a tensor: it records, and runs nothing."""
+
+    qualname = "?"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __setstate__(self, state: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Dropped:
+        return self
+
+
+def convert_checkpoint(path: str | Path, out: str | Path | None = None) -> tuple[Path, dict[str, Any]]:
+    """Rewrite an ALBEF/LAVIS checkpoint as a safetensors file of its ITM tensors; returns (file, report).
+
+    The file is read with torch's weights-only unpickler; each global it refuses (found by
+    ``torch.serialization.get_unsafe_globals_in_checkpoint``, which reads the pickle's opcodes and runs
+    nothing) is allowed only as :class:`Dropped`, a stand-in that keeps nothing. The report lists those
+    globals, the top-level entries left out (optimizer, scheduler, config, epoch, ...), and the tensors kept.
+    """
+    torch = require("torch", "hf")
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such checkpoint file")
+    out = Path(out) if out else path.with_suffix(".safetensors")
+    if out.resolve() == path.resolve():
+        raise InputError(f"{out}: the output would overwrite the input")
+    try:
+        unsafe = list(torch.serialization.get_unsafe_globals_in_checkpoint(str(path)))
+    except Exception as exc:  # not a torch zip file
+        raise InputError(f"{path}: cannot read as a torch checkpoint ({type(exc).__name__}: {exc})") from None
+    stubs = [(type(f"Dropped_{i}", (Dropped,), {"qualname": name}), name) for i, name in enumerate(unsafe)]
+    with torch.serialization.safe_globals(stubs):
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    state = itm_state_dict(obj, str(path))
+    dropped_entries = sorted(str(k) for k in obj if k != "model") if isinstance(obj, dict) and "model" in obj else []
+    tensors = {k: v.detach().contiguous().clone() for k, v in state.items()}
+    save_file(tensors, str(out), metadata={"source": path.name, "format": "connote-albef-itm-1"})
+    report = {"input": str(path), "output": str(out), "kept_tensors": len(tensors),
+              "kept_parameters": int(sum(v.numel() for v in tensors.values())),
+              "dropped_entries": dropped_entries, "dropped_globals": unsafe}
+    return out, report
+
+
+# ---------------------------------------------------------------------------------------- modules
+
+
+def build_module(shape: AlbefShape) -> Any:
+    """The ALBEF ITM network (random weights) for ``shape``; its state dict names are the release's."""
+    torch = require("torch", "hf")
+    nn, F = torch.nn, torch.nn.functional
+
+    def attend(q: Any, k: Any, v: Any, heads: int, mask: Any = None) -> Any:
+        b, n, d = q.shape
+        q, k, v = (t.reshape(b, t.shape[1], heads, d // heads).transpose(1, 2) for t in (q, k, v))
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return ctx.transpose(1, 2).reshape(b, n, d)
+
+    class Attn(nn.Module):
+        def __init__(self, width: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.qkv = nn.Linear(width, 3 * width)
+            self.proj = nn.Linear(width, width)
+
+        def forward(self, x: Any) -> Any:
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            return self.proj(attend(q, k, v, self.heads))
+
+    class Mlp(nn.Module):
+        def __init__(self, width: int, hidden: int) -> None:
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(width, hidden), nn.Linear(hidden, width)
+
+        def forward(self, x: Any) -> Any:
+            return self.fc2(F.gelu(self.fc1(x)))
+
+    class Block(nn.Module):
+        def __init__(self, width: int, heads: int, hidden: int) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(width, eps=1e-6), nn.LayerNorm(width, eps=1e-6)
+            self.attn, self.mlp = Attn(width, heads), Mlp(width, hidden)
+
+        def forward(self, x: Any) -> Any:
+            x = x + self.attn(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+    class PatchEmbed(nn.Module):
+        def __init__(self, patch: int, width: int) -> None:
+            super().__init__()
+            self.proj = nn.Conv2d(3, width, kernel_size=patch, stride=patch)
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, s: AlbefShape) -> None:
+            super().__init__()
+            grid = s.image_size // s.patch_size
+            self.patch_embed = PatchEmbed(s.patch_size, s.vision_width)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, s.vision_width))
+            self.pos_embed = nn.Parameter(torch.zeros(1, grid * grid + 1, s.vision_width))
+            self.blocks = nn.ModuleList(Block(s.vision_width, s.vision_heads, s.mlp_hidden)
+                                        for _ in range(s.vision_depth))
+            self.norm = nn.LayerNorm(s.vision_width, eps=1e-6)
+
+        def forward(self, pixels: Any) -> Any:
+            x = self.patch_embed.proj(pixels).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1).to(x.dtype), x], dim=1) + self.pos_embed
+            for block in self.blocks:
+                x = block(x)
+            return self.norm(x)
+
+    class Projections(nn.Module):
+        def __init__(self, width: int, source: int) -> None:
+            super().__init__()
+            self.query = nn.Linear(width, width)
+            self.key, self.value = nn.Linear(source, width), nn.Linear(source, width)
+
+    class DenseNorm(nn.Module):
+        def __init__(self, inner: int, width: int) -> None:
+            super().__init__()
+            self.dense = nn.Linear(inner, width)
+            self.LayerNorm = nn.LayerNorm(width, eps=1e-12)
+
+        def forward(self, x: Any, residual: Any) -> Any:
+            return self.LayerNorm(self.dense(x) + residual)
+
+    class BertAttention(nn.Module):
+        def __init__(self, width: int, source: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.self = Projections(width, source)
+            self.output = DenseNorm(width, width)
+
+        def forward(self, x: Any, source: Any, mask: Any) -> Any:
+            p = self.self
+            return self.output(attend(p.query(x), p.key(source), p.value(source), self.heads, mask), x)
+
+    class Dense(nn.Module):
+        def __init__(self, width: int, inner: int) -> None:
+            super().__init__()
+            self.dense = nn.Linear(width, inner)
+
+    class BertLayer(nn.Module):
+        def __init__(self, s: AlbefShape, fusion: bool) -> None:
+            super().__init__()
+            self.attention = BertAttention(s.text_width, s.text_width, s.text_heads)
+            if fusion:
+                self.crossattention = BertAttention(s.text_width, s.vision_width, s.text_heads)
+            self.intermediate = Dense(s.text_width, s.intermediate)
+            self.output = DenseNorm(s.intermediate, s.text_width)
+
+        def forward(self, x: Any, mask: Any, image: Any) -> Any:
+            x = self.attention(x, x, mask)
+            if hasattr(self, "crossattention"):
+                x = self.crossattention(x, image, None)  # every image token is attended to
+            return self.output(F.gelu(self.intermediate.dense(x)), x)
+
+    class Embeddings(nn.Module):
+        def __init__(self, s: AlbefShape) -> None:
+            super().__init__()
+            self.word_embeddings = nn.Embedding(s.vocab_size, s.text_width)
+            self.position_embeddings = nn.Embedding(s.max_positions, s.text_width)
+            self.token_type_embeddings = nn.Embedding(s.type_vocab, s.text_width)
+            self.LayerNorm = nn.LayerNorm(s.text_width, eps=1e-12)
+
+        def forward(self, ids: Any) -> Any:
+            pos = torch.arange(ids.shape[1], device=ids.device)
+            x = self.word_embeddings(ids) + self.token_type_embeddings(torch.zeros_like(ids))
+            return self.LayerNorm(x + self.position_embeddings(pos)[None])
+
+    class Encoder(nn.Module):
+        def __init__(self, s: AlbefShape) -> None:
+            super().__init__()
+            self.layer = nn.ModuleList(BertLayer(s, i >= s.fusion_layer) for i in range(s.text_layers))
+
+    class TextEncoder(nn.Module):
+        def __init__(self, s: AlbefShape) -> None:
+            super().__init__()
+            self.embeddings = Embeddings(s)
+            self.encoder = Encoder(s)
+
+        def forward(self, ids: Any, attention_mask: Any, image: Any) -> Any:
+            x = self.embeddings(ids)
+            # BERT's additive mask, as ALBEF's xbert builds it: 0 for tokens, -10000 for padding
+            mask = ((1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0)
+            for layer in self.encoder.layer:
+                x = layer(x, mask, image)
+            return x
+
+    class AlbefItm(nn.Module):
+        def __init__(self, s: AlbefShape) -> None:
+            super().__init__()
+            self.shape = s
+            self.visual_encoder = VisionTransformer(s)
+            self.text_encoder = TextEncoder(s)
+            self.itm_head = nn.Linear(s.text_width, 2)
+
+        def p_match(self, image_states: Any, ids: Any, attention_mask: Any) -> Any:
+            fused = self.text_encoder(ids, attention_mask, image_states)
+            return self.itm_head(fused[:, 0, :]).float().softmax(dim=-1)[:, 1]
+
+    return AlbefItm(shape)
+
+
+def checkpoint_file(weights: str | None) -> Path:
+    """A local checkpoint file, or a URL's file in torch's hub cache (``$TORCH_HOME/hub/checkpoints``)."""
+    if not weights:
+        raise InputError("albef-itm needs weights: a checkpoint file (e.g. albef-itm:mscoco.pth) or its URL")
+    if weights.startswith(("http://", "https://")):
+        torch = require("torch", "hf")
+        name = weights.rstrip("/").rsplit("/", 1)[-1]
+        cached = Path(torch.hub.get_dir()) / "checkpoints" / name
+        if not cached.is_file():
+            raise InputError(f"albef-itm: {weights} is not in torch's hub cache ({cached}); download it there "
+                             f"(e.g. curl -L -o {cached} {weights}) or give the local file")
+        return cached
+    path = Path(weights).expanduser()
+    if not path.is_file():
+        raise InputError(f"model weights {weights!r} for albef-itm: no such local file")
+    return path
+
+
+class AlbefItmMatcher(TensorMatcher):
+    """ALBEF ITM head: p(match) = softmax(itm_head(fusion_encoder(text | image)[CLS]))[1].
+
+    Options: ``tokenizer`` (the bert-base-uncased tokenizer ALBEF uses; a hub id or local folder),
+    ``image_size`` (384, the fine-tunes' and MM-SHAP's resolution; the pre-trained files' 256 px position
+    embeddings are resized to it), ``max_length`` (token cap after ``pre_caption``; 512 = none, as the
+    MM-SHAP script; ALBEF's retrieval evaluation uses 30), ``vision_heads``/``text_heads`` (width / 64).
+    """
+
+    backend = "albef-itm"
+
+    def __init__(self, weights: str | None = None, *, tokenizer: str = "bert-base-uncased",
+                 image_size: int | str = IMAGE_SIZE, max_length: int | str | None = None,
+                 vision_heads: int | str | None = None, text_heads: int | str | None = None,
+                 **engine: Any) -> None:
+        self.checkpoint = checkpoint_file(weights)
+        super().__init__(**engine)
+        transformers = require("transformers", "hf")
+        self.weights = weights
+        self.tokenizer_id = tokenizer
+        state = itm_state_dict(_torch_load(self.checkpoint), str(self.checkpoint))
+        shape = infer_shape(state, image_size=int(image_size), vision_heads=int(vision_heads) if vision_heads
+                            else None, text_heads=int(text_heads) if text_heads else None)
+        if shape.image_size % shape.patch_size:
+            raise ValueError(f"image_size {shape.image_size} is not a multiple of the patch size {shape.patch_size}")
+        state["visual_encoder.pos_embed"] = interpolate_pos_embed(state["visual_encoder.pos_embed"],
+                                                                  shape.image_size // shape.patch_size)
+        self.model = build_module(shape)
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise ValueError(f"{self.checkpoint}: checkpoint does not fit ALBEF's ITM model (missing "
+                             f"{', '.join(missing[:4]) or 'none'}; unexpected {', '.join(unexpected[:4]) or 'none'})")
+        self.model.to(device=self.device, dtype=self.dtype).eval()
+        self.shape = shape
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer)
+        self.max_length = int(max_length) if max_length else shape.max_positions
+
+    @classmethod
+    def from_spec(cls, weights: str | None = None, **options: Any) -> AlbefItmMatcher:
+        return cls(weights, **options)
+
+    def describe(self) -> dict[str, Any]:
+        from connote.models.hf_itm import weights_identity
+        from connote.runs.store import file_sha256
+
+        d = super().describe()
+        tok = weights_identity(self.tokenizer_id, None, None)
+        d.update({"weights": str(self.checkpoint.resolve()), "sha256": file_sha256(self.checkpoint),
+                  "tokenizer": tok, "image_size": self.shape.image_size, "max_length": self.max_length,
+                  "preprocess": "albef: bicubic resize, CLIP mean/std, pre_caption(30 words)"})
+        return d
+
+    def pixel_values(self, images: Sequence[Image.Image]) -> Any:
+        torch = self.torch
+        size = self.shape.image_size
+        arrays = [np.asarray(im.convert("RGB").resize((size, size), Image.BICUBIC), dtype=np.float32) / 255.0
+                  for im in images]
+        x = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
+        x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+        return x.to(self.device, dtype=self.dtype)
+
+    def encode_images(self, pixel_values: Any) -> Any:
+        return self.model.visual_encoder(pixel_values.to(self.dtype))
+
+    def token_ids(self, captions: Sequence[str]) -> list[list[int]]:
+        enc = self.tokenizer([pre_caption(c) for c in captions], add_special_tokens=True, truncation=True,
+                             max_length=self.max_length)
+        return [list(x) for x in enc["input_ids"]]
+
+    def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
+        return self.model.p_match(image_states, input_ids, attention_mask)
+
+    def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
+                     compat: str | None = None) -> Any:
+        """MM-SHAP game on the ``pre_caption``-ed caption, as the public ALBEF script plays it under ``mmshap``
+        (all ids are players, a masked id becomes 0, [CLS] is written back, patches of ``384 // p`` pixels
+        are zeroed in the normalised image); token spans point into the caption as given."""
+        from connote.models.masking import tensor_game
+
+        text, index = pre_caption_map(caption)
+        game = tensor_game(self, image, text, grid=grid, compat=compat)
+        game.spans = [None if s is None or s[1] > len(index) else (index[s[0]], index[s[1] - 1] + 1)
+                      for s in game.spans]
+        return game
