@@ -201,10 +201,11 @@ def tiny_albef(folder: Path, seed: int = 0, *, layout: str = "pretrain", grid: i
     tok_dir = folder / "tokenizer"
     tok = bert_tokenizer(tok_dir)
     tok.save_pretrained(tok_dir)
-    shape = AlbefShape(image_size=32, patch_size=8, vision_width=32, vision_depth=2, vision_heads=2, mlp_hidden=64,
-                       vocab_size=tok.vocab_size, max_positions=64, type_vocab=2, text_width=32, text_layers=4,
-                       text_heads=2, intermediate=64, fusion_layer=2)
-    model = spread(build_module(shape).eval(), std=0.3, seed=seed)
+    # widths of 128 in 2 heads: head size 64 as in ALBEF, so the loader's heads = width / 64 fits
+    shape = AlbefShape(image_size=32, patch_size=8, vision_width=128, vision_depth=2, vision_heads=2, mlp_hidden=256,
+                       vocab_size=tok.vocab_size, max_positions=64, type_vocab=2, text_width=128, text_layers=4,
+                       text_heads=2, intermediate=256, fusion_layer=2)
+    model = spread(build_module(shape).eval(), std=0.15, seed=seed)
     state = {}
     gen = torch.Generator().manual_seed(seed + 1)
     for key, value in model.state_dict().items():

@@ -49,6 +49,41 @@ def tasks(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) ->
               f"  reads: {r['reads']}")
 
 
+def convert(
+    kind: str = typer.Argument(..., help="What the file is: albef (an ALBEF/LAVIS checkpoint)."),
+    file: str = typer.Argument(..., help="The checkpoint file (.pth)."),
+    out: str = typer.Option(None, "--out", "-o", help="Output file (default: FILE with .safetensors)."),
+) -> None:
+    """Rewrite a released checkpoint that a weights-only load refuses as a safetensors file of its tensors.
+
+    Nothing in the file is run: each object that is not a tensor is read as a stand-in and dropped; the
+    command says what it dropped and what it kept.
+    """
+    from connote.errors import InputError
+
+    if kind != "albef":
+        raise InputError(f"connote models convert: unknown kind {kind!r}; valid: albef")
+    from connote.models.albef import convert_checkpoint
+
+    path, report = convert_checkpoint(file, out)
+    print(f"wrote {path}: {report['kept_tensors']} tensors ({report['kept_parameters']:,} values) of the ITM model")
+    print("dropped entries: " + (", ".join(report["dropped_entries"]) or "none"))
+    print("dropped objects (read as stand-ins, never run): " + (", ".join(report["dropped_globals"]) or "none"))
+
+
 def register(app: typer.Typer) -> None:
-    app.command("models")(models)
+    group = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
+                        help="List the model backends with their capabilities (match, mask, generate).")
+
+    @group.callback(invoke_without_command=True)
+    def _models(ctx: typer.Context,
+                capability: str = typer.Option(None, "--capability", "-c", help="Only backends with this "
+                                               "capability (match, mask, generate)."),
+                json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """List the model backends with their capabilities (match, mask, generate)."""
+        if ctx.invoked_subcommand is None:
+            models(capability, json_out)
+
+    group.command("convert")(convert)
+    app.add_typer(group, name="models")
     app.command("tasks")(tasks)
