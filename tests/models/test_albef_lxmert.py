@@ -383,3 +383,28 @@ def test_lxmert_mmshap_game_equals_the_public_scripts_text_masking_over_regions(
     assert [caption[s[0]:s[1]] if s else None for s in game.spans] == [None, "a", "man", "begs", None]
     with pytest.raises(ValueError, match="regions"):
         model.masking_game(image, caption, grid=3)
+
+
+def test_probe_and_explain_commands_run_both_backends(albef, lxmert, tmp_path, capsys) -> None:
+    """``connote probe`` and ``connote explain`` with ``albef-itm:FILE`` and ``hf-lxmert:DIR?features=FILE``."""
+    root = lxmert["root"]
+    manifest = tmp_path / "probes.csv"
+    manifest.write_text("item_id,image,image_kind,caption,caption_kind\n"
+                        f"a,{root / 'p0.png'},SG,a man begs on the street,SG\n"
+                        f"b,{root / 'p0.png'},SG,a man sits on the street,PG\n"
+                        f"c,{root / 'p1.png'},PG,a man begs on the street,SG\n"
+                        f"d,{root / 'p1.png'},PG,a man sits on the street,PG\n")
+    four = tiny_models.write_region_npz(tmp_path / "four", tiny_models.region_features(["p0", "p1"], regions=4))
+    specs = {"albef": f"albef-itm:{albef['retrieval']}?tokenizer={albef['tokenizer']}&image_size=32",
+             "lxmert": f"hf-lxmert:{lxmert['folder']}?features={four}"}
+    for name, spec in specs.items():
+        assert main(["probe", "--data", str(manifest), "--model", spec, "--out", str(tmp_path / f"p-{name}"), "-q",
+                     "--json"]) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["n_scored"] == 4 and res["model"] == spec
+        assert main(["explain", "--data", str(manifest), "--model", spec, "--out", str(tmp_path / f"e-{name}"),
+                     "--captions", "original", "--sample", "1", "--figures", "0", "-q", "--json"]) == 0
+        capsys.readouterr()
+        row = json.loads((tmp_path / f"e-{name}" / "explanations.jsonl").read_text().splitlines()[0])
+        assert row["error"] is None and 0.0 <= row["t_shap"] <= 1.0 and row["compat"] == "mmshap"
+        assert row["verb"] in ("begs", "sits") and row["patch_grid"] == (3 if name == "albef" else 2)
