@@ -348,9 +348,10 @@ def build_module(shape: AlbefShape) -> Any:
             self.self = Projections(width, source)
             self.output = DenseNorm(width, width)
 
-        def forward(self, x: Any, source: Any, mask: Any) -> Any:
+        def forward(self, x: Any, source: Any, mask: Any, kv: tuple[Any, Any] | None = None) -> Any:
             p = self.self
-            return self.output(attend(p.query(x), p.key(source), p.value(source), self.heads, mask), x)
+            key, value = kv if kv is not None else (p.key(source), p.value(source))
+            return self.output(attend(p.query(x), key, value, self.heads, mask), x)
 
     class Dense(nn.Module):
         def __init__(self, width: int, inner: int) -> None:
@@ -366,10 +367,10 @@ def build_module(shape: AlbefShape) -> Any:
             self.intermediate = Dense(s.text_width, s.intermediate)
             self.output = DenseNorm(s.intermediate, s.text_width)
 
-        def forward(self, x: Any, mask: Any, image: Any) -> Any:
+        def forward(self, x: Any, mask: Any, image: Any, kv: tuple[Any, Any] | None = None) -> Any:
             x = self.attention(x, x, mask)
             if hasattr(self, "crossattention"):
-                x = self.crossattention(x, image, None)  # every image token is attended to
+                x = self.crossattention(x, image, None, kv)  # every image token is attended to
             return self.output(F.gelu(self.intermediate.dense(x)), x)
 
     class Embeddings(nn.Module):
@@ -396,12 +397,14 @@ def build_module(shape: AlbefShape) -> Any:
             self.embeddings = Embeddings(s)
             self.encoder = Encoder(s)
 
-        def forward(self, ids: Any, attention_mask: Any, image: Any) -> Any:
+        def forward(self, ids: Any, attention_mask: Any, image: Any, kv: list[tuple[Any, Any]] | None = None) -> Any:
             x = self.embeddings(ids)
             # BERT's additive mask, as ALBEF's xbert builds it: 0 for tokens, -10000 for padding
             mask = ((1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0)
+            pairs = iter(kv or [])
             for layer in self.encoder.layer:
-                x = layer(x, mask, image)
+                fused = hasattr(layer, "crossattention")
+                x = layer(x, mask, image, next(pairs) if fused and kv else None)
             return x
 
     class AlbefItm(nn.Module):
@@ -412,8 +415,14 @@ def build_module(shape: AlbefShape) -> Any:
             self.text_encoder = TextEncoder(s)
             self.itm_head = nn.Linear(s.text_width, 2)
 
-        def p_match(self, image_states: Any, ids: Any, attention_mask: Any) -> Any:
-            fused = self.text_encoder(ids, attention_mask, image_states)
+        def fusion_projections(self) -> list[Any]:
+            """The fusion layers' cross-attention key and value projections, in order (k0, v0, k1, v1, ...)."""
+            return [getattr(layer.crossattention.self, name) for layer in self.text_encoder.encoder.layer
+                    if hasattr(layer, "crossattention") for name in ("key", "value")]
+
+        def p_match(self, image_states: Any, ids: Any, attention_mask: Any,
+                    kv: list[tuple[Any, Any]] | None = None) -> Any:
+            fused = self.text_encoder(ids, attention_mask, image_states, kv)
             return self.itm_head(fused[:, 0, :]).float().softmax(dim=-1)[:, 1]
 
     return AlbefItm(shape)
@@ -439,6 +448,9 @@ def checkpoint_file(weights: str | None) -> Path:
 
 class AlbefItmMatcher(TensorMatcher):
     """ALBEF ITM head: p(match) = softmax(itm_head(fusion_encoder(text | image)[CLS]))[1].
+
+    An image's state is its ViT tokens and, per fusion layer, their cross-attention keys and values, so the
+    captions of an image share all image-side work (as the BLIP backend does).
 
     Options: ``tokenizer`` (the bert-base-uncased tokenizer ALBEF uses; a hub id or local folder),
     ``image_size`` (384, the fine-tunes' and MM-SHAP's resolution; the pre-trained files' 256 px position
@@ -499,7 +511,10 @@ class AlbefItmMatcher(TensorMatcher):
         return x.to(self.device, dtype=self.dtype)
 
     def encode_images(self, pixel_values: Any) -> Any:
-        return self.model.visual_encoder(pixel_values.to(self.dtype))
+        """The image tokens and each fusion layer's cross-attention keys and values of them, side by side:
+        what every caption of the image shares, computed once."""
+        vision = self.model.visual_encoder(pixel_values.to(self.dtype))
+        return self.torch.cat([vision] + [proj(vision) for proj in self.model.fusion_projections()], dim=-1)
 
     def token_ids(self, captions: Sequence[str]) -> list[list[int]]:
         enc = self.tokenizer([pre_caption(c) for c in captions], add_special_tokens=True, truncation=True,
@@ -507,7 +522,10 @@ class AlbefItmMatcher(TensorMatcher):
         return [list(x) for x in enc["input_ids"]]
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        return self.model.p_match(image_states, input_ids, attention_mask)
+        width = self.shape.vision_width
+        parts = image_states.split([width] + [p.out_features for p in self.model.fusion_projections()], dim=-1)
+        kv = list(zip(parts[1::2], parts[2::2]))
+        return self.model.p_match(parts[0], input_ids, attention_mask, kv)
 
     def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
                      compat: str | None = None) -> Any:
