@@ -31,6 +31,8 @@ import base64
 import csv
 import math
 import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,8 @@ from connote.registry import require
 TSV_LXMERT = ["img_id", "img_h", "img_w", "objects_id", "objects_conf", "attrs_id", "attrs_conf", "num_boxes",
               "boxes", "features"]
 TSV_BUTD = ["image_id", "image_w", "image_h", "num_boxes", "boxes", "features"]
+#: Images whose features are kept after reading (the engine reads an image's regions more than once per call).
+RECENT = 64
 
 
 def lookup_keys(ref: str) -> list[str]:
@@ -96,6 +100,8 @@ class RegionFeatures:
         self._tsv_index: dict[str, int] | None = None
         self._h5: Any = None
         self._h5_rows: dict[str, int] | None = None
+        self._lock = threading.Lock()  # the engine preprocesses image chunks in threads
+        self._recent: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     # ---- identity ---------------------------------------------------------------------------
     def files(self) -> list[Path]:
@@ -116,10 +122,17 @@ class RegionFeatures:
     def get(self, ref: str) -> tuple[np.ndarray, np.ndarray]:
         """``(features (R, D), boxes (R, 4))`` of an image; ``ItemError`` naming it when the file has none."""
         reader = {"npz": self._npz, "tsv": self._tsv, "hdf5": self._hdf5}[self.layout]
-        for key in lookup_keys(ref):
-            found = reader(key)
-            if found is not None:
-                return found
+        with self._lock:
+            if ref in self._recent:
+                self._recent.move_to_end(ref)
+                return self._recent[ref]
+            for key in lookup_keys(ref):
+                found = reader(key)
+                if found is not None:
+                    self._recent[ref] = found
+                    while len(self._recent) > RECENT:
+                        self._recent.popitem(last=False)
+                    return found
         raise ItemError(f"{ref}: no region features for this image in {self.path} (looked up as "
                         f"{', '.join(repr(k) for k in lookup_keys(ref))})")
 
