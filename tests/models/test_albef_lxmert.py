@@ -408,3 +408,40 @@ def test_probe_and_explain_commands_run_both_backends(albef, lxmert, tmp_path, c
         row = json.loads((tmp_path / f"e-{name}" / "explanations.jsonl").read_text().splitlines()[0])
         assert row["error"] is None and 0.0 <= row["t_shap"] <= 1.0 and row["compat"] == "mmshap"
         assert row["verb"] in ("begs", "sits") and row["patch_grid"] == (3 if name == "albef" else 2)
+
+
+def test_albef_url_is_read_from_torchs_hub_cache(albef, tmp_path, monkeypatch) -> None:
+    import shutil
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    url = "https://storage.googleapis.com/sfr-pcl-data-research/ALBEF/mscoco.pth"
+    with pytest.raises(InputError, match="not in torch's hub cache"):
+        load_model(f"albef-itm:{url}?tokenizer={albef['tokenizer']}&image_size=32")
+    cached = Path(torch.hub.get_dir()) / "checkpoints" / "mscoco.pth"
+    cached.parent.mkdir(parents=True)
+    shutil.copy(albef["retrieval"], cached)
+    model = load_model(f"albef-itm:{url}?tokenizer={albef['tokenizer']}&image_size=32")
+    assert model.describe()["weights"] == str(cached.resolve())
+
+
+def test_the_fingerprint_covers_the_checkpoint_and_features_bytes(albef, lxmert, tmp_path) -> None:
+    """Rewriting a file's bytes (same size) changes what the run fingerprint holds."""
+    import shutil
+
+    ckpt = tmp_path / "a.pth"
+    shutil.copy(albef["retrieval"], ckpt)
+    spec = f"albef-itm:{ckpt}?tokenizer={albef['tokenizer']}&image_size=32"
+    before = load_model(spec).describe()["sha256"]
+    sd = torch.load(ckpt, weights_only=True)
+    sd["model"]["itm_head.bias"] = sd["model"]["itm_head.bias"] + 1.0
+    torch.save(sd, ckpt)
+    assert load_model(spec).describe()["sha256"] != before
+    feats = tiny_models.region_features(["p0"], regions=4)
+    path = tiny_models.write_region_tsv(tmp_path / "f.tsv", feats)
+    spec = f"hf-lxmert:{lxmert['folder']}?features={path}"
+    first = load_model(spec).describe()
+    f, b, w, h = feats["p0"]
+    tiny_models.write_region_tsv(path, {"p0": (f + 1.0, b, w, h)})
+    second = load_model(spec).describe()
+    assert first["features"]["files"]["f.tsv"] != second["features"]["files"]["f.tsv"]
+    assert "config.json" in first["files"]  # the local model folder's files are hashed too
