@@ -347,6 +347,7 @@ def require_masking(matcher: Any) -> None:
         backend = getattr(matcher, "backend", type(matcher).__name__)
         raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
                          f"only backends with a masking_game method allow (hf-blip-itm, hf-blip2-itm, hf-flava-itm, "
+                         f"albef-itm, hf-lxmert, "
                          f"hf-clip, hf-vlm-yesno)")
 
 
