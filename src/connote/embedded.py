@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -61,6 +62,18 @@ def imagenet_labels() -> list[str]:
         _idx, _synset, lemmas = line.split("\t")
         labels.append(lemmas.split(",")[0].strip())
     return labels
+
+
+def label_cache_path(labels: Sequence[str], batch_size: int, device: str) -> Path:
+    """Where the label embeddings of these settings are cached (under connote's cache root)."""
+    import sentence_transformers
+    import torch
+
+    from connote.metrics.cache import cache_root
+
+    key = hashlib.sha256("\n".join([MINILM_SHA256, str(batch_size), str(device).split(":")[0],
+                                     sentence_transformers.__version__, torch.__version__, *labels]).encode())
+    return cache_root() / "embedded" / f"imagenet-labels-minilm-{key.hexdigest()[:16]}.npy"
 
 
 def efficientnet_path() -> str:
@@ -131,8 +144,39 @@ class EmbeddedEncoder:
 
     def label_embeddings(self) -> Any:
         if self._label_embeddings is None:
-            self._label_embeddings = self.embed_texts(imagenet_labels())
+            self._label_embeddings = self._cached_label_embeddings()
         return self._label_embeddings
+
+    def _cached_label_embeddings(self) -> Any:
+        """The 1,000 ImageNet labels in MiniLM space, computed once per machine and kept on disk.
+
+        The file is keyed by everything that makes it (the weights' sha256, the label table, the batch size,
+        device and library versions), read without pickle, and recomputed when absent or unreadable.
+        """
+        import sys
+
+        import numpy as np
+
+        labels = imagenet_labels()
+        path = label_cache_path(labels, self.batch_size, self.device)
+        try:
+            got = np.load(path, allow_pickle=False)
+            if got.shape[0] == len(labels) and got.dtype == np.float32:
+                return got
+        except (OSError, ValueError):
+            pass
+        print(f"embedded encoder: embedding the {len(labels):,} ImageNet labels once (cached in {path.parent})",
+              file=sys.stderr, flush=True)
+        emb = np.asarray(self.embed_texts(labels), dtype=np.float32)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as f:
+                np.save(f, emb, allow_pickle=False)
+            os.replace(tmp, path)
+        except OSError:  # a read-only cache still works, just without the file
+            pass
+        return emb
 
     def classify(self, images: Sequence[Image.Image]) -> Any:
         """ImageNet class probabilities, (n, 1000) numpy array."""

@@ -29,5 +29,19 @@ class InputError(ConnoteError):
         super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
 
 
+class MissingExtra(ConnoteError, ImportError):
+    """An optional dependency is not installed: one line naming the extra that installs it; exit status 2.
+
+    It is an ``ImportError`` too, so code that falls back when a package is absent still can.
+    """
+
+    exit_code = 2
+
+    def __init__(self, module: str, extra: str, *, needed_for: str | None = None) -> None:
+        self.module, self.extra = module, extra
+        what = f"{module!r} is needed" + (f" for {needed_for}" if needed_for else " here")
+        super().__init__(f"{what}; install it with: pip install 'connote[{extra}]'")
+
+
 class ItemError(ConnoteError):
     """One bad item: recorded with the item, the run goes on."""

@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from connote.errors import ConnoteError
+from connote.errors import ConnoteError, MissingExtra
 
 T = TypeVar("T")
 
@@ -94,9 +94,7 @@ def require(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            f"{module!r} is needed here; install it with: pip install 'connote[{extra}]'"
-        ) from exc
+        raise MissingExtra(module, extra) from exc
 
 
 Factory = Callable[..., Any]

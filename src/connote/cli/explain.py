@@ -50,17 +50,24 @@ def explain(
     for name, value in (("--grid", grid), ("--budget", budget), ("--sample", sample)):
         if value is not None and value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}")
-    if data is None:
-        import sys
+    from connote.models.registry import check_spec
+    from connote.runs.distributed import launched_rank
+    from connote.runs.store import hold_run_folder
 
-        from connote.data.sample import write_sample_probes
+    if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
+        check_spec(model)
+    with hold_run_folder(out, enabled=launched_rank() == 0):  # refused at once if another run writes there
+        if data is None:
+            import sys
 
-        data = write_sample_probes(out / "sample")
-        print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
-    quiet_transformers()
-    results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget, sample=sample,
-                          seed=seed, grid=grid, allow_network=allow_network, progress=not quiet, figures=figures,
-                          compat=compat)
+            from connote.data.sample import write_sample_probes
+
+            data = write_sample_probes(out / "sample")
+            print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
+        quiet_transformers()
+        results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget,
+                              sample=sample, seed=seed, grid=grid, allow_network=allow_network, progress=not quiet,
+                              figures=figures, compat=compat)
     if json_out:
         import json
 

@@ -1,8 +1,9 @@
 """connote's metric caches: where they are, how big, and clearing them (``connote score --clear-cache``).
 
-Both are derived data, rebuilt on next use: the METEOR paraphrase index
-(``<root>/meteor/paraphrase-v6-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s) and
-parsed WordNet synonym tables (``<root>/wordnet/*.json``, only when WordNet synonyms are asked for).
+All are derived data, rebuilt on next use: the METEOR paraphrase index
+(``<root>/meteor/paraphrase-v6-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s),
+parsed WordNet synonym tables (``<root>/wordnet/*.json``, only when WordNet synonyms are asked for) and
+the embedded encoder's ImageNet label embeddings (``<root>/embedded/*.npy``, 1.5 MB).
 ``<root>`` is ``$CONNOTE_CACHE``, else ``$XDG_CACHE_HOME/connote``, else ``~/.cache/connote``.
 """
 
@@ -12,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-SUBDIRS = ("meteor", "wordnet")
+SUBDIRS = ("meteor", "wordnet", "embedded")
 
 
 def cache_root() -> Path:

@@ -16,7 +16,6 @@ backend's constructor before anything loads (unknown option, wrong type, missing
 from __future__ import annotations
 
 import inspect
-import os
 import types
 import typing
 from collections.abc import Callable
@@ -198,18 +197,34 @@ def check_weights(backend: Backend, weights: str | None) -> None:
             if not path.is_dir():
                 raise InputError(f"model weights {weights!r} for {backend.name}: expected a folder, found a file")
         return
-    if backend.weights == "hf" and os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        try:
-            from huggingface_hub import try_to_load_from_cache
-        except ImportError:  # pragma: no cover - transformers brings huggingface_hub
+    if backend.weights != "hf":
+        return
+    from connote.models.hub import go_offline, hub_offline, hub_unreachable, unreachable_message
+
+    offline = hub_offline()
+    if not offline:
+        why = hub_unreachable()  # once per process, in seconds, before huggingface_hub's retry loop
+        if why is None:
             return
-        try:
-            hit = try_to_load_from_cache(weights, "config.json")
-        except Exception:  # noqa: BLE001 - an id the hub library rejects outright
-            hit = None
-        if not isinstance(hit, str):
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers brings huggingface_hub
+        return
+    try:
+        hit = try_to_load_from_cache(weights, "config.json")
+    except Exception:  # noqa: BLE001 - an id the hub library rejects outright
+        hit = None
+    if not isinstance(hit, str):
+        if offline:
             raise InputError(f"model weights {weights!r} for {backend.name}: not a local folder and not in the "
                              "Hugging Face cache, and the hub is offline (HF_HUB_OFFLINE=1)")
+        raise InputError(unreachable_message(weights, backend.name, why))
+    if not offline:  # cached, hub unreachable: use the cache now rather than retry the hub for a minute
+        import sys
+
+        go_offline()
+        print(f"note: the Hugging Face hub cannot be reached ({why}); using the cached copy of {weights!r} "
+              "(HF_HUB_OFFLINE=1 for this run)", file=sys.stderr)
 
 
 def check_spec(spec: str | ModelSpec) -> tuple[Backend, ModelSpec, dict[str, Any]]:

@@ -52,6 +52,14 @@ class Dist:
             self._state.destroy_process_group()
 
 
+def launched_rank() -> int:
+    """This process's rank as the launcher set it (``RANK``; 0 outside torchrun/accelerate), before any init."""
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
 def init_distributed() -> Dist:
     """The current process's ``Dist`` (a plain single process unless launched with ``WORLD_SIZE > 1``)."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:

@@ -17,6 +17,7 @@ A lock file keeps a second run from writing into the same folder at the same tim
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import platform
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,54 @@ class RunLockedError(InputError):
     """Another process is writing into the same run folder."""
 
 
+_HELD: dict[Path, int] = {}  # run folders this process has locked for a whole command (see hold_run_folder)
+
+
+def _lock_folder(folder: Path) -> int:
+    """Take the run folder's lock (``.connote.lock``, an flock) or raise RunLockedError naming the holder."""
+    import fcntl
+
+    fd = os.open(folder / ".connote.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise RunLockedError(f"another connote run ({holder}) is writing into this run folder; wait for it "
+                             "to finish or choose another --out", path=folder) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()}".encode())
+    return fd
+
+
+def _run_folder(folder: str | Path) -> Path:
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("the run folder is an existing file, not a folder", path=folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def hold_run_folder(folder: str | Path, *, enabled: bool = True) -> Iterator[Path]:
+    """Lock a run folder for a whole command, before anything is written into it or any model loads.
+
+    A second command into the same folder is then refused at once, not after its model has loaded; the
+    :class:`RunStore` this process opens there later uses the lock it already holds. ``enabled=False``
+    (ranks other than 0 of a distributed run, which never hold the lock) yields the folder unlocked.
+    """
+    folder = _run_folder(folder)
+    key = folder.resolve()
+    if not enabled or key in _HELD:
+        yield folder
+        return
+    _HELD[key] = _lock_folder(folder)
+    try:
+        yield folder
+    finally:
+        os.close(_HELD.pop(key))
+
+
 class RunStore:
     """Per-item results of one run folder, resumable and safe to kill.
 
@@ -109,10 +158,7 @@ class RunStore:
     """
 
     def __init__(self, folder: str | Path, filename: str = "store.sqlite", *, lock: bool = False) -> None:
-        self.folder = Path(folder)
-        if self.folder.exists() and not self.folder.is_dir():
-            raise InputError("the run folder is an existing file, not a folder", path=self.folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = _run_folder(folder)
         self.path = self.folder / filename
         self._lock_fd: int | None = None
         if lock:
@@ -142,20 +188,9 @@ class RunStore:
 
     # ---- locking -------------------------------------------------------------------------
     def _acquire_lock(self) -> None:
-        import fcntl
-
-        lock_path = self.folder / ".connote.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
-            os.close(fd)
-            raise RunLockedError(f"another connote run ({holder}) is writing into this run folder; wait for it "
-                                 "to finish or choose another --out", path=self.folder) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
-        self._lock_fd = fd
+        if self.folder.resolve() in _HELD:  # this command holds the folder already (hold_run_folder)
+            return
+        self._lock_fd = _lock_folder(self.folder)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:

@@ -62,10 +62,15 @@ def default_pair_scorer(**settings: Any) -> PairScorer:
     :class:`connote.metrics.meteor.Meteor` argument (e.g. ``norm=True``).
     """
     from connote.metrics.meteor import Meteor  # imported lazily: metrics load their resources on first use
+    from connote.metrics.meteor.metric import MeteorResourceError
 
-    kwargs: dict[str, Any] = {"task": "hter", "norm": False, "lowercase": False}
+    # METEOR 1.5 needs all of the jar's resources unless reduced modules are named (then the signature says so)
+    kwargs: dict[str, Any] = {"task": "hter", "norm": False, "lowercase": False, "strict": "modules" not in settings}
     kwargs.update(settings)
-    meteor = Meteor(**kwargs)
+    try:
+        meteor = Meteor(**kwargs)
+    except FileNotFoundError as exc:
+        raise MeteorResourceError(str(exc)) from None
 
     def score(hyps: Sequence[str], refs: Sequence[str]) -> list[float]:
         return [float(x) for x in meteor.score_pairs(zip(hyps, refs, strict=True))]

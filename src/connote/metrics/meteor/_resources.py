@@ -537,6 +537,10 @@ def load_paraphrase_table(path: str | os.PathLike[str]) -> ParaphraseTable:
     cache = cache_dir() / f"paraphrase-{CACHE_VERSION}-{tag}"
     table = _read_cache(cache, p)
     if table is None:
+        import sys
+
+        print(f"METEOR: indexing {p.name} once (~30 s, ~120 MB; cached in {cache.parent})", file=sys.stderr,
+              flush=True)
         table = build_paraphrase_table(p)
         try:
             _write_cache(cache, p, table)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from connote.errors import ConnoteError
 from connote.metrics.options import OptionError, opt
 
 
@@ -52,15 +53,33 @@ def meteor_from_options(options: MeteorOptions | Mapping[str, Any]):
     if options.meteor_preset:
         preset = PRESETS[options.meteor_preset]
         kwargs.update(preset)
+    # METEOR 1.5 by default means all of the jar's resources: a score computed without one of them must not
+    # look like METEOR 1.5. Reduced modules are a choice the user makes by name (meteor_modules), and then
+    # the signature says which modules ran and which resources were missing.
+    kwargs["strict"] = options.meteor_modules is None
     key = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in kwargs.items()))
     m = _CACHE.get(key)
     if m is None:
         try:
             m = Meteor(**kwargs)
+        except FileNotFoundError as exc:  # strict: a resource of METEOR 1.5 is missing
+            raise MeteorResourceError(str(exc)) from None
         except ValueError as exc:  # a value Meteor refuses (unknown task, module, language, table)
             raise OptionError(str(exc)) from None
         _CACHE[key] = m
     return m
+
+
+class MeteorResourceError(ConnoteError):
+    """METEOR 1.5 was asked for, but a resource of the jar's is missing (exit status 2)."""
+
+    exit_code = 2
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what}. METEOR 1.5 needs the tables meteor-1.5.jar ships: install them with "
+            "pip install 'connote[metrics]' (pycocoevalcap carries the jar; no Java needed), or ask for "
+            "reduced modules by name (e.g. --meteor-modules exact,stem), which the score's signature then names")
 
 
 def pycoco_meteor_inputs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:

@@ -1,0 +1,53 @@
+"""The run folder is locked and the spec checked before anything is written or loaded (issue 22, item 5)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from connote.cli import main
+
+
+def _fail_if_called(*args, **kwargs):
+    raise AssertionError("a model was loaded although the run folder is locked")
+
+
+@pytest.mark.parametrize("command", ["probe", "explain"])
+def test_a_second_run_into_a_locked_folder_is_refused_before_writing_or_loading(command, tmp_path, monkeypatch,
+                                                                                  capsys):
+    from connote.runs.store import _lock_folder
+
+    out = tmp_path / "run"
+    out.mkdir()
+    fd = _lock_folder(out)  # another run holds the folder
+    try:
+        monkeypatch.setattr("connote.models.registry.load_model", _fail_if_called)
+        code = main([command, "--out", str(out), "--quiet"])
+    finally:
+        os.close(fd)
+    err = capsys.readouterr().err
+    assert code == 2 and "another connote run" in err and f"pid {os.getpid()}" in err
+    assert sorted(p.name for p in out.iterdir()) == [".connote.lock"]  # no sample/, no store
+
+
+@pytest.mark.parametrize("command", ["probe", "explain"])
+def test_an_invalid_spec_leaves_no_run_folder(command, tmp_path, capsys):
+    out = tmp_path / "x"
+    assert main([command, "--model", "no-such-backend", "--out", str(out), "--quiet"]) == 2
+    assert "no-such-backend" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_store_uses_the_lock_its_command_holds(tmp_path):
+    from connote.runs.store import RunLockedError, RunStore, hold_run_folder
+
+    with hold_run_folder(tmp_path / "r") as folder:
+        with RunStore(folder, lock=True) as store:  # same command: no self-refusal
+            store.register({"backend": "demo"})
+        with pytest.raises(RunLockedError):
+            from connote.runs.store import _lock_folder
+
+            _lock_folder(folder)  # anyone else is refused while the command runs
+    with RunStore(tmp_path / "r", lock=True):  # released at the end of the command
+        pass
