@@ -122,3 +122,27 @@ def test_dii_and_dis_made_from_the_first_stage(tmp_path, capsys):
                  str(tmp_path / "none")]) == 2
     assert "no image file for photo(s) rocket" in capsys.readouterr().err
     assert main(["collect", "make", "vist-descriptions-in-sequence", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_retelling_records_the_choice_and_refuses_a_storyboard_that_is_not_the_chosen_one(tmp_path):
+    write_sample_album(tmp_path)
+    one = ["rocket", "astronaut", "camera", "coffee", "chelsea", "flower"]
+    two = ["astronaut", "grace_hopper", "rocket", "camera", "coffee"]
+    sis = sis_file(tmp_path / "stories.json", [("sample-album", "alice", one), ("sample-album", "bob", two)])
+    folder = tmp_path / "retell"
+    assert main(["collect", "make", "vist-retelling", "--from", str(sis), "--out", str(folder)]) == 0
+    made = read_manifest(folder)
+    assert made["items"] == ["album-sample-album"] and made["sources"]["album-sample-album"]["sequences"] == [one, two]
+    item = "album-sample-album"
+    write_state(folder, "dave", {item: story(two, STORY, choice=2)})
+    write_state(folder, "erin", {item: story(one, STORY + ["Someone had left flowers on the doorstep."], choice=1)})
+    write_state(folder, "mallory", {item: story(one[:5], STORY, choice=2)})  # says 2, tells (part of) 1
+    report = import_study(folder, tmp_path / "sis.json")
+    assert report.extra["choices"] == {"sample-album": {"dave": 2, "erin": 1}}
+    assert report.extra["refused"] == [f"mallory on {item}: the storyboard is not sequence 2"]
+    # alice+erin on one, bob+dave on two: 2 of 4 workers each, no majority
+    assert report.extra["preferred"] == {"sample-album": None}
+    assert report.extra["workers_per_sequence"] == {"sample-album": {",".join(one): 2, ",".join(two): 2}}
+    vist = read_official(tmp_path / "sis.json")
+    assert not vist.problems and sorted(s.id for s in vist.stories) == ["retelling-1", "retelling-2", "storytelling-1",
+                                                                        "storytelling-2"]

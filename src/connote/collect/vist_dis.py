@@ -132,7 +132,7 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
                            "sentences": sentences})
     write_sis(out, groups, sources, manifest["options"]["source"], prefix="dis", tier=DIS_TIER)
     read_official(out)
-    refused = refused_answers(folder, manifest, lambda iid, a: problems(a, sources[iid]["photos"]))
+    refused = refused_answers(folder, manifest, lambda iid, a: problems(a, sources[iid]["photos"]), collected)
     report = ImportReport(study=NAME, outputs=[str(out)], extra={
         "descriptions": sum(len(g["sentences"]) for g in groups), "sequences_described": len(groups),
         "skipped": skipped, "refused": refused})

@@ -206,7 +206,8 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
         best, counts = preferred(album_stories)
         preferred_sequences[aid] = best
         workers_per_sequence[aid] = counts
-    refused = refused_answers(folder, manifest, lambda iid, a: retelling_problems(a, sources[iid]["sequences"]))
+    refused = refused_answers(folder, manifest, lambda iid, a: retelling_problems(a, sources[iid]["sequences"]),
+                              collected)
     report = ImportReport(study=NAME, outputs=[str(out)], extra={
         "stories": len(retold) - sum(1 for s in retold if s["album_id"] in discarded),
         "first_stage_stories": sum(1 for s in first if s["album_id"] not in discarded),

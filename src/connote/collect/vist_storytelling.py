@@ -138,14 +138,17 @@ def story_problems(answer: Answer, photos: list[str] | None = None, **rules: int
     return problems + (text_problems(sentences, **rules) if ids else [])
 
 
-def refused_answers(folder: Path, manifest: dict[str, Any], problems_of: Any) -> list[str]:
+def refused_answers(folder: Path, manifest: dict[str, Any], problems_of: Any, collected: Collected) -> list[str]:
     """Answers that claim to be finished (an ``order`` is saved, which the page sets only for a complete
-    story) but fail ``problems_of(item id, answer)`` at import: posted around the page; listed, not written."""
+    story) but fail ``problems_of(item id, answer)`` at import: posted around the page; listed, not written.
+    Annotators already excluded by an attention check are not listed again."""
     from connote.collect.answers import read_annotators
 
     refused = []
     items = set(manifest["items"])
     for name, ann in read_annotators(folder).items():
+        if name in collected.screening.excluded:
+            continue
         for iid, answer in sorted(ann.answers.items()):
             if iid in items and text(answer, SCHEMA, "order"):
                 why = problems_of(iid, answer)
@@ -283,7 +286,7 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
     stories, discarded = discard_skipped(stories, skipped)
     write_sis(out, stories, sources, manifest["options"]["source"], prefix="storytelling")
     read_official(out)  # connote's own reader must take what we wrote
-    refused = refused_answers(folder, manifest, lambda iid, a: story_problems(a, sources[iid]["photos"]))
+    refused = refused_answers(folder, manifest, lambda iid, a: story_problems(a, sources[iid]["photos"]), collected)
     report = ImportReport(study=NAME, outputs=[str(out)], extra={
         "stories": len(stories), "photos_per_story": _lengths(stories), "skipped_albums": skipped,
         "discarded_albums": discarded, "refused": refused})
