@@ -83,12 +83,12 @@ def next_page(driver, previous):
     WebDriverWait(driver, 30).until(lambda d: instance(d) != previous)
 
 
-def finish(driver, tmp, shot, code):
-    """The story is complete: screenshot, Next, and the done page with the completion code."""
+def finish(driver, tmp, shot, code, done="Story complete"):
+    """The page says the text is complete: screenshot, Next, and the done page with the completion code."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait_text(driver, ".connote-story-status", "Story complete")
+    wait_text(driver, ".connote-story-status", done)
     shoot(driver, tmp, shot)
     click(driver, driver.find_element(By.ID, "next-btn"))
     WebDriverWait(driver, 30).until(lambda d: code in d.page_source)
@@ -223,9 +223,10 @@ def test_the_papers_workflow_through_the_pages(tmp_path, capsys):
             click(driver, driver.find_element(By.ID, "next-btn"))
             time.sleep(1.0)
             assert instance(driver) == first
+            shoot(driver, tmp_path, "vist-dis-refused")
             areas[0].clear()
             areas[0].send_keys(texts[0])
-            finish(driver, tmp_path, "vist-dis", dis_made["completion_code"])
+            finish(driver, tmp_path, "vist-dis", dis_made["completion_code"], "Descriptions complete")
         finally:
             driver.quit()
         for name in ("hank", "ivy"):

@@ -61,6 +61,7 @@ def scheme(most: int) -> dict[str, Any]:
     return story_scheme("fixed", "Your descriptions: one sentence for each photo, in this order", True,
                         max_photos=most, min_words_each=MIN_WORDS_EACH,
                         skip_label="The photos do not load: skip this sequence",
+                        done="Descriptions complete",
                         help="The photos below are a sequence from one album. Describe each photo in one sentence "
                              f"on its card (at least {MIN_WORDS_EACH} words each); describe, do not tell a story.")
 

@@ -118,8 +118,9 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
                 photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
         iid = f"album-{safe_name(aid, 60)}"
         title = (meta["albums"].get(aid) or {}).get("title") or aid
+        which = "its photo sequence" if len(usable) == 1 else f"one of its {len(usable)} photo sequences"
         study.items.append({"id": iid, "text": f"Album \"{title}\": {len(photos)} photos in the order they were "
-                                               f"taken; choose one of its {len(usable)} photo sequence(s)",
+                                               f"taken; tell {which}",
                             "photos": photos, "sequences": usable})
         shown = {p["id"] for p in photos}
         study.sources[iid] = {"album_id": aid, "photos": [p["id"] for p in photos], "sequences": usable,

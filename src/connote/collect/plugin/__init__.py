@@ -4,7 +4,7 @@ Registered through the ``potato.plugins`` entry point (``connote-collect = conno
 and turned on by a study's ``plugins: [connote-collect]``. It adds one annotation type:
 
 ``connote_story`` (options ``mode``: ``choose`` | ``pick`` | ``fixed``, ``photos``, ``max_photos``,
-``min_words``, ``min_words_each``, ``min_distinct``, ``allow_skip``, ``skip_label``, ``help``)
+``min_words``, ``min_words_each``, ``min_distinct``, ``allow_skip``, ``skip_label``, ``help``, ``done``)
     *choose* (storytelling, paper Figure 3): the album is shown in time order; clicking a photo puts a
     story card on the storyboard, cards can be moved left/right or removed, and each card takes one
     sentence; at least ``photos`` cards (the paper's "at least five"), at most ``max_photos``.
@@ -61,7 +61,8 @@ def generate_story_layout(scheme: dict[str, Any]) -> tuple[str, list]:
             f'{skip_label}</label>') if allow_skip else ""
     body = f"""
 <form id="{name}" class="annotation-form connote-story" action="javascript:void(0)" data-annotation-type="text"
-      data-schema-name="{name}" data-mode="{mode}" {data} data-help="{html.escape(str(scheme.get("help", "")))}">
+      data-schema-name="{name}" data-mode="{mode}" {data} data-help="{html.escape(str(scheme.get("help", "")))}"
+      data-done="{html.escape(str(scheme.get("done", "Story complete")))}">
   <fieldset schema_name="{name}">
     <legend class="connote-story-title">{html.escape(str(scheme.get("description", "")))}</legend>
     <div class="connote-story-help"></div>
@@ -80,7 +81,8 @@ def generate_story_layout(scheme: dict[str, Any]) -> tuple[str, list]:
 
 def register(api: Any) -> None:
     """Potato's plugin hook: the ``connote_story`` type and its script and style."""
-    api.add_schema(SCHEMA_TYPE, generate_story_layout, optional_fields=["mode", "photos", "max_photos", "min_words",
-                   "min_words_each", "min_distinct", "allow_skip", "skip_label", "help", "label_requirement"],
+    options = ["mode", "photos", "max_photos", "min_words", "min_words_each", "min_distinct", "allow_skip",
+               "skip_label", "help", "done", "label_requirement"]
+    api.add_schema(SCHEMA_TYPE, generate_story_layout, optional_fields=options,
                    description="Choose and order an album's photos and write one sentence per photo (VIST)")
     api.add_assets("static", scripts=["connote-story.js", "connote-checks.js"], styles=["connote-story.css"])

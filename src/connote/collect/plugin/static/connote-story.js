@@ -248,7 +248,8 @@
       full.textContent = cards.map(function (c) { return c.text.trim(); }).filter(Boolean).join(" ");
       status.className = "connote-story-status " + (value ? "ok" : "todo");
       status.textContent = skipped ? "Marked to skip; press Next to go on."
-        : (problems.length ? "To finish: " + problems.join("; ") + "." : "Story complete (" + total + " words); press Next.");
+        : (problems.length ? "To finish: " + problems.join("; ") + "."
+          : (form.getAttribute("data-done") || "Story complete") + " (" + total + " words); press Next.");
     }
 
     function refresh() { renderAlbum(); renderChoices(); renderBoard(); check(); }
