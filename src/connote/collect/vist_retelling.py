@@ -16,7 +16,6 @@ is discarded, as in the first stage.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,9 @@ INSTRUCTIONS = (
 def _albums(source: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Per album (in the source's order): its photos in time order, its distinct sequences in the order of
     its stories, and its stories (``worker, photos, sentences``); and the raw ``images``/``albums``."""
-    raw = json.loads(source.read_text(encoding="utf-8"))
+    from connote.vist.data import load_json
+
+    raw, _ = load_json(source)  # malformed JSON: an input error naming the line
     albums: dict[str, dict[str, Any]] = {}
     if isinstance(raw, list):
         for n, entry in enumerate(raw):

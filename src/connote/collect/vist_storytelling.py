@@ -65,10 +65,10 @@ def find_photo(folder: Path, photo_id: str) -> Path | None:
 
 def load_vist(source: Path) -> tuple[Any, dict[str, Any]]:
     """The parsed VIST file (connote's reader) and its raw ``images``/``albums`` entries by id."""
-    from connote.vist.data import read_official
+    from connote.vist.data import load_json, read_official
 
     vist = read_official(source)
-    raw = json.loads(source.read_text(encoding="utf-8"))
+    raw, _ = load_json(source)
     images = {str(i.get("id")): i for i in raw.get("images") or [] if isinstance(i, dict)}
     albums = {str(a.get("id")): a for a in raw.get("albums") or [] if isinstance(a, dict)}
     return vist, {"images": images, "albums": albums}
