@@ -104,7 +104,9 @@ def test_retelling_and_skip(album):
     server = studies["servers"]["vist-retelling"]
     folder = server.folder
     manifest = read_manifest(folder)
-    board = manifest["sources"][manifest["items"][0]]["photos"]
+    src = manifest["sources"][manifest["items"][0]]
+    assert len(src["sequences"]) == 1  # the sample album has one story: its sequence is the one to re-tell
+    board = src["sequences"][0]
     driver = chrome(tmp)
     try:
         browser_login(driver, server, "alice")
@@ -118,13 +120,15 @@ def test_retelling_and_skip(album):
         WebDriverWait(driver, 30).until(lambda d: manifest["completion_code"] in d.page_source)
     finally:
         driver.quit()
-    Annotator(server, "bob").work(lambda inst: story_answers(board, story_of("bob")[1]))
+    Annotator(server, "bob").work(lambda inst: {**story_answers(board, story_of("bob")[1]), "story:::choice": "1"})
     Annotator(server, "carol").work(lambda inst: {"story:::order": "skip"})
     report = import_study(folder, tmp / "retold.json")
     vist = read_official(tmp / "retold.json")
-    assert sorted(s.storylets[0].worker_id for s in vist.stories) == ["alice", "bob"]
+    # the album's first-stage story ("sample") and the two new ones
+    assert sorted(s.storylets[0].worker_id for s in vist.stories) == ["alice", "bob", "sample"]
     assert all(list(s.photo_ids) == board for s in vist.stories)
-    assert report.extra["skipped"] == {manifest["items"][0]: ["carol"]}
+    assert report.extra["skipped"] == {src["album_id"]: ["carol"]} and report.extra["discarded_albums"] == []
+    assert report.extra["choices"] == {src["album_id"]: {"alice": 1, "bob": 1}}
 
 
 def test_descriptions_refuse_short_text(album):

@@ -45,6 +45,16 @@ def test_stories_without_five_storylets_are_reported(sis_file: Path) -> None:
     assert not any("story S1" in m for m in msgs)
 
 
+def test_a_first_stage_story_of_six_photos_is_read_and_a_photo_twice_is_a_problem(tmp_path: Path) -> None:
+    # VIST's storytelling asked for "at least five" photos; connote collect keeps as many as were chosen
+    six = story_anns("S6", "A1", ["16", "11", "12", "13", "14", "15"], [f"sentence {k} ." for k in range(6)])
+    twice = story_anns("S7", "A1", ["11", "12", "11", "13", "14"], [f"line {k} ." for k in range(5)])
+    vf = read_official(write(tmp_path / "x.story-in-sequence.json", official(six + twice)))
+    stories = {s.id: s for s in vf.stories}
+    assert stories["S6"].photo_ids == ("16", "11", "12", "13", "14", "15")
+    assert [str(p) for p in vf.problems] == [f"{tmp_path / 'x.story-in-sequence.json'}: story S7: has a photo twice"]
+
+
 def test_dii_and_dis(tmp_path: Path) -> None:
     dii_anns = [[{"album_id": "A1", "photo_flickr_id": p, "text": f"a photo of {p} .", "tier":
                   "descriptions-in-isolation", "photo_order_in_story": i, "worker_id": "w"}]

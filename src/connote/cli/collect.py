@@ -18,12 +18,14 @@ collect_app = typer.Typer(help="Collect the papers' human data with Potato: make
 @collect_app.command("make")
 def make_cmd(
     study: Annotated[str, typer.Argument(help="probes-validation | probes-votes | vist-storytelling | "
-                                         "vist-retelling | vist-descriptions | vmc-annotation | vmc-evaluation")],
+                                         "vist-retelling | vist-descriptions | vist-descriptions-in-sequence | "
+                                         "vmc-annotation | vmc-evaluation")],
     more: Annotated[Optional[list[Path]], typer.Argument(help="More sources after --from (caption runs).",
                                                          show_default=False)] = None,
     out: Annotated[Path, typer.Option("--out", help="New study folder.")] = Path("study"),
     sources: Annotated[Optional[list[Path]], typer.Option(
-        "--from", help="Probe manifest, VIST SIS/storyboards JSON, photo folder, or caption run folder(s).")] = None,
+        "--from", help="Probe manifest, VIST SIS/storyboards JSON (vist-descriptions*: the first stage's SIS "
+        "import(s)), photo folder, or caption run folder(s).")] = None,
     videos: Annotated[Optional[Path], typer.Option(help="Folder of videos (vmc-*).")] = None,
     images: Annotated[Optional[Path], typer.Option(help="Folder of VIST photos named <photo id>.<ext> "
                                                    "(default: 'images' next to the JSON).")] = None,
@@ -37,7 +39,7 @@ def make_cmd(
     captions: Annotated[str, typer.Option(help="probes-*: simplified (the paper's validation) | original.")]
     = "simplified",
 ) -> int:
-    """Write a ready-to-serve Potato project for one of the seven studies."""
+    """Write a ready-to-serve Potato project for one of the eight studies."""
     from connote.collect import study_module
 
     module = study_module(study)
@@ -54,10 +56,11 @@ def make_cmd(
             raise InputError(f"{study} needs one --from JSON file")
         extra = {"albums": albums} if study == "vist-storytelling" else {}
         folder = module.make(srcs[0], out, images=images, **extra, **common)
-    elif study == "vist-descriptions":
-        if len(srcs) != 1:
-            raise InputError("vist-descriptions needs --from PHOTO_FOLDER")
-        folder = module.make(srcs[0], out, **common)
+    elif study in ("vist-descriptions", "vist-descriptions-in-sequence"):
+        if not srcs:
+            raise InputError(f"{study} needs --from SIS.json [SIS.json ...] (the first stage's imports)"
+                             + (" or --from PHOTO_FOLDER" if study == "vist-descriptions" else ""))
+        folder = module.make(srcs, out, images=images, **common)
     elif study == "vmc-annotation":
         if videos is None:
             raise InputError("vmc-annotation needs --videos FOLDER")

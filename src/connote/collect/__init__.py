@@ -4,15 +4,16 @@
 ``serve`` runs Potato on loopback, ``status`` reports progress and ``import`` turns Potato's
 output into the files the other connote commands read. One module per study:
 
-==================== =========================================================
-probes-validation    two images + one caption: both / only one / neither
-probes-votes         one image + one caption: match / no match (human_votes)
-vist-storytelling    choose 5 album photos, order them, one sentence each (SIS)
-vist-retelling       a story for an already ordered storyboard (SIS)
-vist-descriptions    one caption per photo in isolation (DII)
-vmc-annotation       questions a-h of the VMC paper's appendix A.1 per video
-vmc-evaluation       four binary labels per generated caption (+ kappa, ACD)
-==================== =========================================================
+============================== ==================================================================
+probes-validation              two images + one caption: both / only one / neither
+probes-votes                   one image + one caption: match / no match (human_votes)
+vist-storytelling              choose 5 or more album photos, order them, one sentence each (SIS)
+vist-retelling                 choose one of the album's first-stage sequences, write its story (SIS)
+vist-descriptions              one caption per photo in isolation (DII)
+vist-descriptions-in-sequence  one caption per photo of a storyboard (DIS)
+vmc-annotation                 questions a-h of the VMC paper's appendix A.1 per video
+vmc-evaluation                 four binary labels per generated caption (+ kappa, ACD)
+============================== ==================================================================
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ STUDIES = {
     "vist-storytelling": "connote.collect.vist_storytelling",
     "vist-retelling": "connote.collect.vist_retelling",
     "vist-descriptions": "connote.collect.vist_descriptions",
+    "vist-descriptions-in-sequence": "connote.collect.vist_dis",
     "vmc-annotation": "connote.collect.vmc_annotation",
     "vmc-evaluation": "connote.collect.vmc_evaluation",
 }

@@ -127,6 +127,9 @@ DATASETS: tuple[Dataset, ...] = (
                          "vist-dii", "connote vist stats"),
             ExpectedFile("dii/test.description-in-isolation.json", "descriptions in isolation, test",
                          "vist-dii", "connote vist stats"),
+            ExpectedFile("dis/description-in-sequence.json", "descriptions in sequence (the paper's DIS tier; not "
+                         "in the public release: collected with connote collect make vist-descriptions-in-sequence)",
+                         "vist-dis", "connote vist stats; connote vist info", required=False),
             ExpectedFile("vist-challenge-template.json", "the photo sequences a challenge submission must cover",
                          "vist-challenge", "connote vist validate --template; connote vist score --template",
                          size_bytes=435180,
@@ -383,6 +386,7 @@ def _coco_captions(path: Path) -> FormatResult:
 FORMATS: dict[str, tuple[str, Callable[[Path], FormatResult]]] = {
     "vist-sis": ("official VIST story-in-sequence JSON (connote.vist.data.read_official)", _vist_official("sis")),
     "vist-dii": ("official VIST description-in-isolation JSON (read_official)", _vist_official("dii")),
+    "vist-dis": ("VIST description-in-sequence JSON, the SIS layout (read_official)", _vist_official("dis")),
     "vist-challenge": ("VIST challenge format {team_name, evaluation_info, output_stories} (read_submission)",
                        _vist_challenge),
     "probe-manifest": ("CV-Probes manifest, CSV or JSONL (connote.data.probes.read_probe_manifest)", _probe_manifest),

@@ -363,8 +363,9 @@ def detect_tier(obj: Mapping[str, Any], path: str | Path = "") -> str:
 def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
     """Read an official VIST file (SIS, DII or DIS) into images, albums and stories.
 
-    Problems (stories with != 5 storylets, annotations missing fields, album photos absent from
-    the images table, non-UTF-8 bytes) are collected in ``VistFile.problems``.
+    Problems (stories with fewer than 5 storylets, or a photo twice: VIST's storytelling asked for "at
+    least five" photos; annotations missing fields, album photos absent from the images table, non-UTF-8
+    bytes) are collected in ``VistFile.problems``.
     """
     path = Path(path)
     obj, problems = load_json(path)
@@ -465,9 +466,12 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
         story = Story(id=sid, album_id=sls[0].album_id, tier=tier, storylets=sls)
         if len(albums_of) > 1:
             problems.append(Problem(p, f"story {sid}", f"storylets from {len(albums_of)} albums"))
-        if story.n_storylets != STORY_LENGTH:
+        # the storytelling stage asked for "at least five" photos (the release's stories have five)
+        if story.n_storylets < STORY_LENGTH:
             problems.append(Problem(p, f"story {sid}",
                                     f"has {story.n_storylets} storylets, expected {STORY_LENGTH}"))
+        elif len(set(story.photo_ids)) != story.n_storylets:
+            problems.append(Problem(p, f"story {sid}", "has a photo twice"))
         stories.append(story)
     missing_img = [pid for a in albums.values() for pid in a.photo_ids if pid not in images]
     for pid in missing_img:
