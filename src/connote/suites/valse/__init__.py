@@ -1,0 +1,1 @@
+"""valse suite: reader (data.py) and task with its published metrics (task.py)."""

@@ -1,0 +1,1 @@
+"""winoground suite: reader (data.py) and task with its published metrics (task.py)."""
