@@ -236,13 +236,17 @@ class PairSuiteTask(Task):
     def metrics(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         raise NotImplementedError
 
-    def table(self, results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    @classmethod
+    def table(cls, results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         """The suite's table for one run (header, rows), used by results.md and ``connote report``."""
         raise NotImplementedError
 
     #: The headline metric of the suite, a path into results.json, shown in the cross-suite overview.
     headline: ClassVar[tuple[str, ...]] = ()
     headline_label: ClassVar[str] = ""
+    #: The columns ``connote report`` puts runs and published rows side by side in: (label, "a/b/c" path
+    #: into results.json, which is also the key of a published row's value).
+    columns: ClassVar[list[tuple[str, str]]] = []
 
     # contract -----------------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:

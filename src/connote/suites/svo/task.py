@@ -38,7 +38,11 @@ class SvoTask(PairSuiteTask):
     title = "SVO-Probes: accuracy on positive and negative images and their average, per subject/verb/object."
     headline = ("types", "all", "average")
     headline_label = "SVO-Probes avg (%)"
-    PUBLISHED = [("Chance (a fair coin per pair)", {"all/average": 0.5, "all/positive": 0.5, "all/negative": 0.5},
+    columns = [("All avg (%)", "types/all/average"), ("All pos (%)", "types/all/positive/accuracy"),
+               ("All neg (%)", "types/all/negative/accuracy"), ("Subj avg (%)", "types/subject/average"),
+               ("Verb avg (%)", "types/verb/average"), ("Obj avg (%)", "types/object/average")]
+    PUBLISHED = [("Chance (a fair coin per pair)", {"types/all/average": 0.5, "types/all/positive/accuracy": 0.5,
+                                                    "types/all/negative/accuracy": 0.5},
                   "by definition: each pair is a yes/no decision")]
 
     def read(self, data, images):
@@ -48,7 +52,8 @@ class SvoTask(PairSuiteTask):
         return {"types": svo_scores(rows), "n_mixed": sum(r["neg_type"] == "mixed" for r in rows),
                 "decision": "p_match > 0.5"}
 
-    def table(self, results):
+    @classmethod
+    def table(cls, results):
         header = ["Negative type", "Avg (%)", "Positive (%)", "Negative (%)", "Rows (n)"]
         rows = []
         for kind in TYPES:
