@@ -276,6 +276,89 @@ DATASETS: tuple[Dataset, ...] = (
     ),
 )
 
+# The probe suites (connote suite run NAME): the same names as their tasks and report kinds.
+_VALSE_PIECES = ("existence", "plurals", "counting_hard", "counting-small-quant", "counting_adversarial", "relation",
+                 "action-replacement", "actant-swap", "coreference-standard", "coreference-hard", "foil-it")
+DATASETS += (
+    Dataset(
+        name="svo-probes",
+        title="SVO-Probes (subject, verb, object probes)",
+        paper="Hendricks & Nematzadeh 2021, Probing Image-Language Transformers for Verb Understanding (Findings "
+              "of ACL); cited by seed 001 for the positive-bias finding",
+        used_for="connote suite run svo-probes",
+        links=(Link("repository (svo_probes.csv, image_urls.txt, the scoring notebook)",
+                    "https://github.com/google-deepmind/svo_probes"),
+               Link("svo_probes.csv as the notebook fetches it", "https://storage.googleapis.com/dm-mmt-models/"
+                    "svo_probes.csv")),
+        licence="CC BY 4.0, as the repository's README states; the images are Google Image Search results.",
+        release=("Found: svo_probes.csv (sentence, pos_triplet, neg_triplet, subj_neg, verb_neg, obj_neg, pos_url, "
+                 "neg_url, pos_image_id, neg_image_id) and image_urls.txt; the images are given as URLs only."),
+        files=(ExpectedFile("svo_probes.csv", "the probes: one sentence, a positive and a negative image per row",
+                            "svo-csv", "connote suite run svo-probes --data"),
+               ExpectedFile("images/", "the images fetched from their URLs, saved as <image_id>.<ext>",
+                            "image-folder", "connote suite run svo-probes --images", required=False)),
+    ),
+    Dataset(
+        name="valse",
+        title="VALSE (caption vs foil per linguistic piece)",
+        paper="Parcalabescu et al. 2022, VALSE (ACL); MM-SHAP (Parcalabescu & Frank 2023) was introduced on it",
+        used_for="connote suite run valse; connote suite explain valse",
+        links=(Link("repository (data/*.json)", "https://github.com/Heidelberg-NLP/VALSE"),),
+        licence="see source (the repository's licence for the data was not in what could be read).",
+        release=("Found: one JSON per piece in the repository's data/ folder, {id: {dataset, image_file, caption, "
+                 "foil, classes, classes_foil, mturk, ...}}; the file names listed here are those of the released "
+                 "lxmert_valse_eval.py. Images come from each piece's source dataset (Visual7W, SWiG, VisDial, "
+                 "COCO 2014 for FOIL-it), fetched separately."),
+        files=tuple(ExpectedFile(f"{piece}.json", f"the {piece} piece", "valse-piece",
+                                 "connote suite run valse --data", required=False) for piece in _VALSE_PIECES)
+        + (ExpectedFile("images/", "the pieces' images, as images/<piece>/<image_file> or images/<image_file>",
+                        "image-folder", "connote suite run valse --images", required=False),),
+    ),
+    Dataset(
+        name="winoground",
+        title="Winoground (visio-linguistic compositionality)",
+        paper="Thrush et al. 2022, Winoground (CVPR)",
+        used_for="connote suite run winoground",
+        links=(Link("Hugging Face dataset (gated: accept the terms)", "https://huggingface.co/datasets/facebook/"
+                    "winoground"),),
+        licence="see source: the hub card's agreement restricts use to research.",
+        release="Found: data/examples.jsonl and data/images.zip (unpacked: images/<image_k>.png) on the hub.",
+        files=(ExpectedFile("examples.jsonl", "400 examples: id, image_0/1, caption_0/1, tags", "winoground-examples",
+                            "connote suite run winoground --data", counts={"examples": 400},
+                            counts_source="the paper: 400 examples, 800 images"),
+               ExpectedFile("images/", "the 800 images", "image-folder", "connote suite run winoground",
+                            counts={"images": 800}, counts_source="the paper: 800 images")),
+    ),
+    Dataset(
+        name="sugarcrepe",
+        title="SugarCrepe (and ARO's VG-Relation / VG-Attribution)",
+        paper="Hsieh et al. 2023, SugarCrepe (NeurIPS D&B); Yuksekgonul et al. 2023, ARO (ICLR)",
+        used_for="connote suite run sugarcrepe",
+        links=(Link("SugarCrepe repository (data/*.json)", "https://github.com/RAIVNLab/sugar-crepe"),
+               Link("COCO 2017 validation images", "http://images.cocodataset.org/zips/val2017.zip"),
+               Link("ARO repository (dataset_zoo/aro_datasets.py names the files and their Google Drive ids)",
+                    "https://github.com/mertyg/vision-language-models-are-bows")),
+        licence="see source (SugarCrepe: the repository's LICENSE; ARO's images are a subset of GQA / Visual Genome).",
+        release=("Found: SugarCrepe's seven category JSONs {id: {filename, caption, negative_caption}} over COCO "
+                 "val2017; ARO's visual_genome_relation.json / visual_genome_attribution.json and their image zip "
+                 "(downloaded by the ARO loader with gdown). ARO's COCO-Order / Flickr30k-Order are generated "
+                 "by perturbing captions, not released as files, and are not read."),
+        files=tuple(ExpectedFile(f"{c}.json", f"SugarCrepe {c}", "sugarcrepe-category",
+                                 "connote suite run sugarcrepe --data", required=False,
+                                 counts={"items": n} if n else {},
+                                 counts_source="the denominators of the repository's gpt-4v-results/readme.md"
+                                 if n else None)
+                    for c, n in (("add_obj", 0), ("add_att", 0), ("replace_obj", 0), ("replace_att", 0),
+                                 ("replace_rel", 0), ("swap_obj", 246), ("swap_att", 666)))
+        + (ExpectedFile("visual_genome_relation.json", "ARO VG-Relation", "aro-json",
+                        "connote suite run sugarcrepe --data", required=False),
+           ExpectedFile("visual_genome_attribution.json", "ARO VG-Attribution", "aro-json",
+                        "connote suite run sugarcrepe --data", required=False),
+           ExpectedFile("images/", "COCO val2017 images and ARO's images", "image-folder",
+                        "connote suite run sugarcrepe --images", required=False)),
+    ),
+)
+
 BY_NAME: dict[str, Dataset] = {d.name: d for d in DATASETS}
 
 
@@ -380,7 +463,28 @@ def _coco_captions(path: Path) -> FormatResult:
     return FormatResult({"images": len({it.path for it in items}), "captions": len(items)})
 
 
+def _suite_reader(reader: str, what: str) -> Callable[[Path], FormatResult]:
+    def check(path: Path) -> FormatResult:
+        from connote.data.images import is_url
+        from connote.registry import import_target
+
+        items = import_target(reader)(path)
+        missing = sorted({p for it in items for p in it.images if not is_url(p) and not Path(p).is_file()})
+        return FormatResult({what: len(items)}, [it.error for it in items if it.error], missing)
+    return check
+
+
 FORMATS: dict[str, tuple[str, Callable[[Path], FormatResult]]] = {
+    "svo-csv": ("SVO-Probes svo_probes.csv (connote.suites.svo.data.read_svo)",
+                _suite_reader("connote.suites.svo.data:read_svo", "rows")),
+    "valse-piece": ("VALSE piece JSON (connote.suites.valse.data.read_valse)",
+                    _suite_reader("connote.suites.valse.data:read_valse", "items")),
+    "winoground-examples": ("Winoground examples.jsonl (connote.suites.winoground.data.read_winoground)",
+                            _suite_reader("connote.suites.winoground.data:read_winoground", "examples")),
+    "sugarcrepe-category": ("SugarCrepe category JSON (connote.suites.sugarcrepe.data.read_sugarcrepe)",
+                            _suite_reader("connote.suites.sugarcrepe.data:read_sugarcrepe", "items")),
+    "aro-json": ("ARO VG-Relation / VG-Attribution JSON (connote.suites.sugarcrepe.data.read_sugarcrepe)",
+                 _suite_reader("connote.suites.sugarcrepe.data:read_sugarcrepe", "items")),
     "vist-sis": ("official VIST story-in-sequence JSON (connote.vist.data.read_official)", _vist_official("sis")),
     "vist-dii": ("official VIST description-in-isolation JSON (read_official)", _vist_official("dii")),
     "vist-challenge": ("VIST challenge format {team_name, evaluation_info, output_stories} (read_submission)",

@@ -318,7 +318,7 @@ class PairSuiteTask(Task):
 
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         scored = [r for r in rows if r.get("error") is None and r.get("scores") is not None]
-        return {**self.metrics(scored), "n_items": len(rows), "n_scored": len(scored),
+        return {**self.metrics(scored), "data": str(self.data.resolve()), "n_items": len(rows), "n_scored": len(scored),
                 "n_errors": len(rows) - len(scored), "interval_method": "wilson 95%",
                 "published": [{"name": n, "values": v, "source": s} for n, v, s in self.PUBLISHED]}
 

@@ -19,8 +19,7 @@ import json
 from pathlib import Path
 
 from connote.errors import InputError
-from connote.suites.base import SuiteItem, find_image, first_difference, require_fields, sample_photo, \
-    top_level_entries
+from connote.suites.base import SuiteItem, find_image, first_difference, require_fields, sample_photo, top_level_entries
 
 CATEGORIES = ("add_obj", "add_att", "replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att")
 ALIASES = {"add_ent": "add_obj", "replace_ent": "replace_obj", "swap_ent": "swap_obj"}
@@ -112,7 +111,8 @@ SAMPLE = {
     "add_obj": [("rocket", "A rocket stands on a launch pad.", "A rocket and a car stand on a launch pad.")],
 }
 # (photo, relation, box, true caption, false caption): VG-Relation cases in ARO's layout
-ARO_SAMPLE = [("motorcycle", "parked in", "the motorcycle is parked in the room", "the room is parked in the motorcycle"),
+ARO_SAMPLE = [("motorcycle", "parked in", "the motorcycle is parked in the room",
+               "the room is parked in the motorcycle"),
               ("china", "among", "the building is among the trees", "the trees is among the building")]
 
 

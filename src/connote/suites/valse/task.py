@@ -51,7 +51,8 @@ class ValseTask(PairSuiteTask):
     headline = ("subsets", "valid", "average", "acc_r")
     headline_label = "VALSE acc_r (%)"
     columns = [(f"{m} avg (%)", f"subsets/valid/average/{m}") for m in ("acc_r", "acc", "p_c", "p_f")]
-    PUBLISHED = [("Chance", {"subsets/valid/average/acc_r": 0.5, "subsets/valid/average/acc": 0.5}, "by definition: two captions per image, a yes/no each")]
+    PUBLISHED = [("Chance", {"subsets/valid/average/acc_r": 0.5, "subsets/valid/average/acc": 0.5},
+                  "by definition: two captions per image, a yes/no each")]
 
     def read(self, data, images):
         return read_valse(data, images)
