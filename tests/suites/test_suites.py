@@ -296,7 +296,7 @@ def test_tiny_blip_scores_every_winoground_pair_as_alone(tmp_path: Path, blip: s
     flags = []
     for row in outcome.rows:
         alone = []
-        for k, (i, c) in enumerate(row["pairs"]):
+        for i, c in row["pairs"]:
             image = Image.open(path.parent / "images" / f"ex_{row['item_id']}_img_{i}.png").convert("RGB")
             (p,) = model.match_probability([image], [row["captions"][c]], [(0, 0)])
             alone.append(p)

@@ -112,10 +112,7 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
             if len(groups) > 1:
                 section.title = f"{section.title} — {describe_group(members)}"
             sections.append(section)
-    from connote.report.suites import overview  # CV-Probes and the probe suites of each model side by side
-
-    side_by_side = overview(list(runs))
-    return ([side_by_side] if side_by_side is not None else []) + sections
+    return sections
 
 
 def distinguish_names(runs: Sequence[Run]) -> None:
