@@ -277,8 +277,38 @@ DATASETS: tuple[Dataset, ...] = (
 )
 
 # The probe suites (connote suite run NAME): the same names as their tasks and report kinds.
-_VALSE_PIECES = ("existence", "plurals", "counting_hard", "counting-small-quant", "counting_adversarial", "relation",
-                 "action-replacement", "actant-swap", "coreference-standard", "coreference-hard", "foil-it")
+#: (file, bytes, sha256, items, MTurk-valid items), measured on Heidelberg-NLP/VALSE data/ at commit
+#: 2152d90d4aecd11f7f74cf03420abcb63efff9c5 (15 Feb 2024) with connote's reader.
+_VALSE_PIECES = (
+    ("actant-swap.json", 503017, "915294ac3ade7c4c067b1c6841d0db93b60cb8a61ac8e2fb6b125c2a1c0ca93a", 1042, 949),
+    ("action-replacement.json", 664129, "336ba134f29a3475d0508809067218909a6bd30f079c59309d19244eccb7917f", 779, 648),
+    ("coreference-hard.json", 95649, "ef54d8d971d9e0f264e07de08d9915c6e3d6129a2f239888f2b938f5c2eb4139", 141, 104),
+    ("coreference-standard.json", 592329, "dae1d9eb018acb54e29a1c4983f3563f86ec3b6beb4037a261564270b0473e95", 916,
+     708),
+    ("counting-adversarial.json", 407394, "0d23529308449c98b37a91048a865a5f377325eceb9accd73f2947bc512d12b0", 756,
+     691),
+    ("counting-hard.json", 537197, "2cc83615653675fb50914ce2d8ab4041cce1278eed7ac0abf6f319dbce5c967a", 1000, 868),
+    ("counting-small-quant.json", 534996, "ca0645885b05738f6c6df2dffec70c669aaff64114017f33425821faab4bc374", 1000,
+     900),
+    ("existence.json", 420403, "b20fca52eba86c544083d423345a2e28e60e601ef61c56c9ac1c73a95a3a6d18", 534, 505),
+    ("foil-it.json", 538911, "6f6f0d7494271ed28f6e6f075c3ba36ba1bc45d00ecf7403920f060915130460", 1000, 943),
+    ("plurals.json", 1097122, "43760db7fc8c6f2a21d3536d52f81539cb101f3370e8d2effb09de43d91486a3", 1000, 851),
+    ("relations.json", 664587, "061fc557459c318ccd6734d07c21cfa5bf5ae87aa6b1110b8f5ec3d6b2911043", 614, 535),
+)
+_VALSE_SOURCE = "measured on Heidelberg-NLP/VALSE data/ at commit 2152d90 with connote's reader"
+#: (category, bytes, sha256, items), measured on RAIVNLab/sugar-crepe data/ at commit
+#: 0047054b243992f0fad63d6f64f7544862daf846 (13 Feb 2024).
+_SUGARCREPE_FILES = (
+    ("add_att", 158863, "012d88d729693d193760e6f3393b06a1cf874380a9db0062e937201199fe044d", 692),
+    ("add_obj", 484593, "1b9d76b93139a937b8dc1ada92a4f05ecc821bb3c291d752428bafadd4bb0682", 2062),
+    ("replace_att", 176843, "9fe55fd4c0a9ad1f85d486d9f6d0215b41f867eb025026e7f7b5ce44352545ee", 788),
+    ("replace_obj", 361126, "9d299600639947e9d15281a9ded1382b376cf4ea088a8d08a1314bfe76e81898", 1652),
+    ("replace_rel", 312629, "356bcc2fc4c6aed3f4d9fd50acc58489bb1fe70c28791f9368d4cbf9ea39cdc9", 1406),
+    ("swap_att", 154665, "7a7ce04e5c4c80412b48c6f0c1347fb1a2f5d54c0be6aa429b64d390e442f8d0", 666),
+    ("swap_obj", 57569, "073cdb8e253d053614e80710834d9773b09dbc1dd0a412f6f9492262caa1dcad", 245),
+)
+_SUGARCREPE_SOURCE = "measured on RAIVNLab/sugar-crepe data/ at commit 0047054 with connote's reader"
+
 DATASETS += (
     Dataset(
         name="svo-probes",
@@ -306,11 +336,12 @@ DATASETS += (
         links=(Link("repository (data/*.json)", "https://github.com/Heidelberg-NLP/VALSE"),),
         licence="see source (the repository's licence for the data was not in what could be read).",
         release=("Found: one JSON per piece in the repository's data/ folder, {id: {dataset, image_file, caption, "
-                 "foil, classes, classes_foil, mturk, ...}}; the file names listed here are those of the released "
-                 "lxmert_valse_eval.py. Images come from each piece's source dataset (Visual7W, SWiG, VisDial, "
+                 "foil, classes, classes_foil, mturk, ...}} (eleven files, measured here from the repository). "
+                 "Images come from each piece's source dataset (Visual7W, SWiG, VisDial, "
                  "COCO 2014 for FOIL-it), fetched separately."),
-        files=tuple(ExpectedFile(f"{piece}.json", f"the {piece} piece", "valse-piece",
-                                 "connote suite run valse --data", required=False) for piece in _VALSE_PIECES)
+        files=tuple(ExpectedFile(name, f"the {name[:-5]} piece", "valse-piece", "connote suite run valse --data",
+                                 size_bytes=size, sha256=sha, counts={"items": n, "MTurk-valid items": valid},
+                                 counts_source=_VALSE_SOURCE) for name, size, sha, n, valid in _VALSE_PIECES)
         + (ExpectedFile("images/", "the pieces' images, as images/<piece>/<image_file> or images/<image_file>",
                         "image-folder", "connote suite run valse --images", required=False),),
     ),
@@ -344,12 +375,9 @@ DATASETS += (
                  "(downloaded by the ARO loader with gdown). ARO's COCO-Order / Flickr30k-Order are generated "
                  "by perturbing captions, not released as files, and are not read."),
         files=tuple(ExpectedFile(f"{c}.json", f"SugarCrepe {c}", "sugarcrepe-category",
-                                 "connote suite run sugarcrepe --data", required=False,
-                                 counts={"items": n} if n else {},
-                                 counts_source="the denominators of the repository's gpt-4v-results/readme.md"
-                                 if n else None)
-                    for c, n in (("add_obj", 0), ("add_att", 0), ("replace_obj", 0), ("replace_att", 0),
-                                 ("replace_rel", 0), ("swap_obj", 246), ("swap_att", 666)))
+                                 "connote suite run sugarcrepe --data", size_bytes=size, sha256=sha,
+                                 counts={"items": n}, counts_source=_SUGARCREPE_SOURCE)
+                    for c, size, sha, n in _SUGARCREPE_FILES)
         + (ExpectedFile("visual_genome_relation.json", "ARO VG-Relation", "aro-json",
                         "connote suite run sugarcrepe --data", required=False),
            ExpectedFile("visual_genome_attribution.json", "ARO VG-Attribution", "aro-json",
@@ -470,7 +498,10 @@ def _suite_reader(reader: str, what: str) -> Callable[[Path], FormatResult]:
 
         items = import_target(reader)(path)
         missing = sorted({p for it in items for p in it.images if not is_url(p) and not Path(p).is_file()})
-        return FormatResult({what: len(items)}, [it.error for it in items if it.error], missing)
+        counts = {what: len(items)}
+        if any("valid" in it.fields for it in items):  # VALSE: the MTurk-validated subset
+            counts["MTurk-valid items"] = sum(bool(it.fields["valid"]) for it in items)
+        return FormatResult(counts, [it.error for it in items if it.error], missing)
     return check
 
 
