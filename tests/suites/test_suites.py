@@ -336,7 +336,7 @@ def test_suite_cli_run_explain_and_report(tmp_path: Path, blip: str, capsys) -> 
     assert overview["header"] == ["Model", "VALSE acc_r (%)", "Winoground group (%)"]
     assert overview["values"][0]["valse"] == res["subsets"]["valid"]["average"]["acc_r"]
     published = [v["run"] for v in sections[2]["tables"][0]["values"]]
-    assert published[1:] == ["Chance", "MTurk human", "CLIP ViT-B/32"]
+    assert published[1:] == ["Chance", "UNITER large", "VinVL"]
 
 
 def test_a_suite_without_its_files_and_an_unknown_suite(tmp_path: Path, capsys) -> None:

@@ -5,9 +5,9 @@
 Each file is an object ``{sample_id: {dataset, image_file, caption, foil, classes, classes_foil, mturk,
 ...}}``. Oddities handled as the released scripts handle them: ``caption`` is a string in the current
 release, but the released evaluation script reads ``caption[0]`` (a one-element list, as earlier files had it),
-so both are read; ``classes`` / ``classes_foil`` are numbers in the counting and existence pieces; ``mturk`` counts the three annotators who chose
-the caption (``caption``), the foil (``foil``) or neither (``other``); an entry without ``mturk`` is not
-validated. The piece is the file's name without ``.json``. Images are looked up as
+so both are read; ``classes`` / ``classes_foil`` are numbers in the counting and existence pieces; ``mturk``
+counts the three annotators who chose the caption (``caption``), the foil (``foil``) or neither (``other``); an
+entry without ``mturk`` is not validated. The piece is the file's name without ``.json``. Images are looked up as
 ``<images>/<piece>/<image_file>``, then ``<images>/<image_file>`` (``--images``, default ``images/`` beside the
 JSONs), since each piece's images come from its own source dataset.
 """
