@@ -325,6 +325,12 @@ def test_suite_cli_run_explain_and_report(tmp_path: Path, blip: str, capsys) -> 
     for r in rows:  # the suite's classes / classes_foil field is the attribution target
         if r["target"] in ("dog", "no", "red", "blue", "cat", "cats"):
             assert r["verb"] is not None or "verb_not_found" in r["flags"]
+    # connote explain --suite is the same run
+    assert main(["explain", "--suite", "valse", "--data", str(data), "--model", blip, "--out", str(tmp_path / "x"),
+                 "-q", "--json", "--budget", "40", "--compat", "connote", "--sample", "2"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    # the scored pair is reused from the store; the errored one is tried again
+    assert (again["n_resumed"], again["n_computed_this_run"]) == (1, 1) and again["groups"] == ex["groups"]
     wino = _winoground(tmp_path / "w")
     assert main(["suite", "run", "winoground", "--data", str(wino), "--model", blip, "--out",
                  str(tmp_path / "g"), "-q"]) == 0
@@ -337,6 +343,22 @@ def test_suite_cli_run_explain_and_report(tmp_path: Path, blip: str, capsys) -> 
     assert overview["values"][0]["valse"] == res["subsets"]["valid"]["average"]["acc_r"]
     published = [v["run"] for v in sections[2]["tables"][0]["values"]]
     assert published[1:] == ["Chance", "UNITER large", "VinVL"]
+
+
+def test_explain_targets_come_from_the_suites_fields(tmp_path: Path) -> None:
+    from connote.suites.base import first_difference
+    from connote.suites.svo.data import read_svo
+    from connote.suites.valse.data import read_valse
+
+    assert first_difference("a dog on a cat", "a cat on a dog") == ("dog", "cat")
+    assert first_difference("a rocket stands", "a rocket and a car stand") == ("stands", "and")
+    assert first_difference("a man", "a man sits") == (None, "sits")
+    svo = read_svo(_svo(tmp_path))
+    assert [it.explain for it in svo[:3]] == [[(0, "positive", "run"), (1, "negative", "run")]] * 2 + [
+        [(0, "positive", "cat"), (1, "negative", "cat")]]
+    assert svo[3].explain[0][2] is None  # subject and object changed: no one target word
+    valse = read_valse(_valse(tmp_path / "v"))
+    assert valse[0].explain == [(0, "caption", "dog"), (1, "foil", "no")]
 
 
 def test_a_suite_without_its_files_and_an_unknown_suite(tmp_path: Path, capsys) -> None:
