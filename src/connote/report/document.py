@@ -97,4 +97,8 @@ RUN_KINDS: dict[str, str] = {
     "vmc-captioning": "connote.report.metaphor:CAPTIONS",
     "vmc-human-eval": "connote.report.metaphor:HUMAN_EVAL",
     "agreement": "connote.report.agreement:KIND",
+    "svo-probes": "connote.report.suites:SVO",
+    "valse": "connote.report.suites:VALSE",
+    "winoground": "connote.report.suites:WINOGROUND",
+    "sugarcrepe": "connote.report.suites:SUGARCREPE",
 }

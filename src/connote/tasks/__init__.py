@@ -14,3 +14,20 @@ TASKS.register("vist-storytelling", "connote.tasks.storytelling:StorytellingTask
                help="Visual storytelling: a story per photo sequence in the VIST challenge format.")
 TASKS.register("vmc-captioning", "connote.tasks.metaphor:MetaphorCaptionTask",
                help="Video metaphor captioning: a template caption per video.")
+# the field's probe suites (connote.suites): one matching task and one MM-SHAP task per suite
+TASKS.register("svo-probes", "connote.suites.svo.task:SvoTask",
+               help="SVO-Probes: positive/negative/average accuracy per subject/verb/object negative.")
+TASKS.register("svo-probes-mmshap", "connote.suites.svo.task:SvoExplainTask",
+               help="MM-SHAP on SVO-Probes: T-SHAP and the changed word's share per negative type.")
+TASKS.register("valse", "connote.suites.valse.task:ValseTask",
+               help="VALSE: acc_r, acc, p_c, p_f per piece, on the MTurk-validated subset.")
+TASKS.register("valse-mmshap", "connote.suites.valse.task:ValseExplainTask",
+               help="MM-SHAP on VALSE: T-SHAP on caption and foil per piece, with the foiled word's share.")
+TASKS.register("winoground", "connote.suites.winoground.task:WinogroundTask",
+               help="Winoground: text, image and group scores (two images x two captions).")
+TASKS.register("winoground-mmshap", "connote.suites.winoground.task:WinogroundExplainTask",
+               help="MM-SHAP on Winoground: T-SHAP of each matching pair with the swapped word's share.")
+TASKS.register("sugarcrepe", "connote.suites.sugarcrepe.task:SugarCrepeTask",
+               help="SugarCrepe (+ ARO VG-Relation/VG-Attribution): caption vs hard negative accuracy.")
+TASKS.register("sugarcrepe-mmshap", "connote.suites.sugarcrepe.task:SugarCrepeExplainTask",
+               help="MM-SHAP on SugarCrepe/ARO: T-SHAP on caption and negative with the changed word's share.")

@@ -1,0 +1,489 @@
+"""What every probe suite shares: its items, the matching task over them, MM-SHAP on them, reading helpers.
+
+A suite (SVO-Probes, VALSE, Winoground, SugarCrepe/ARO) is a reader of its released files into
+:class:`SuiteItem` s and a subclass of :class:`PairSuiteTask` that turns the rows into the suite's own
+published metrics. An item holds one or more images, one or more captions and the (image, caption) pairs
+the suite scores; :meth:`PairSuiteTask.compute` loads each distinct image of a batch once and asks the
+model for every pair of the batch in one ``match_probability`` call, so the engine's image reuse applies.
+
+:class:`SuiteExplainTask` runs MM-SHAP on the pairs a suite names (VALSE: caption and foil), crediting the
+word the suite's fields say was changed (the verb, the swapped or foiled word) as the attribution target.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from connote.data.images import is_url, load_image
+from connote.data.jsonio import read_text
+from connote.errors import InputError, ItemError
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_json, write_jsonl, write_text
+from connote.tasks.api import Task
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
+
+
+@dataclass
+class SuiteItem:
+    """One test case of a suite: images, captions, the pairs to score, and the suite's own fields."""
+
+    item_id: str
+    images: list[str]
+    captions: list[str]
+    #: (image index, caption index) per score, in the order the suite's metric reads them.
+    pairs: list[tuple[int, int]]
+    #: Suite fields that enter the metrics (piece, category, negative type, mturk counts, tags).
+    fields: dict[str, Any] = field(default_factory=dict)
+    #: Crop box (x, y, w, h) per image, as ARO's VG-Relation / VG-Attribution give; None: the whole image.
+    crops: list[tuple[float, float, float, float] | None] = field(default_factory=list)
+    #: Pairs MM-SHAP explains: (pair index, role, attribution target word or None).
+    explain: list[tuple[int, str, str | None]] = field(default_factory=list)
+    line: int | None = None
+    error: str | None = None
+
+
+# ---------------------------------------------------------------------------------- reading helpers
+
+
+def top_level_entries(path: Path, *, what: str) -> tuple[Any, list[int]]:
+    """A JSON file's content and the 1-based line where each top-level entry (dict value or list item) starts.
+
+    Released suite files are one big object or list; a bad entry is then named with its line.
+    """
+    text = read_text(path, what=what)
+    decoder = json.JSONDecoder()
+    ws = re.compile(r"\s*")
+
+    def line_of(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    def fail(pos: int, message: str) -> InputError:
+        return InputError(message, path=path, line=line_of(pos))
+
+    pos = ws.match(text, 0).end()
+    if pos >= len(text) or text[pos] not in "[{":
+        raise fail(pos, f"expected a JSON object or list ({what})")
+    is_dict, lines, out = text[pos] == "{", [], ({} if text[pos] == "{" else [])
+    closing = "}" if is_dict else "]"
+    pos = ws.match(text, pos + 1).end()
+    if text[pos:pos + 1] == closing:
+        return out, lines
+    while True:
+        start = pos
+        try:
+            if is_dict:
+                key, pos = decoder.raw_decode(text, pos)
+                if not isinstance(key, str):
+                    raise fail(start, "expected a string key")
+                pos = ws.match(text, pos).end()
+                if text[pos:pos + 1] != ":":
+                    raise fail(pos, "expected ':' after a key")
+                pos = ws.match(text, pos + 1).end()
+                value, pos = decoder.raw_decode(text, pos)
+                out[key] = value
+            else:
+                value, pos = decoder.raw_decode(text, pos)
+                out.append(value)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+        lines.append(line_of(start))
+        pos = ws.match(text, pos).end()
+        ch = text[pos:pos + 1]
+        if ch == ",":
+            pos = ws.match(text, pos + 1).end()
+        elif ch == closing:
+            if ws.match(text, pos + 1).end() != len(text):
+                raise fail(pos + 1, "extra data after the top-level JSON value")
+            return out, lines
+        else:
+            raise fail(pos, f"expected ',' or '{closing}'")
+
+
+def require_fields(entry: Any, names: Sequence[str], *, path: Path, line: int, key: str = "") -> dict[str, Any]:
+    """``entry`` as a dict with string ``names``; anything else is an InputError naming file and line."""
+    label = f"entry {key!r}" if key else "entry"
+    if not isinstance(entry, dict):
+        raise InputError(f"{label}: expected a JSON object, got {type(entry).__name__}", path=path, line=line)
+    for name in names:
+        if name not in entry:
+            raise InputError(f"{label}: missing field {name!r}", path=path, line=line, column=name)
+        if not isinstance(entry[name], str) or not entry[name].strip():
+            raise InputError(f"{label}: field {name!r} must be a non-empty string, got "
+                             f"{json.dumps(entry[name])[:60]}", path=path, line=line, column=name)
+    return entry
+
+
+def find_image(name: str, roots: Sequence[Path]) -> str:
+    """An image named in a suite file: a URL as is; else the first root holding it (with or without a suffix).
+
+    A name found nowhere resolves under the first root, so loading it becomes the item's error.
+    """
+    if is_url(name):
+        return name
+    for root in roots:
+        candidate = root / name
+        if candidate.is_file():
+            return str(candidate.resolve())
+        if not Path(name).suffix:
+            for suffix in IMAGE_SUFFIXES:
+                if (root / f"{name}{suffix}").is_file():
+                    return str((root / f"{name}{suffix}").resolve())
+    return str((roots[0] / name).resolve()) if roots else name
+
+
+_WORDS = re.compile(r"[\w']+")
+
+
+def first_difference(a: str, b: str) -> tuple[str | None, str | None]:
+    """The first word where two captions part (case-insensitive): the swapped / replaced word of each."""
+    wa, wb = _WORDS.findall(a.lower()), _WORDS.findall(b.lower())
+    for x, y in zip(wa, wb):
+        if x != y:
+            return x, y
+    if len(wa) != len(wb):
+        longer = wa if len(wa) > len(wb) else wb
+        extra = longer[min(len(wa), len(wb))]
+        return (extra, None) if len(wa) > len(wb) else (None, extra)
+    return None, None
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+
+def ratio(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def wilson(k: int, n: int) -> list[float] | None:
+    from connote.tasks.probe import accuracy_interval
+
+    return accuracy_interval(k, n)
+
+
+def accuracy_block(flags: Sequence[bool]) -> dict[str, Any]:
+    """Accuracy of a list of right/wrong decisions, with n and its 95% Wilson interval."""
+    k, n = sum(bool(f) for f in flags), len(flags)
+    return {"accuracy": ratio(k, n), "n": n, "correct": k, "interval": wilson(k, n)}
+
+
+def pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.2f}"
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None) -> str:
+    lines = [f"### {title}", ""] if title else []
+    lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------- task
+
+
+def _load(path: str, crop: tuple[float, float, float, float] | None, allow_network: bool) -> Any:
+    if crop is None:
+        return load_image(path, allow_network=allow_network)
+    from connote.data.images import DEFAULT_MAX_SIDE
+
+    image = load_image(path, allow_network=allow_network, max_side=None)
+    x, y, w, h = crop
+    image = image.crop((x, y, x + w, y + h))
+    image.thumbnail((DEFAULT_MAX_SIDE, DEFAULT_MAX_SIDE))
+    return image
+
+
+def image_identity(path: str) -> dict[str, Any]:
+    from connote.tasks.probe import image_identity as identity
+
+    return identity(path)
+
+
+def item_key(item: SuiteItem) -> str:
+    """Everything about an item that changes its scores: captions, pairs, crops, fields, image bytes."""
+    return content_key({"captions": item.captions, "pairs": item.pairs, "crops": item.crops,
+                        "fields": item.fields, "images": [image_identity(p) for p in item.images]})
+
+
+class PairSuiteTask(Task):
+    """p(match) for every pair a suite names; the subclass's ``metrics`` turns the rows into its scores."""
+
+    capability = "match"
+    label = "items"
+    batch_size = 16
+    #: The suite's published rows shown beside runs: (name, {metric: value in [0, 1]}, source).
+    PUBLISHED: ClassVar[list[tuple[str, dict[str, float], str]]] = []
+
+    def __init__(self, data: str | Path, *, images: str | Path | None = None, allow_network: bool = False,
+                 progress: bool = True) -> None:
+        self.data = Path(data)
+        self.images = Path(images) if images is not None else None
+        self.allow_network, self.progress = allow_network, progress
+        self.items = self.read(self.data, self.images)  # exit 2 on a bad file, before any model
+        if not self.items:
+            raise InputError(f"no {self.name} items found", path=self.data)
+
+    # subclasses ---------------------------------------------------------------------------------
+    def read(self, data: Path, images: Path | None) -> list[SuiteItem]:
+        raise NotImplementedError
+
+    def metrics(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def table(cls, results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+        """The suite's table for one run (header, rows), used by results.md and ``connote report``."""
+        raise NotImplementedError
+
+    #: The headline metric of the suite, a path into results.json, shown in the cross-suite overview.
+    headline: ClassVar[tuple[str, ...]] = ()
+    headline_label: ClassVar[str] = ""
+    #: The columns ``connote report`` puts runs and published rows side by side in: (label, "a/b/c" path
+    #: into results.json, which is also the key of a published row's value).
+    columns: ClassVar[list[tuple[str, str]]] = []
+
+    # contract -----------------------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        return {}
+
+    def config(self) -> dict[str, Any]:
+        return {"data": str(self.data), "images": None if self.images is None else str(self.images),
+                "allow_network": self.allow_network}
+
+    def work_items(self) -> list[WorkItem]:
+        return [WorkItem(it.item_id, item_key(it), it, it.error) for it in self.items]
+
+    def _row(self, item: SuiteItem, scores: list[float] | None, error: str | None) -> dict[str, Any]:
+        return {"item_id": item.item_id, **item.fields, "captions": item.captions, "pairs": item.pairs,
+                "scores": scores, "error": error}
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        images: list[Any] = []
+        slots: dict[tuple[str, Any], int] = {}
+        bad: dict[str, str] = {}
+        for w in batch:
+            it: SuiteItem = w.payload
+            for k, path in enumerate(it.images):
+                crop = it.crops[k] if it.crops else None
+                ref = (path, crop)
+                if ref in slots:
+                    continue
+                try:
+                    images.append(_load(path, crop, self.allow_network))
+                    slots[ref] = len(images) - 1
+                except ItemError as exc:
+                    bad[w.item_id] = str(exc)
+        captions: list[str] = []
+        caption_slot: dict[str, int] = {}
+        pairs: list[tuple[int, int]] = []
+        owners: list[tuple[str, int]] = []
+        ok = [w for w in batch if w.item_id not in bad]
+        for w in ok:
+            it = w.payload
+            for i, c in it.pairs:
+                text = it.captions[c]
+                if text not in caption_slot:
+                    caption_slot[text] = len(captions)
+                    captions.append(text)
+                crop = it.crops[i] if it.crops else None
+                pairs.append((slots[(it.images[i], crop)], caption_slot[text]))
+                owners.append((w.item_id, len(owners)))
+        probs = list(model.match_probability(images, captions, pairs)) if pairs else []
+        out: dict[str, dict[str, Any]] = {}
+        cursor = 0
+        for w in ok:
+            it = w.payload
+            mine = probs[cursor:cursor + len(it.pairs)]
+            cursor += len(it.pairs)
+            error = None
+            for p in mine:
+                if isinstance(p, BaseException):
+                    error = f"model error: {type(p).__name__}: {p}"
+                elif p is None or (isinstance(p, float) and not math.isfinite(p)):
+                    error = f"model returned no probability ({p})"
+            out[w.item_id] = self._row(it, None if error else [float(p) for p in mine], error)
+        for w in batch:
+            if w.item_id in bad:
+                out[w.item_id] = self._row(w.payload, None, bad[w.item_id])
+        return [out[w.item_id] for w in batch]
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        return self._row(item.payload, None, message)
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        scored = [r for r in rows if r.get("error") is None and r.get("scores") is not None]
+        return {**self.metrics(scored), "data": str(self.data.resolve()), "n_items": len(rows), "n_scored": len(scored),
+                "n_errors": len(rows) - len(scored), "interval_method": "wilson 95%",
+                "published": [{"name": n, "values": v, "source": s} for n, v, s in self.PUBLISHED]}
+
+    def render(self, results: dict[str, Any]) -> str:
+        header, rows = self.table(results)
+        text = markdown(header, rows, title=f"{self.title.split(':')[0]} — {results.get('model', '?')}")
+        if results.get("published"):
+            text += "\nPublished rows shown beside runs by `connote report`: " + "; ".join(
+                f"{p['name']} ({p['source']})" for p in results["published"]) + ".\n"
+        return text
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_json(out / "results.json", results)
+        write_jsonl(out / "items.jsonl", rows)
+        write_text(out / "results.md", self.render(results))
+
+
+def headline_value(results: dict[str, Any], path: Sequence[str]) -> float | None:
+    """The value at ``path`` in results.json (None when absent)."""
+    node: Any = results
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node if isinstance(node, (int, float)) else None
+
+
+# ------------------------------------------------------------------------------------------ explain
+
+
+class SuiteExplainTask(Task):
+    """MM-SHAP (T-SHAP, V-SHAP, the target word's share) on the pairs a suite names, per group and role."""
+
+    capability = "mask"
+    label = "pairs"
+    batch_size = 1
+    #: The suite's matching task (its reader and its item fields).
+    suite: ClassVar[type[PairSuiteTask]]
+    #: The item field the means are grouped by (VALSE: piece; SugarCrepe: category; SVO: negative type).
+    group_by: ClassVar[str] = ""
+
+    def __init__(self, data: str | Path, *, images: str | Path | None = None, estimator: str | None = None,
+                 budget: int | None = None, sample: int | None = None, seed: int = 0, grid: int | None = None,
+                 compat: str | None = None, allow_network: bool = False, progress: bool = True) -> None:
+        import random
+
+        from connote.models.masking import DEFAULT_COMPAT, check_compat
+        from connote.tasks.explain import default_estimator
+
+        self.compat = check_compat(compat or DEFAULT_COMPAT)
+        self.estimator = estimator or default_estimator(self.compat)
+        self.budget, self.sample, self.seed, self.grid = budget, sample, seed, grid
+        self.allow_network, self.progress = allow_network, progress
+        self.matching = self.suite(data, images=images, allow_network=allow_network, progress=progress)
+        pairs = []
+        for it in self.matching.items:
+            for pair_index, role, target in it.explain:
+                pairs.append((it, pair_index, role, target))
+        if sample is not None and sample < len(pairs):
+            chosen = sorted(random.Random(seed).sample(range(len(pairs)), sample))
+            pairs = [pairs[k] for k in chosen]
+        self.pairs = pairs
+
+    def check_model(self, model: Any) -> None:
+        from connote.models.masking import require_masking
+
+        require_masking(model)
+
+    def settings(self) -> dict[str, Any]:
+        return {"estimator": self.estimator, "budget": self.budget, "seed": self.seed, "grid": self.grid,
+                "compat": self.compat, "target_source": "suite fields"}
+
+    def config(self) -> dict[str, Any]:
+        return {**self.matching.config(), **self.settings(), "sample": self.sample}
+
+    def work_items(self) -> list[WorkItem]:
+        items = []
+        for it, k, role, target in self.pairs:
+            i, c = it.pairs[k]
+            key = content_key({"caption": it.captions[c], "image": image_identity(it.images[i]), "role": role,
+                               "target": target, "crop": it.crops[i] if it.crops else None})
+            items.append(WorkItem(f"{it.item_id}/{role}", key, (it, k, role, target), it.error))
+        return items
+
+    def _base(self, payload: tuple) -> dict[str, Any]:
+        it, k, role, target = payload
+        i, c = it.pairs[k]
+        return {"item_id": f"{it.item_id}/{role}", "suite_item": it.item_id, "role": role,
+                "group": str(it.fields.get(self.group_by, "")), "caption": it.captions[c],
+                "image": it.images[i], "target": target}
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        from connote.explain import mmshap
+        from connote.models.masking import masking_game
+
+        rows = []
+        for w in batch:
+            it, k, role, target = w.payload
+            base = self._base(w.payload)
+            i, c = it.pairs[k]
+            try:
+                image = _load(it.images[i], it.crops[i] if it.crops else None, self.allow_network)
+                game = masking_game(model, image, it.captions[c], grid=self.grid, compat=self.compat)
+            except (ItemError, ValueError) as exc:
+                rows.append({**base, "error": str(exc), "calls": 0})
+                continue
+            row = mmshap.explain_pair(game.value_fn, game.n_text, game.n_patches, estimator=self.estimator,
+                                      budget=self.budget, seed=self.seed, item_id=base["item_id"],
+                                      caption=it.captions[c], text_tokens=game.tokens, spans=game.spans,
+                                      verb=target, find_verb=target is not None, nlp=None,
+                                      extra={k2: v for k2, v in base.items() if k2 not in ("item_id", "caption")})
+            row["model_calls"] = game.calls[0]
+            rows.append(row)
+        return rows
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        return {**self._base(item.payload), "error": message, "calls": 0}
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        ok = [r for r in rows if not r.get("error") and r.get("t_shap") is not None]
+        groups: dict[str, dict[str, Any]] = {}
+        for g in sorted({r["group"] for r in ok}) + ["all"]:
+            in_group = [r for r in ok if g == "all" or r["group"] == g]
+            groups[g] = {role: _shap_summary([r for r in in_group if r["role"] == role])
+                         for role in sorted({r["role"] for r in in_group})}
+        return {"groups": groups, "group_by": self.group_by, "estimator": self.estimator, "budget": self.budget,
+                "compat": self.compat, "n_pairs": len(rows), "n_errors": len(rows) - len(ok),
+                "calls_total": sum(int(r.get("calls") or 0) for r in rows)}
+
+    def render(self, results: dict[str, Any]) -> str:
+        roles = sorted({role for g in results["groups"].values() for role in g})
+        header = [results["group_by"] or "group"] + [f"T-SHAP {r} (%)" for r in roles] + \
+                 [f"target share {r} (%)" for r in roles]
+        rows = []
+        for g, by_role in results["groups"].items():
+            rows.append([g] + [pct(by_role.get(r, {}).get("t_shap")) for r in roles]
+                        + [pct(by_role.get(r, {}).get("target_share")) for r in roles])
+        return markdown(header, rows, title=f"MM-SHAP on {self.suite.name} — {results.get('model', '?')}")
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_jsonl(out / "explanations.jsonl", rows)
+        write_json(out / "results.json", results)
+        write_text(out / "results.md", self.render(results))
+
+
+def _shap_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(xs: list[float]) -> float | None:
+        return sum(xs) / len(xs) if xs else None
+
+    shares = [r["verb_share"] for r in rows if r.get("verb_share") is not None]
+    return {"n": len(rows), "t_shap": mean([r["t_shap"] for r in rows]),
+            "v_shap": mean([r["v_shap"] for r in rows if r.get("v_shap") is not None]),
+            "target_share": mean(shares), "n_target": len(shares)}
+
+
+# --------------------------------------------------------------------------------------------- samples
+
+
+def sample_photo(name: str, path: Path) -> Path:
+    """Write one of the packaged sample photos (``connote.data.sample``) to ``path`` (kept if present)."""
+    from connote.data.sample import SAMPLE
+
+    loaders: dict[str, Callable[[], Any]] = {row[0]: row[1] for row in SAMPLE}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        image = loaders[name]()
+        image.save(path, quality=92) if path.suffix.lower() in (".jpg", ".jpeg") else image.save(path)
+    return path
