@@ -58,6 +58,8 @@ COMMANDS: dict[str, CommandEntry] = {
                                                      "videos, score runs, train GIT-LLaVA."),
     "collect": CommandEntry("connote.cli.collect",
                             "Collect the papers' human data with Potato: make a study, serve it, import it."),
+    "reproduce": CommandEntry("connote.cli.reproduce", "List the papers' published tables, or measure runs against "
+                                                       "one: measured | published | difference."),
     "datasets": CommandEntry("connote.cli.datasets",
                              "The papers' datasets: where to get them, check a local copy, convert releases."),
 }

@@ -65,6 +65,10 @@ def caption_cmd(
     samples: Annotated[int, typer.Option(help="Captions per video (several need --temperature > 0; the public "
                                                "evaluation draws 3 at 0.2 and averages the scores).")] = 1,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
+    frames: Annotated[str | None, typer.Option("--frames", help="fixed (connote's positions) | random (the public "
+                                               "VMC encoder's seeded draw, one per run). Default: the model's (GIT-"
+                                               "LLaVA models trained on random frames), else fixed.")] = None,
+    frame_seed: Annotated[int | None, typer.Option("--frame-seed", help="Seed of --frames random.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
@@ -83,7 +87,7 @@ def caption_cmd(
                          "git-llava:runs/x/final); see `connote models --capability generate`")
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
                              max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
-                             temperature=temperature)
+                             temperature=temperature, frames=frames, frame_seed=frame_seed)
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
 
