@@ -91,7 +91,9 @@ def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
     header = ["Row", *table.columns]
     rows = [[f"paper: {r.row}", *(_cell(r.values.get(c)) for c in table.columns)] for r in table.rows]
     rules = [len(rows) - 1] if rows else []
-    notes = [f"Published: {table.source} ({table.paper}). Setting: {table.setting}"]
+    notes = [f"Published: {table.source} ({table.paper}). Setting: {table.setting}",
+             "A run matched to a row is followed by its difference (run - paper) per column, marked (inside) or "
+             "(outside) when the run has a 95% interval: whether the published value lies in it."]
     if not table.recomputable:
         notes.append("Not recomputable from the seed" + (f": {table.note}" if table.note else "."))
     elif table.note:
@@ -106,7 +108,7 @@ def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
                             else ""))
             continue
         by_col = {c["column"]: c for c in e["columns"]}
-        rows.append([f"  - {e['row']} (difference, published inside the run's CI?)",
+        rows.append([f"  vs {e['row']}: difference",
                      *(_difference(by_col.get(c)) for c in table.columns)])
     if not entries:
         notes.append("No run of this section has values for this table"
