@@ -210,7 +210,8 @@ def score_cmd(
     if as_json:
         _echo_json(out)
     else:
-        typer.echo(f"protocol: {protocol}  scored {res.n_scored}/{res.n_items} "
+        meteor_s = f" (METEOR {meteor}: {protocols.ALBUM_METEOR[meteor]['jar']})" if protocol == "album" else ""
+        typer.echo(f"protocol: {protocol}{meteor_s}  scored {res.n_scored}/{res.n_items} "
                    f"(missing {len(res.missing)}, errors {len(res.errors)}, empty {res.n_empty})")
         for m, v in res.scores.items():
             ci = res.ci.get(m)
