@@ -108,21 +108,23 @@ def test_reproduce_reads_runs(runs, capsys) -> None:  # noqa: ANN001
     assert main(["reproduce", "vmc/table1", str(runs["original"])]) == 2  # a probe run is not a VMC run
 
 
-def test_reproduce_scores_arels_released_predictions(vist_dir: Path, tmp_path: Path, capsys) -> None:
-    """AREL's released outputs against the example file's human stories: measured | published | difference."""
-    preds = (Path(__file__).resolve().parents[1] / "vist" / "data"
-             / "arel-IRL-init-iter100.prediction_test.first100.json")
-    human = json.loads((vist_dir / "example-submission-file.test.json").read_text(encoding="utf-8"))
-    albums = set(json.loads(preds.read_text(encoding="utf-8")))
-    gold = tmp_path / "gold.json"
-    gold.write_text(json.dumps({**human, "output_stories": [s for s in human["output_stories"]
-                                                            if s["album_id"] in albums]}), encoding="utf-8")
-    assert main(["reproduce", "vist/arel-album", str(preds), "--gold", str(gold), "--json"]) == 0
+def test_reproduce_scores_an_arel_format_prediction_file(arel_format_files, tmp_path: Path, capsys) -> None:
+    """A file in AREL's prediction layout against gold from the same albums: measured | published | difference.
+
+    The text is the example file's human stories (see the ``arel_format_files`` fixture): the first story of each
+    album is scored against the album's other story. It sits in a folder named as AREL's release stores
+    IRL-init-iter100's file (data/save/IRL-init-iter100/), which is what matches the published row.
+    """
+    pred, gold = arel_format_files
+    local = tmp_path / "IRL-init-iter100" / "prediction_test.json"
+    local.parent.mkdir()
+    local.write_bytes(pred.read_bytes())
+    assert main(["reproduce", "vist/arel-album", str(local), "--gold", str(gold), "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["runs"]
     assert entry["row"] == "AREL IRL-init-iter100"
     meteor = next(c for c in entry["columns"] if c["column"] == "METEOR")
     assert meteor["published"] == pytest.approx(0.34881328040125786)
-    assert meteor["measured"] == pytest.approx(0.2982, abs=5e-5)  # 2 human stories per album here, 5 in AREL's
+    assert meteor["measured"] == pytest.approx(0.2178, abs=5e-5)  # one human story against one other, -t hter
     assert meteor["difference"] == pytest.approx(meteor["measured"] - meteor["published"])
 
 

@@ -1,13 +1,14 @@
-"""`vist score --protocol album` equals AREL's evaluator on AREL's own released test predictions.
+"""`vist score --protocol album` equals AREL's evaluator on a prediction file in AREL's own layout.
 
 AREL's `vist_eval/album_eval.py` scores `{album_id: [story]}` against all of an album's stories with
 BLEU-1..4 (`option='closest'`), METEOR (the jar run as `-t hter`: "MSR VIST group's measurement"), ROUGE-L and
 CIDEr-D, on the text as given (no tokenizer call). Its BLEU and CIDEr-D scorers are pycocoevalcap's own code
 (Python 2 spelling only), so pycocoevalcap's classes stand in for them here; ROUGE-L is written below from
 `vist_eval/rouge/rouge.py` (tokens split on single spaces, so AREL's two leading spaces count); METEOR is the
-real meteor-1.5.jar, fed exactly as `vist_eval/meteor/meteor.py` feeds it. The predictions
-(tests/vist/data, see its README) are real outputs connote did not produce; the references are the human
-stories of the challenge's example file in ../shared/data/vist.
+real meteor-1.5.jar, fed exactly as `vist_eval/meteor/meteor.py` feeds it. The text is real and connote did not
+write it: the human stories of the challenge's example file in ../shared/data/vist, read in place; each album's
+first story, with AREL's two leading spaces, is the prediction and its other stories are the references (the
+`arel_format_files` fixture in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from needs import missing
 
 from connote.cli import main
 
-PREDICTIONS = Path(__file__).parent / "data" / "arel-IRL-init-iter100.prediction_test.first100.json"
 AREL_METEOR = ["-t", "hter"]  # vist_eval/meteor/meteor.py
 COCO_METEOR = ["-l", "en", "-norm"]  # the line AREL comments out (pycocoevalcap's)
 
@@ -91,19 +91,26 @@ def arel_rouge_l(gts: dict, res: dict) -> tuple[float, list[float]]:
 
 
 @pytest.fixture(scope="module")
-def arel_case(vist_dir: Path, tmp_path_factory) -> tuple[Path, Path, dict, dict]:
-    """(predictions, gold file of those albums' human stories, AREL's gts, AREL's res)."""
-    preds = json.loads(PREDICTIONS.read_text(encoding="utf-8"))
-    human = json.loads((vist_dir / "example-submission-file.test.json").read_text(encoding="utf-8"))
-    stories = [s for s in human["output_stories"] if s["album_id"] in preds]
-    gold = tmp_path_factory.mktemp("arel") / "gold.json"
-    gold.write_text(json.dumps({**human, "output_stories": stories}), encoding="utf-8")
+def arel_case(arel_format_files: tuple[Path, Path]) -> tuple[Path, Path, dict, dict]:
+    """(predictions, gold file of those albums' other human stories, AREL's gts, AREL's res)."""
+    pred, gold = arel_format_files
+    preds = json.loads(pred.read_text(encoding="utf-8"))
     gts: dict[str, list[str]] = collections.defaultdict(list)
-    for s in stories:
+    for s in json.loads(gold.read_text(encoding="utf-8"))["output_stories"]:
         gts[s["album_id"]].append(s["story_text_normalized"])
     res = {a: [v[0]] for a, v in preds.items()}  # eval_utils.Evaluator.measure: the first story per album
     assert sorted(gts) == sorted(res) and len(res) == 100  # album_eval's own assertion
-    return PREDICTIONS, gold, dict(gts), res
+    assert all(res[a][0].startswith("  ") and res[a][0].strip() not in gts[a] for a in res)
+    return pred, gold, dict(gts), res
+
+
+@pytest.fixture(scope="module")
+def jar(arel_case) -> dict[str, tuple[float, list[float]]]:
+    """The real jar on the case under AREL's arguments and under COCO's: corpus and per-album METEOR."""
+    _, _, gts, res = arel_case
+    java, meteor_dir = _java(), _pycoco_dir() / "meteor"
+    return {name: jar_meteor(java, meteor_dir, args, gts, res) for name, args in (("arel", AREL_METEOR),
+                                                                                  ("coco", COCO_METEOR))}
 
 
 def _score(capsys, pred: Path, gold: Path, *extra: str) -> dict:
@@ -113,33 +120,34 @@ def _score(capsys, pred: Path, gold: Path, *extra: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_album_protocol_equals_arel_evaluator(arel_case, capsys) -> None:
+def test_album_protocol_equals_arel_evaluator(arel_case, jar, capsys) -> None:
     from pycocoevalcap.bleu.bleu import Bleu
     from pycocoevalcap.cider.cider import Cider
 
     pred, gold, gts, res = arel_case
-    java, meteor_dir = _java(), _pycoco_dir() / "meteor"
     out = _score(capsys, pred, gold)
     assert out["settings"]["meteor"] == "arel" and out["settings"]["meteor_jar"] == "-t hter"
     bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
-    meteor, meteor_per = jar_meteor(java, meteor_dir, AREL_METEOR, gts, res)
+    meteor, meteor_per = jar["arel"]
     rouge, _ = arel_rouge_l(gts, res)
     cider, _ = Cider().compute_score(gts, res)
     expected = {"BLEU-1": bleu[0], "BLEU-2": bleu[1], "BLEU-3": bleu[2], "BLEU-4": bleu[3], "METEOR": meteor,
                 "ROUGE-L": rouge, "CIDEr-D": cider}
     assert out["scores"] == pytest.approx(expected, abs=1e-9)
-    assert meteor == pytest.approx(0.2982, abs=5e-5)  # AREL's setting; the COCO one is far lower (next test)
+    assert meteor == pytest.approx(0.2178, abs=5e-5)  # AREL's setting; the COCO one is far lower (next test)
     per_album = {a: out["per_album"][a]["METEOR"] for a in gts}
     assert list(per_album.values()) == pytest.approx(meteor_per, abs=1e-9)
 
 
-def test_album_protocol_coco_meteor_is_the_named_option(arel_case, capsys) -> None:
-    pred, gold, gts, res = arel_case
+def test_album_protocol_coco_meteor_is_the_named_option(arel_case, jar, capsys) -> None:
+    pred, gold, gts, _ = arel_case
     out = _score(capsys, pred, gold, "--meteor", "coco")
-    meteor, _ = jar_meteor(_java(), _pycoco_dir() / "meteor", COCO_METEOR, gts, res)
+    meteor, meteor_per = jar["coco"]
     assert out["settings"]["meteor"] == "coco" and out["settings"]["meteor_jar"] == "-l en -norm"
     assert out["scores"]["METEOR"] == pytest.approx(meteor, abs=1e-9)
-    assert meteor == pytest.approx(0.1139, abs=5e-5)
+    assert [out["per_album"][a]["METEOR"] for a in gts] == pytest.approx(meteor_per, abs=1e-9)
+    assert meteor == pytest.approx(0.0962, abs=5e-5)
+    assert jar["arel"][0] > 2 * meteor  # same text, same jar: AREL's -t hter more than doubles COCO's METEOR
 
 
 def test_meteor_setting_is_in_the_stored_signature(arel_case, tmp_path: Path, capsys) -> None:
