@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -30,3 +31,25 @@ def vist_dir(shared_data: Path) -> Path:
     if not d.is_dir():
         missing("../shared/data/vist is not present")
     return d
+
+
+@pytest.fixture(scope="session")
+def arel_format_files(vist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(predictions in AREL's ``{album_id: ["  " + story]}`` layout, challenge-format gold) built from real text.
+
+    The example file's human stories, read in place: of the first 100 albums (file order) with at least two
+    stories, each album's first story is the hypothesis (two leading spaces, as AREL's released stories have) and
+    its other stories are the gold, so a hypothesis is never among its own references.
+    """
+    human = json.loads((vist_dir / "example-submission-file.test.json").read_text(encoding="utf-8"))
+    by_album: dict[str, list[dict]] = {}
+    for s in human["output_stories"]:
+        by_album.setdefault(s["album_id"], []).append(s)
+    albums = [a for a, stories in by_album.items() if len(stories) >= 2][:100]
+    out = tmp_path_factory.mktemp("arel-format")
+    pred, gold = out / "prediction_test.json", out / "gold.json"
+    pred.write_text(json.dumps({a: ["  " + by_album[a][0]["story_text_normalized"]] for a in albums}),
+                    encoding="utf-8")
+    gold.write_text(json.dumps({**human, "output_stories": [s for a in albums for s in by_album[a][1:]]}),
+                    encoding="utf-8")
+    return pred, gold

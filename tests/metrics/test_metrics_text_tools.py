@@ -27,6 +27,8 @@ SENTENCES = [
     "We'd've gone if y'all had asked.",
     "I <3 NY :) #love @friend http://example.com/a?b=c",
     "Caf\u00e9 owners serve cr\u00e8me br\u00fbl\u00e9e.",
+    "A U.K.-based firm, a U.S.-led team and an A.B.C.-owned shop; e.g.-style notes, Mr.-Smith.",
+    "the U.K.- based firm",
 ]
 
 

@@ -30,7 +30,7 @@ def test_defaults_are_kept() -> None:
     assert cfg.to_dict() == {
         "stage": 2, "output_dir": "runs/git-llava", "init_from": None, "resume": True,
         "model": {"captioner": "microsoft/git-large-vatex", "llm": "lmsys/vicuna-13b-v1.5", "layer": -2, "clips": 1,
-                  "frames_per_clip": 6,
+                  "frames_per_clip": 6, "frame_sampling": "random", "frame_seed": 0,
                   "prompt": "What caption can best describe the metaphor in the video?",
                   "template": "USER: <video>\n{prompt} ASSISTANT:", "max_caption_tokens": 48,
                   "projector_hidden": None},

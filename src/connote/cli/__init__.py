@@ -60,6 +60,8 @@ COMMANDS: dict[str, CommandEntry] = {
                             "Collect the papers' human data with Potato: make a study, serve it, import it."),
     "suite": CommandEntry("connote.cli.suite",
                           "The field's probe suites: SVO-Probes, VALSE, Winoground, SugarCrepe/ARO."),
+    "reproduce": CommandEntry("connote.cli.reproduce", "List the papers' published tables, or measure runs against "
+                                                       "one: measured | published | difference."),
     "datasets": CommandEntry("connote.cli.datasets",
                              "The papers' datasets: where to get them, check a local copy, convert releases."),
 }

@@ -65,6 +65,10 @@ def caption_cmd(
     samples: Annotated[int, typer.Option(help="Captions per video (several need --temperature > 0; the public "
                                                "evaluation draws 3 at 0.2 and averages the scores).")] = 1,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
+    frames: Annotated[str | None, typer.Option("--frames", help="fixed (connote's positions) | random (the public "
+                                               "VMC encoder's seeded draw, one per run). Default: the model's (GIT-"
+                                               "LLaVA models trained on random frames), else fixed.")] = None,
+    frame_seed: Annotated[int | None, typer.Option("--frame-seed", help="Seed of --frames random.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
@@ -83,7 +87,7 @@ def caption_cmd(
                          "git-llava:runs/x/final); see `connote models --capability generate`")
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
                              max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
-                             temperature=temperature)
+                             temperature=temperature, frames=frames, frame_seed=frame_seed)
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
 
@@ -105,7 +109,9 @@ def _sample_references(runs: list[Path], split: Path | None) -> tuple[Path, Path
 
 @metaphor_app.command("score")
 def score_cmd(
-    runs: Annotated[list[Path], typer.Argument(help="Caption run folder(s); several are shown side by side.")],
+    runs: Annotated[list[Path], typer.Argument(help="Caption run folder(s), or the public evaluation's answer files "
+                                           "(JSONL: video_id, text[, true_caption], one row per sample); several "
+                                           "are shown side by side.")],
     refs: Annotated[Path | None, typer.Option("--refs", help="VMC caption table (unique_id, annotator_1..3). "
                                               "Default for runs captioned on the sample set (`metaphor caption` "
                                               "without --videos): the sample's table, and its test split.",
@@ -123,8 +129,14 @@ def score_cmd(
     concept_encoder: Annotated[str | None, typer.Option(help="Sentence encoder for ACS/ACD (sentence-transformers id "
                                                         "or folder, e.g. all-mpnet-base-v2 as the paper; 'embedded' "
                                                         "= the shipped MiniLM). Needs --bertscore-model.")] = None,
-    concept_split: Annotated[str, typer.Option(help="public (the paper's code) | improved (multi-word "
-                                               "properties).")] = "public",
+    concept_split: Annotated[str, typer.Option(help="notebook (the authors' evaluation notebook, quirks included) "
+                                               "| public (connote's earlier token split) | improved (multi-word "
+                                               "properties).")] = "notebook",
+    samples: Annotated[str, typer.Option("--samples", help="Several samples per video: pooled (one corpus of all "
+                                         "(video, sample) rows, as the notebook) | mean (score each sample, "
+                                         "average).")] = "pooled",
+    text: Annotated[str, typer.Option("--text", help="first-line (the notebook's text.split('\\n')[0]) | whole "
+                                      "(the whole generation).")] = "first-line",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with per-video scores).")] = False,
     config: Annotated[Path | None, config_option()] = None,
 ) -> int:
@@ -134,9 +146,22 @@ def score_cmd(
     references' and split's sha256, the metrics, the encoders and the bootstrap settings: scoring with
     other references or another split adds a file and never replaces the first.
     """
-    from connote.metaphor.scoring import score_runs, score_signature, store_run_scores
+    from connote.metaphor.scoring import (
+        SAMPLE_MODES,
+        TEXT_MODES,
+        is_answer_file,
+        score_runs,
+        score_signature,
+        store_run_scores,
+    )
+    from connote.metrics.concepts import CONCEPT_SPLITS
 
-    if refs is None:
+    for name, value, valid in (("--samples", samples, SAMPLE_MODES), ("--text", text, TEXT_MODES),
+                               ("--concept-split", concept_split, CONCEPT_SPLITS)):
+        if value not in valid:
+            raise InputError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    answers_only = all(is_answer_file(r) for r in runs)
+    if refs is None and not answers_only:
         refs, split = _sample_references(runs, split)
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
     settings: dict = {}
@@ -158,14 +183,17 @@ def score_cmd(
         settings["concept_split"] = concept_split
         wanted += [] if "acs_acd" in wanted else ["acs_acd"]
     results = score_runs([str(r) for r in runs], refs, split=split, metrics=wanted,
-                         n_boot=bootstrap, seed=seed, **settings)
+                         n_boot=bootstrap, seed=seed, samples=samples, text=text, **settings)
     encoders = {"bertscore_model": bertscore_model, "bertscore_layer": bertscore_layer,
                 "concept_encoder": concept_encoder, "concept_split": concept_split if concept_encoder else None}
     stored: list[Path] = []
     for r in results:
-        signature = score_signature(refs, split=split, video_ids=list(r.per_video), metrics=wanted,
-                                    n_boot=bootstrap, seed=seed, encoders=encoders)
-        path, note = store_run_scores(r, signature, refs=refs, split=split)
+        protocol = {"samples": samples, "text": text}
+        if is_answer_file(r.run):  # references from the file itself unless --refs; one stored file per answer file
+            protocol["answers"] = Path(r.run).name
+        signature = score_signature(refs or r.run, split=split, video_ids=list(r.per_video), metrics=wanted,
+                                    n_boot=bootstrap, seed=seed, encoders=encoders, protocol=protocol)
+        path, note = store_run_scores(r, signature, refs=refs or r.run, split=split)
         if note:
             print(f"note: {note}", file=sys.stderr)
         stored.append(path)
@@ -196,7 +224,8 @@ def score_cmd(
     console.print(table)
     for k, r in enumerate(results):
         console.print(f"run {k + 1}: {r.run}", soft_wrap=True)
-    console.print(f"references: {refs}", soft_wrap=True)
+    where = refs or "the answer files' true_caption"
+    console.print(f"references: {where}; samples {samples}, text {text}", soft_wrap=True)
     for r in results:
         if r.outside_template or r.uncaptioned:
             console.print(f"{r.run}: {len(r.outside_template)} caption(s) outside the template, "

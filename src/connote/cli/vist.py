@@ -131,6 +131,9 @@ def score_cmd(
     per_item_out: Annotated[Path | None, typer.Option("--per-item", help="Write per-item scores (JSON) here.")] = None,
     tokenize: Annotated[str | None, typer.Option(help="album protocol: 'ptb' to PTB-tokenize first "
                                                  "(default: text used as already tokenized).")] = None,
+    meteor: Annotated[str | None, typer.Option("--meteor", help="album protocol's METEOR: arel (default; the jar "
+                                               "run as AREL's vist_eval runs it, -t hter) | coco (-l en -norm).")]
+    = None,
     ci_method: Annotated[str, typer.Option("--ci-method", help="Bootstrap interval: percentile | BCa | basic.")]
     = "percentile",
     save: Annotated[bool | None, typer.Option("--save/--no-save", help="Store the scores (with per-sequence "
@@ -149,6 +152,7 @@ def score_cmd(
     for one sequence, ...).
     """
     from connote.errors import InputError
+    from connote.vist import protocols
     from connote.vist.data import read_gold, read_submission
     from connote.vist.protocols import CI_METHODS, PROTOCOLS, compare, require_unique_sequences, score
 
@@ -156,10 +160,16 @@ def score_cmd(
         raise InputError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
+    if meteor is not None and protocol != "album":
+        raise InputError("--meteor applies to the album protocol (the challenge's METEOR is the jar's -t hter)")
+    meteor = meteor or protocols.DEFAULT_ALBUM_METEOR
+    if meteor not in protocols.ALBUM_METEOR:
+        raise InputError(f"unknown --meteor {meteor!r}; valid: {', '.join(protocols.ALBUM_METEOR)}")
     submission, run_a = _submission_file(submission)
     save = run_a is not None if save is None else save
     sub = read_submission(submission)
     if protocol == "challenge":  # one story per sequence is scored; the album protocol takes an album's first
+        _require_sequences(sub)
         require_unique_sequences(sub)
     g = read_gold(gold)
     tpl = read_submission(template) if template else None
@@ -169,14 +179,13 @@ def score_cmd(
         compare_to, run_b = _submission_file(compare_to)
         other_sub = read_submission(compare_to)
         if protocol == "challenge":
+            _require_sequences(other_sub)
             require_unique_sequences(other_sub)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"meteor": meteor} if protocol == "album" else {}
     if tokenize:
         if protocol != "album":
             raise InputError("--tokenize applies to the album protocol (the challenge scores text as given)")
-        from connote.vist import protocols
-
-        kwargs["corpus_scorer"] = protocols.default_corpus_scorer(tokenize=tokenize)
+        kwargs["corpus_scorer"] = protocols.default_corpus_scorer(tokenize=tokenize, meteor=meteor)
     res = score(protocol, sub, g, template=tpl, allow_missing=allow_missing, n_boot=n_boot, seed=seed,
                 ci_method=ci_method, **kwargs)
     out = res.to_dict()
@@ -201,7 +210,8 @@ def score_cmd(
     if as_json:
         _echo_json(out)
     else:
-        typer.echo(f"protocol: {protocol}  scored {res.n_scored}/{res.n_items} "
+        meteor_s = f" (METEOR {meteor}: {protocols.ALBUM_METEOR[meteor]['jar']})" if protocol == "album" else ""
+        typer.echo(f"protocol: {protocol}{meteor_s}  scored {res.n_scored}/{res.n_items} "
                    f"(missing {len(res.missing)}, errors {len(res.errors)}, empty {res.n_empty})")
         for m, v in res.scores.items():
             ci = res.ci.get(m)
@@ -229,6 +239,15 @@ def score_cmd(
 
 
 # --------------------------------------------------------------------------- vist stats
+
+
+def _require_sequences(sub: Any) -> None:
+    """Refuse, for the challenge protocol, a file without photo sequences (AREL's album predictions)."""
+    from connote.errors import InputError
+
+    if sub.format == "arel":
+        raise InputError("an AREL prediction file holds one story per album and no photo sequence; score it "
+                         "with --protocol album", path=sub.path)
 
 
 def _submission_file(path: Path) -> tuple[Path, Path | None]:

@@ -1,4 +1,4 @@
-"""Metaphor concept metrics ACS and ACD (video metaphor captioning).
+r"""Metaphor concept metrics ACS and ACD (video metaphor captioning).
 
 A metaphor caption follows "<primary concept> is as <property> as <secondary concept>". The caption
 is split into its two concepts; their similarity CS is the cosine of their sentence embeddings
@@ -7,11 +7,19 @@ is split into its two concepts; their similarity CS is the cosine of their sente
 * ACS = mean CS (lower: the model relates more distant concepts);
 * ACD = mean of BERTScore-F1(prediction) x (1 - CS) (distance that still describes the video).
 
-``split_concepts(caption, improved=False)`` follows the public code: the property is the single
-word between "as ... as", and a trailing "is"/"are" is dropped from the primary concept.
-``improved=True`` also accepts multi-word properties ("as power - packed as", "as light as a
-feather" -> property "power - packed"), ignores case and surrounding punctuation; it is switchable
-because it changes ACS/ACD for such captions, and the signature records which split was used.
+Three splits, named in the signature (``concept_split``):
+
+* ``notebook`` (default): exactly the authors' evaluation notebook (``scripts/video/eval/analyze_captions.ipynb``
+  of abisekrk/video-metaphor-captioning), which produced Table 1: ``re.split(r"as \w+ as", caption)``, empty
+  parts dropped after stripping; fewer than two parts -> CS = 1; otherwise the primary concept is the first
+  part without its last word (whatever it is) and the secondary concept is the second part (any further part
+  is ignored). Its quirks are kept: the pattern matches inside words ("was"/"bananas" end in "as"), a
+  hyphenated property does not match ``\w+``, and a one-word first part leaves an empty primary concept,
+  which is still embedded (:func:`notebook_concepts`).
+* ``public``: connote's earlier token reading of that code (``split_concepts(caption)``): the property is the
+  single word between the tokens "as ... as", and one trailing "is"/"are" is dropped from the primary concept.
+* ``improved`` (``split_concepts(caption, improved=True)``): also multi-word properties ("as power - packed
+  as" -> property "power - packed"), case and surrounding punctuation ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import numpy as np
 from connote.metrics.options import opt
 
 _TRAILING = ("is", "are")
+_NOTEBOOK = re.compile(r"as \w+ as")
+CONCEPT_SPLITS = ("notebook", "public", "improved")
 _IMPROVED = re.compile(r"^(?P<primary>.*?)\bas\s+(?P<property>.+?)\s+as\b(?P<secondary>.*)$", re.I | re.S)
 
 
@@ -71,6 +81,36 @@ def split_concepts(caption: str, improved: bool = False) -> Concepts:
     return Concepts(None, None, None)
 
 
+def notebook_concepts(caption: str) -> tuple[str, str] | None:
+    """(primary, secondary) as the authors' notebook splits ``caption``; None where it gives CS = 1.
+
+    >>> notebook_concepts("the athlete is as strong as an ox")
+    ('the athlete', 'an ox')
+    >>> notebook_concepts("it was fun as ever")  # "as fun as" matches inside "was": parts "it w", "ever"
+    ('it', 'ever')
+    >>> notebook_concepts("bananas as big as melons")  # a one-word first part: the primary concept is empty
+    ('', 'melons')
+    >>> notebook_concepts("the car is as power-packed as a rocket") is None
+    True
+    """
+    parts = [part.strip() for part in _NOTEBOOK.split(caption) if part.strip()]
+    if len(parts) < 2:
+        return None
+    return " ".join(parts[0].split()[:-1]), parts[1]
+
+
+def _pairs(captions: Sequence[str], split: str) -> list[tuple[str, str] | None]:
+    if split == "notebook":
+        return [notebook_concepts(c) for c in captions]
+    if split not in CONCEPT_SPLITS:
+        raise ValueError(f"unknown concept split {split!r}; valid: {', '.join(CONCEPT_SPLITS)}")
+    out: list[tuple[str, str] | None] = []
+    for c in captions:
+        p = split_concepts(c, split == "improved")
+        out.append((p.primary, p.secondary) if p.primary and p.secondary else None)
+    return out
+
+
 def _embed(encoder: Any, texts: list[str]) -> np.ndarray:
     fn = getattr(encoder, "embed_texts", None) or getattr(encoder, "encode", None) or encoder
     vecs = np.asarray(fn(texts), dtype=np.float64)
@@ -78,14 +118,16 @@ def _embed(encoder: Any, texts: list[str]) -> np.ndarray:
     return vecs / np.where(norms == 0, 1.0, norms)
 
 
-def concept_similarities(captions: Sequence[str], encoder: Any, *, improved: bool = False) -> list[float]:
+def concept_similarities(captions: Sequence[str], encoder: Any, *, improved: bool = False,
+                         split: str | None = None) -> list[float]:
     """CS per caption: cosine between primary and secondary concept embeddings (1 if one is missing).
 
     ``encoder``: an :class:`~connote.models.protocols.Embedder` (``embed_texts``), a
-    sentence-transformers model (``encode``) or a callable texts -> (n, d) array.
+    sentence-transformers model (``encode``) or a callable texts -> (n, d) array. ``split``: one of
+    :data:`CONCEPT_SPLITS` (default ``notebook``; ``improved=True`` without ``split`` is ``improved``).
     """
-    parts = [split_concepts(c, improved) for c in captions]
-    todo = [(i, p.primary, p.secondary) for i, p in enumerate(parts) if p.primary and p.secondary]
+    split = split or ("improved" if improved else "notebook")
+    todo = [(i, p[0], p[1]) for i, p in enumerate(_pairs(captions, split)) if p is not None]
     out = [1.0] * len(captions)
     if todo:
         emb = _embed(encoder, [t[1] for t in todo] + [t[2] for t in todo])
@@ -97,7 +139,7 @@ def concept_similarities(captions: Sequence[str], encoder: Any, *, improved: boo
 
 
 def acs_acd(captions: Sequence[str], bertscore_f1: Sequence[float], encoder: Any, *,
-            improved: bool = False) -> dict[str, Any]:
+            improved: bool = False, split: str | None = None) -> dict[str, Any]:
     """ACS and ACD over predictions, with the per-caption CS.
 
     ``bertscore_f1``: BERTScore-F1 of each prediction against its references (see
@@ -105,20 +147,21 @@ def acs_acd(captions: Sequence[str], bertscore_f1: Sequence[float], encoder: Any
     """
     if len(captions) != len(bertscore_f1):
         raise ValueError("captions and BERTScore values differ in length")
-    cs = concept_similarities(captions, encoder, improved=improved)
+    cs = concept_similarities(captions, encoder, improved=improved, split=split)
     n = max(len(cs), 1)
     acs = sum(cs) / n
     acd = sum(f * (1.0 - c) for f, c in zip(bertscore_f1, cs)) / n
     return {"ACS": acs, "ACD": acd, "CS": cs}
 
 
-def signature(encoder: Any, improved: bool) -> str:
-    """Settings that change ACS/ACD."""
+def signature(encoder: Any, improved: bool | str) -> str:
+    """Settings that change ACS/ACD (``improved``: the split's name, or the earlier bool)."""
     from connote import __version__
 
     desc = getattr(encoder, "describe", None)
     name = desc().get("name", type(encoder).__name__) if callable(desc) else type(encoder).__name__
-    return (f"acs_acd|split:{'improved' if improved else 'public'}|encoder:{name}|missing:cs=1"
+    split = improved if isinstance(improved, str) else ("improved" if improved else "public")
+    return (f"acs_acd|split:{split}|encoder:{name}|missing:cs=1"
             f"|version:connote-{__version__}")
 
 
@@ -127,7 +170,9 @@ class ConceptOptions:
     """Options of the ``acs_acd`` metric (BERTScore's options also apply: ACD weighs by its F1)."""
 
     concept_encoder: Any = opt(None, "sentence encoder (an Embedder, a sentence-transformers model or a callable)")
-    concept_split: Literal["public", "improved"] = opt("public", "public (the paper's code) or improved")
+    concept_split: Literal["notebook", "public", "improved"] = opt(
+        "notebook", "notebook (the authors' evaluation notebook, quirks included), public (connote's earlier "
+                    "token split) or improved")
     bertscore_f1: Any = opt(None, "precomputed BERTScore-F1 per caption (else computed with bertscore_model)")
 
 
@@ -140,14 +185,14 @@ def compute(inp: Any, options: ConceptOptions):
     encoder = options.concept_encoder
     if encoder is None:
         raise ValueError("ACS/ACD need concept_encoder=<Embedder or sentence-transformers model>")
-    improved = options.concept_split == "improved"
+    split = options.concept_split
     f1 = options.bertscore_f1
     bsig = "given"
     if f1 is None:
         scorer = scorer_from_settings(parse_options(BERTScoreOptions, inp.settings))
         f1 = scorer.score(inp.hyps, inp.refs).f1
         bsig = scorer.signature()
-    out = acs_acd(inp.hyps, list(f1), encoder, improved=improved)
+    out = acs_acd(inp.hyps, list(f1), encoder, split=split)
     per = {i: {"CS": c} for i, c in zip(inp.ids, out["CS"])}
-    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, f"{signature(encoder, improved)}|f1:[{bsig}]",
+    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, f"{signature(encoder, split)}|f1:[{bsig}]",
                         [])

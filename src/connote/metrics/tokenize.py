@@ -32,7 +32,10 @@ _TOKEN = re.compile(
     r"|https?://\S+|www\.\S+"
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
     r"|\d+(?:[.,:/]\d+)+"
+    # an acronym keeps a hyphenated continuation, as the jar does ("u.k.-based", "a.b.c.-owned", "mr.-smith")
+    r"|(?:[^\W\d_]\.){2,}(?:-\w+)+"
     r"|(?:[^\W\d_]\.){2,}"
+    rf"|(?:{_ABBREV})\.(?:-\w+)+"
     rf"|(?:{_ABBREV})\.(?=\s|$)"
     # letters joined by periods stay one word (t.v, everyone.its); a single letter keeps its period (c.)
     r"|[^\W\d_]+(?:\.[^\W\d_]+)+|\b[^\W\d_]\.(?!\.)"

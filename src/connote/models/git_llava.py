@@ -51,6 +51,12 @@ class GitLlavaGenerator:
             return ("clips", c.clips, c.frames_per_clip)
         return ("segments", 6, 6) if c.frames_per_clip == 6 else ("uniform", c.frames_per_clip, c.frames_per_clip)
 
+    @property
+    def frame_sampling(self) -> tuple[str, int]:
+        """How the model's frames are drawn at evaluation (``random`` for models trained so) and the seed."""
+        c = self.model.cfg
+        return (getattr(c, "frame_sampling", "fixed"), int(getattr(c, "frame_seed", 0)))
+
     def describe(self) -> dict[str, Any]:
 
         from connote.models.hf_itm import weights_identity

@@ -93,6 +93,8 @@ def group_runs(runs: Sequence[Run]) -> dict[str, dict[tuple[str, ...], list[Run]
 def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
                    kinds: dict[str, Any] | None = None) -> list[Section]:
     """One section per kind (or, with ``allow_mixed``, per kind and group); refuse mixed groups otherwise."""
+    from connote.report.published import add_published
+
     kinds = available_kinds() if kinds is None else kinds
     grouped = group_runs(runs)
     mixed = {kind: groups for kind, groups in grouped.items() if len(groups) > 1}
@@ -109,6 +111,7 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
         for members in groups.values():
             distinguish_names(members)
             section = kinds[kind].section(list(members))
+            add_published(section)  # each run beside the paper's matching row (connote.published)
             if len(groups) > 1:
                 section.title = f"{section.title} — {describe_group(members)}"
             sections.append(section)

@@ -45,7 +45,8 @@ class MetaphorCaptionTask(Task):
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
                  per_clip: int | None = None, prompt: str | None = None, batch_size: int = 4,
                  max_new_tokens: int = 48, limit: int | None = None, progress: bool = True,
-                 samples: int = 1, temperature: float = 0.0) -> None:
+                 samples: int = 1, temperature: float = 0.0, frames: str | None = None,
+                 frame_seed: int | None = None) -> None:
         """``samples`` > 1 draws that many captions per video at ``temperature`` (the public VMC evaluation
         scores 3 per video at 0.2 and averages the scores over samples); the default is one greedy caption."""
         if samples < 1:
@@ -54,6 +55,9 @@ class MetaphorCaptionTask(Task):
             raise InputError("several samples need a temperature above 0 (greedy decoding repeats itself)"
                              if temperature == 0 else f"--temperature must be >= 0, got {temperature}")
         self.samples, self.temperature = int(samples), float(temperature)
+        # frames: "fixed" positions or "random" (the public VMC encoder's draw, seeded, one draw per run);
+        # default: what the model asks for (GIT-LLaVA models trained on random frames), else fixed
+        self.frames, self.frame_seed = frames, frame_seed
         from connote.metaphor.data import read_video_list
 
         self.source = videos
@@ -77,10 +81,17 @@ class MetaphorCaptionTask(Task):
         self.k = self.k or m_k
         self.per_clip = self.per_clip or m_per_clip
         self.prompt = self.prompt or default_prompt(model)
+        m_frames, m_seed = getattr(model, "frame_sampling", ("fixed", 0))
+        self.frames = self.frames or m_frames
+        if self.frames not in ("fixed", "random"):
+            raise InputError(f"unknown --frames {self.frames!r}; valid: fixed, random")
+        self.frame_seed = m_seed if self.frame_seed is None else int(self.frame_seed)
 
     def settings(self) -> dict[str, Any]:
+        random = {"frames": "random", "frame_seed": self.frame_seed} if self.frames == "random" else {}
         return {"strategy": self.strategy, "k": self.k, "per_clip": self.per_clip, "prompt": self.prompt,
-                "max_new_tokens": self.max_new_tokens, "samples": self.samples, "temperature": self.temperature}
+                "max_new_tokens": self.max_new_tokens, "samples": self.samples, "temperature": self.temperature,
+                **random}
 
     def config(self) -> dict[str, Any]:
         return {**self.settings(), "videos": str(self.source), "batch_size": self.batch_size}
@@ -105,7 +116,8 @@ class MetaphorCaptionTask(Task):
         requests: list[GenerationRequest] = []
         for w in batch:
             try:
-                sampled = read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip)
+                sampled = read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip,
+                                      sampling=self.frames or "fixed", seed=self.frame_seed or 0)
             except ItemError as exc:
                 rows[w.item_id] = {"caption": None, "frames": None, "error": str(exc)}
                 continue
@@ -150,13 +162,14 @@ class MetaphorCaptionTask(Task):
 def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, strategy: str | None = None,
                    k: int | None = None, per_clip: int | None = None, prompt: str | None = None,
                    batch_size: int = 4, max_new_tokens: int = 48, limit: int | None = None,
-                   progress: bool = True, samples: int = 1, temperature: float = 0.0) -> dict[str, Any]:
+                   progress: bool = True, samples: int = 1, temperature: float = 0.0, frames: str | None = None,
+                   frame_seed: int | None = None) -> dict[str, Any]:
     """Caption every listed video with ``model`` (a spec or a generator); returns a summary."""
     from connote.models.registry import check_spec, load_model
 
     task = MetaphorCaptionTask(videos, strategy=strategy, k=k, per_clip=per_clip, prompt=prompt,
                                batch_size=batch_size, max_new_tokens=max_new_tokens, limit=limit, progress=progress,
-                               samples=samples, temperature=temperature)
+                               samples=samples, temperature=temperature, frames=frames, frame_seed=frame_seed)
     if isinstance(model, str):
         check_spec(model)
         model = load_model(model)

@@ -59,6 +59,11 @@ class ModelConfig:
     clips: StrictInt = 1
     """1: GIT-LLaVA (the ``segments`` 6 frames); k > 1: GIT-LLaVA-X (k clips, summed)."""
     frames_per_clip: StrictInt = 6
+    frame_sampling: str = "random"
+    """``random``: frames drawn as the public VMC encoder draws them (seeded by ``frame_seed``, re-drawn every
+    training epoch, one fixed draw at evaluation); ``fixed``: connote's fixed positions
+    (:mod:`connote.video.frames`). A model saved without this key was trained on ``fixed`` frames."""
+    frame_seed: StrictInt = 0
     prompt: str = "What caption can best describe the metaphor in the video?"
     template: str = "USER: <video>\n{prompt} ASSISTANT:"
     """Chat layout around the video tokens; ``<video>`` marks where the projected states go."""

@@ -26,15 +26,18 @@ class Example:
     caption: str
 
 
-def sample_clips(path: str | Path, cfg: ModelConfig, size: int | None = None) -> list[list[Image.Image]]:
-    """The frames GIT-LLaVA sees: ``segments`` (6 frames) or ``uniform`` for one clip, else ``clips``."""
+def sample_clips(path: str | Path, cfg: ModelConfig, size: int | None = None,
+                 draw: int = 0) -> list[list[Image.Image]]:
+    """The frames GIT-LLaVA sees: ``segments`` (6 frames) or ``uniform`` for one clip, else ``clips``; drawn at
+    random (``cfg.frame_sampling``, seeded by ``cfg.frame_seed`` and ``draw``, the epoch) or at fixed positions."""
     from connote.video.frames import read_frames
 
+    how = {"sampling": cfg.frame_sampling, "seed": cfg.frame_seed, "draw": draw}
     if cfg.clips == 1:
         if cfg.frames_per_clip == 6:
-            return read_frames(path, "segments", size=size).images
-        return read_frames(path, "uniform", k=cfg.frames_per_clip, size=size).images
-    return read_frames(path, "clips", k=cfg.clips, per_clip=cfg.frames_per_clip, size=size).images
+            return read_frames(path, "segments", size=size, **how).images
+        return read_frames(path, "uniform", k=cfg.frames_per_clip, size=size, **how).images
+    return read_frames(path, "clips", k=cfg.clips, per_clip=cfg.frames_per_clip, size=size, **how).images
 
 
 def still_clips(path: str | Path, cfg: ModelConfig, size: int | None = None) -> list[list[Image.Image]]:
@@ -58,13 +61,15 @@ class ExampleDataset(torch.utils.data.Dataset):
         self.cfg = cfg
         self.to_pixels = to_pixels
         self.size = size
+        #: the training epoch: random frames are re-drawn per epoch (the loop sets it; validation keeps 0)
+        self.epoch = 0
 
     def __len__(self) -> int:
         return len(self.examples)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         ex = self.examples[i]
-        clips = (sample_clips(ex.path, self.cfg, self.size) if ex.kind == "video"
+        clips = (sample_clips(ex.path, self.cfg, self.size, draw=self.epoch) if ex.kind == "video"
                  else still_clips(ex.path, self.cfg, self.size))
         return {"pixel_values": self.to_pixels(clips), "prompt": ex.prompt, "caption": ex.caption,
                 "id": ex.example_id}

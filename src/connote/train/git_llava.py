@@ -110,7 +110,7 @@ class GitLlava(nn.Module):
         meta = json.loads(meta_path.read_text())
         if meta.get("format") != FORMAT:
             raise InputError(f"unsupported format {meta.get('format')!r}; expected {FORMAT}", path=meta_path)
-        cfg = ModelConfig(**meta["model"])
+        cfg = ModelConfig(**{"frame_sampling": "fixed", **meta["model"]})  # older models: trained on fixed frames
         llm_source = str(folder / "llm") if meta.get("llm_saved") else None
         model = cls.build(cfg, dtype=dtype, llm_source=llm_source)
         if meta.get("adapter"):

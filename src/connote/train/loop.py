@@ -310,6 +310,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
     t0 = time.time()
     while step < total_steps and not done:
         order = _epoch_order(len(train_ex), t.seed, epoch)
+        ds_train.epoch = epoch  # random frames are re-drawn every epoch (and the same again on resume)
         # this process's micro-batches from the current data position to the end of the epoch,
         # decoded by DataLoader workers (num_workers) in exactly this order
         per_step = micro * t.grad_accum

@@ -29,6 +29,15 @@ Rotation: a display-matrix rotation (phone videos) is applied, so images are upr
 rotation is recorded in :class:`VideoInfo`. Unreadable, empty, truncated or audio-only files
 raise :class:`connote.errors.ItemError` naming the file, so a run records the item and goes on.
 
+Random frames (``sampling="random"``): the rule of the public VMC code's video encoder, by frame count: for
+``segments``, with ``gap = n // 3``, ``k // 3`` frames drawn uniformly (with replacement, in the order drawn)
+from each of ``[0, gap)``, ``[gap + 1, 2 gap)`` and ``[2 gap + 1, n)`` (its intervals, the frame at each
+boundary excluded as there); for ``clips``, with ``gap = n // k``, ``per_clip`` frames drawn from each
+``[c gap, (c + 1) gap)``; ``uniform`` draws ``k`` from ``[0, n)``. An empty interval (a very short video) gives
+its lower bound, clamped to the last frame. The draw is seeded: ``numpy.random.default_rng([seed, draw,
+video key])`` with ``video key`` from the file's name, so a run is repeatable; training passes the epoch as
+``draw`` (re-drawn every epoch, as the public code's unseeded draws are), evaluation a fixed one per run.
+
 Images become still videos for stage-1 pretraining with :func:`still_video` (the image repeated
 ``k`` times).
 """
@@ -48,6 +57,7 @@ from connote.registry import require
 
 Strategy = Literal["uniform", "segments", "clips"]
 STRATEGIES: tuple[str, ...] = ("uniform", "segments", "clips")
+SAMPLINGS: tuple[str, ...] = ("fixed", "random")
 
 
 @dataclass
@@ -116,6 +126,41 @@ def frame_indices(n_frames: int, strategy: str, k: int = 6, per_clip: int = 6) -
         raise ValueError("a video needs at least one frame")
     return [[min(n_frames - 1, int(p * n_frames)) for p in clip]
             for clip in frame_positions(strategy, k, per_clip)]
+
+
+def random_frame_indices(n_frames: int, strategy: str, k: int = 6, per_clip: int = 6, *, seed: int = 0,
+                         draw: int = 0, key: str = "") -> list[list[int]]:
+    """Random frame indices by the public VMC encoder's rule (see the module docs), seeded.
+
+    >>> random_frame_indices(300, "segments", seed=0, key="v") == random_frame_indices(300, "segments", seed=0, key="v")
+    True
+    >>> all(0 <= i < 100 for i in random_frame_indices(300, "segments", seed=0, key="v")[0][:2])
+    True
+    """
+    import hashlib
+
+    import numpy as np
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown frame sampling strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+    if n_frames < 1:
+        raise ValueError("a video needs at least one frame")
+    word = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "little")
+    rng = np.random.default_rng([int(seed), int(draw), word])
+    n = n_frames
+
+    def draw_from(low: int, high: int, count: int) -> list[int]:
+        if high <= low:
+            return [min(low, n - 1)] * count
+        return [int(i) for i in rng.integers(low, high, size=count)]
+
+    if strategy == "uniform":
+        return [draw_from(0, n, k)]
+    if strategy == "segments":
+        gap, each = n // 3, 6 // 3
+        return [draw_from(0, gap, each) + draw_from(gap + 1, 2 * gap, each) + draw_from(2 * gap + 1, n, each)]
+    gap = n // k
+    return [draw_from(gap * c, gap * (c + 1), per_clip) for c in range(k)]
 
 
 def _indices_from_pts(pts: Sequence[int], end: int, positions: list[list[Fraction]]) -> list[list[int]]:
@@ -200,18 +245,24 @@ def _info(container: Any, path: Path, pts: list[int], end: int, rotation: int = 
 
 
 def read_frames(path: str | Path, strategy: str = "segments", k: int = 6, per_clip: int = 6,
-                size: int | None = None) -> SampledFrames:
+                size: int | None = None, *, sampling: str = "fixed", seed: int = 0, draw: int = 0) -> SampledFrames:
     """Sample frames from the video at ``path`` (see the module docs for the rules).
 
     ``k`` is the number of frames for ``uniform`` and the number of clips for ``clips``
-    (ignored by ``segments``); ``size`` optionally resizes the shorter side.
+    (ignored by ``segments``); ``size`` optionally resizes the shorter side. ``sampling="random"`` draws the
+    frames as the public VMC encoder does, seeded by ``seed``, ``draw`` (e.g. the epoch) and the file's name.
     """
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"unknown frame sampling {sampling!r}; valid: {', '.join(SAMPLINGS)}")
     path = Path(path)
     positions = frame_positions(strategy, k, per_clip)
     container = _open(path)
     try:
         pts, end, _ = _scan(container, path)
-        clips = _indices_from_pts(pts, end, positions)
+        if sampling == "random":
+            clips = random_frame_indices(len(pts), strategy, k, per_clip, seed=seed, draw=draw, key=path.name)
+        else:
+            clips = _indices_from_pts(pts, end, positions)
         wanted = sorted({i for clip in clips for i in clip})
         decoded: dict[int, Image.Image] | None = None
         rotation = 0
@@ -231,7 +282,8 @@ def read_frames(path: str | Path, strategy: str = "segments", k: int = 6, per_cl
         container.close()
     return SampledFrames(path=str(path), strategy=strategy, clips=clips,
                          images=[[decoded[i] for i in clip] for clip in clips], info=info,
-                         options={"k": k, "per_clip": per_clip, "size": size})
+                         options={"k": k, "per_clip": per_clip, "size": size, "sampling": sampling,
+                                  **({"seed": seed, "draw": draw} if sampling == "random" else {})})
 
 
 SEEK_MIN_FRAMES = 64

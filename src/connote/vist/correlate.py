@@ -112,6 +112,9 @@ EMBEDDING_SIMILARITY = "MiniLM-cosine"
 STUDY_METRICS = ("meteor", "smoothed_bleu", "embedding")
 """The paper's three measures: METEOR, smoothed BLEU, and the sentence-embedding stand-in for Skip-Thoughts."""
 LOCAL_METRICS = {"smoothed_bleu": SMOOTHED_BLEU, "embedding": EMBEDDING_SIMILARITY}
+#: ``meteor`` in the study is reported under both settings in use, each named: the jar's ``-t hter`` (the VIST
+#: challenge's and AREL's measurement) and pycocoevalcap's ``-l en -norm``.
+METEOR_COLUMNS = {"arel": "METEOR-hter", "coco": "METEOR-coco"}
 
 
 def smoothed_bleu(hypothesis: str, references: Sequence[str], *, max_n: int = 4) -> float:
@@ -187,7 +190,8 @@ def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
 
     ``stories``: story id -> (photo ids, text). Stories alone on their sequence get no score; ``only``
     restricts the scored stories (e.g. to the rated ones). ``metrics``: any of :mod:`connote.metrics`'
-    (``bleu``, ``meteor``, ``rouge_l``, ``cider``; computed by ``corpus_scorer``), ``smoothed_bleu``
+    (``bleu``, ``meteor``, ``rouge_l``, ``cider``; computed by ``corpus_scorer``; without one, ``meteor`` gives
+    two columns, :data:`METEOR_COLUMNS`: the jar's ``-t hter`` and ``-l en -norm``), ``smoothed_bleu``
     (:func:`smoothed_bleu`) and ``embedding`` (:func:`embedding_similarity` with ``embedder``, by default
     the embedded MiniLM: the named stand-in for Skip-Thoughts). ``bar`` (a
     :func:`connote.progress.progress_bar` of ``len(metrics)``) advances by one per metric computed.
@@ -210,10 +214,19 @@ def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,
     corpus_metrics = tuple(m for m in metrics if m not in LOCAL_METRICS)
     out: dict[str, dict[str, float]] = {sid: {} for sid in hyps}
     if corpus_metrics:
-        scorer = corpus_scorer or default_corpus_scorer(corpus_metrics)
-        _, per_item, _ = scorer(hyps, refs)
-        for sid, row in _per_item(per_item).items():
-            out.setdefault(sid, {}).update(row)
+        if corpus_scorer is not None:
+            runs = [(corpus_scorer, None)]
+        elif "meteor" in corpus_metrics:  # METEOR once per setting, each under its own column name
+            runs = [(default_corpus_scorer(corpus_metrics, meteor="arel"), "arel"),
+                    (default_corpus_scorer(("meteor",), meteor="coco"), "coco")]
+        else:
+            runs = [(default_corpus_scorer(corpus_metrics), None)]
+        for scorer, setting in runs:
+            _, per_item, _ = scorer(hyps, refs)
+            for sid, row in _per_item(per_item).items():
+                if setting is not None:
+                    row = {METEOR_COLUMNS[setting] if m == "METEOR" else m: v for m, v in row.items()}
+                out.setdefault(sid, {}).update(row)
         if bar is not None:
             bar.advance(len(corpus_metrics))
     if "smoothed_bleu" in metrics:

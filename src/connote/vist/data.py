@@ -222,6 +222,9 @@ class Submission:
     evaluation_info: dict[str, Any]
     entries: list[SubmissionEntry]
     problems: list[Problem]
+    #: ``challenge`` (``output_stories``), ``jsonl`` (generation records) or ``arel`` (AREL's released
+    #: ``{album_id: [story]}`` prediction files: one story per album, no photo sequence).
+    format: str = "challenge"
 
     def by_sequence(self) -> dict[SeqKey, list[SubmissionEntry]]:
         out: dict[SeqKey, list[SubmissionEntry]] = defaultdict(list)
@@ -492,8 +495,8 @@ def parse_submission(obj: Any, path: str | Path = "<memory>") -> Submission:
     """Turn a parsed challenge-format object into a :class:`Submission`; entry problems reported."""
     p = str(path)
     if not isinstance(obj, Mapping) or "output_stories" not in obj:
-        raise InputError("not a challenge-format file: expected an object with 'output_stories'",
-                         path=path)
+        raise InputError("not a challenge-format file: expected an object with 'output_stories' (or AREL's "
+                         "prediction format, an object of album id -> list of story strings)", path=path)
     raw = obj["output_stories"]
     if not isinstance(raw, list):
         raise InputError("'output_stories' must be a list", path=path)
@@ -529,8 +532,36 @@ def parse_submission(obj: Any, path: str | Path = "<memory>") -> Submission:
                       entries=entries, problems=problems)
 
 
+def is_album_predictions(obj: Any) -> bool:
+    """Whether ``obj`` is an AREL prediction file's object: ``{album_id: [story, ...]}`` (or ``{album_id: story}``)."""
+    return (isinstance(obj, Mapping) and bool(obj) and "output_stories" not in obj
+            and all(isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+                    for v in obj.values()))
+
+
+def parse_album_predictions(obj: Mapping[str, Any], path: str | Path = "<memory>") -> Submission:
+    """AREL's released predictions (``prediction_test.json``: ``{album_id: [story]}``) as a submission.
+
+    Each story becomes an entry of its album with no photo sequence (only the album protocol can score
+    it); the text is kept exactly as released (AREL's stories start with two spaces, which its ROUGE-L
+    counts as tokens). An album with an empty list is reported as a problem.
+    """
+    p = str(path)
+    entries: list[SubmissionEntry] = []
+    problems: list[Problem] = []
+    for album, stories in obj.items():
+        texts = [stories] if isinstance(stories, str) else list(stories)
+        if not texts:
+            problems.append(Problem(p, f"album {album}", "no story in the list"))
+        for text in texts:
+            entries.append(SubmissionEntry(index=len(entries), album_id=str(album), photo_sequence=(), text=text))
+    return Submission(path=p, team_name=None, evaluation_info={}, entries=entries, problems=problems,
+                      format="arel")
+
+
 def read_submission(path: str | Path) -> Submission:
-    """Read a challenge-format JSON file (or a JSONL of generation records, see below).
+    """Read a challenge-format JSON file, AREL's ``{album_id: [story]}`` prediction file (see
+    :func:`parse_album_predictions`), or a JSONL of generation records (see below).
 
     A ``.jsonl`` file holds one object per line with ``album_id``, ``photo_sequence``, ``story``
     (or ``story_text_normalized``) and optionally ``error``, as ``connote story generate`` writes.
@@ -539,6 +570,10 @@ def read_submission(path: str | Path) -> Submission:
     if path.suffix == ".jsonl":
         return read_jsonl_predictions(path)
     obj, problems = load_json(path)
+    if is_album_predictions(obj):
+        sub = parse_album_predictions(obj, path)
+        sub.problems[:0] = problems
+        return sub
     sub = parse_submission(obj, path)
     sub.problems[:0] = problems
     return sub
@@ -562,7 +597,7 @@ def read_jsonl_predictions(path: str | Path) -> Submission:
                                        photo_sequence=tuple(str(x) for x in seq), text=str(text_),
                                        error=_str(rec.get("error"))))
     return Submission(path=str(path), team_name=None, evaluation_info={}, entries=entries,
-                      problems=problems)
+                      problems=problems, format="jsonl")
 
 
 def submission_dict(entries: Iterable[tuple[str, Iterable[str], str]], *, team_name: str = "connote",

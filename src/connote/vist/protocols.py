@@ -9,7 +9,9 @@
 ``album`` (the protocol of the AREL code base)
     One prediction per album (the first story of the album in file order), all of the album's
     stories as references; COCO scorers BLEU-1..4, METEOR, ROUGE-L and CIDEr-D on the already
-    tokenized text.
+    tokenized text. METEOR as AREL's ``vist_eval/meteor/meteor.py`` runs the jar (``-t hter``, "MSR
+    VIST group's measurement") by default (``meteor="arel"``); ``meteor="coco"`` is pycocoevalcap's
+    ``-l en -norm`` (:data:`ALBUM_METEOR`). The setting is in ``settings`` and so in the score signature.
 
 The metric implementations are injected: ``pair_scorer(hyps, refs) -> scores`` (parallel lists,
 one single-reference score per pair) for ``challenge`` and ``corpus_scorer(hyps, refs) ->
@@ -48,6 +50,14 @@ CorpusScorer = Callable[[dict[str, str], dict[str, list[str]]],
 PROTOCOLS = ("challenge", "album")
 ALBUM_METRICS = ("bleu", "meteor", "rouge_l", "cider")
 ALBUM_NAMES = display_names(ALBUM_METRICS)  # BLEU-1..4, METEOR, ROUGE-L, CIDEr-D (connote.metrics' name table)
+#: The album protocol's METEOR settings: the metric options each one passes and the jar command line it equals.
+ALBUM_METEOR: dict[str, dict[str, Any]] = {
+    "arel": {"options": {"meteor_preset": "vist"}, "jar": "-t hter",
+             "source": "AREL vist_eval/meteor/meteor.py (MSR VIST group's measurement)"},
+    "coco": {"options": {"meteor_preset": "pycocoevalcap"}, "jar": "-l en -norm",
+             "source": "pycocoevalcap meteor.py (the line AREL comments out)"},
+}
+DEFAULT_ALBUM_METEOR = "arel"
 metric_name = display_name  # printed name of a score key: ``Bleu_4`` -> ``BLEU-4``, ``cider`` -> ``CIDEr-D``
 
 
@@ -79,8 +89,19 @@ def default_pair_scorer(**settings: Any) -> PairScorer:
     return score
 
 
-def default_corpus_scorer(metrics: Sequence[str] = ALBUM_METRICS, **settings: Any) -> CorpusScorer:
-    """COCO-style corpus scorers from :func:`connote.metrics.compute_scores`."""
+def check_album_meteor(meteor: str) -> str:
+    """``meteor`` if it names an album METEOR setting (:data:`ALBUM_METEOR`), else a ValueError naming them."""
+    if meteor not in ALBUM_METEOR:
+        raise ValueError(f"unknown METEOR setting {meteor!r}; valid: {', '.join(ALBUM_METEOR)}")
+    return meteor
+
+
+def default_corpus_scorer(metrics: Sequence[str] = ALBUM_METRICS, *, meteor: str = DEFAULT_ALBUM_METEOR,
+                          **settings: Any) -> CorpusScorer:
+    """COCO-style corpus scorers from :func:`connote.metrics.compute_scores`, METEOR under ``meteor``
+    (``arel``: the jar's ``-t hter`` as AREL's evaluator runs it; ``coco``: ``-l en -norm``)."""
+    if "meteor" in metrics:
+        settings = {**ALBUM_METEOR[check_album_meteor(meteor)]["options"], **settings}
 
     def score(hyps: dict[str, str], refs: dict[str, list[str]]):
         from connote.metrics import compute_scores
@@ -341,9 +362,15 @@ def score_challenge(submission: Submission, gold: Gold, *, template: Submission 
 
 def score_album(submission: Submission, gold: Gold, *, template: Submission | None = None,
                 allow_missing: bool = False, corpus_scorer: CorpusScorer | None = None,
-                n_boot: int = 1000, seed: int = 0, ci_method: str = "percentile") -> ProtocolResult:
-    """The album protocol of the AREL code base (see module docstring)."""
-    scorer = corpus_scorer or default_corpus_scorer()
+                n_boot: int = 1000, seed: int = 0, ci_method: str = "percentile",
+                meteor: str = DEFAULT_ALBUM_METEOR) -> ProtocolResult:
+    """The album protocol of the AREL code base (see module docstring).
+
+    ``meteor`` names the METEOR setting (:data:`ALBUM_METEOR`) recorded in the settings; it builds the
+    default scorer, and a ``corpus_scorer`` given must have been built with the same setting.
+    """
+    check_album_meteor(meteor)
+    scorer = corpus_scorer or default_corpus_scorer(meteor=meteor)
     gold_albums = gold.by_album()
     if template is not None:
         albums = list(dict.fromkeys(e.album_id for e in template.entries))
@@ -357,7 +384,8 @@ def score_album(submission: Submission, gold: Gold, *, template: Submission | No
                             allow_missing=allow_missing, n_items=len(albums),
                             extra=[a for a in preds if a not in album_set],
                             settings={"metrics": list(ALBUM_METRICS), "prediction": "first story of the album",
-                                      "references": "all stories of the album", "n_boot": n_boot,
+                                      "references": "all stories of the album",
+                                      "meteor": meteor, "meteor_jar": ALBUM_METEOR[meteor]["jar"], "n_boot": n_boot,
                                       "seed": seed, "ci_method": ci_method, "task_version": TASK_VERSION})
     hyps: dict[str, str] = {}
     refs: dict[str, list[str]] = {}
@@ -405,6 +433,7 @@ def score(protocol: str, submission: Submission, gold: Gold, **kwargs: Any) -> P
     """Score under a named protocol (``challenge`` or ``album``)."""
     if protocol == "challenge":
         kwargs.pop("corpus_scorer", None)
+        kwargs.pop("meteor", None)
         return score_challenge(submission, gold, **kwargs)
     if protocol == "album":
         kwargs.pop("pair_scorer", None)

@@ -1,0 +1,130 @@
+"""Runs beside the papers' published rows (:mod:`connote.published`): one table per published table of the
+section's kind, in every report section and in ``connote reproduce``.
+
+A run is matched to a published row by its model spec (the row's ``models`` patterns) and, for tables that
+name it, the setting (``match``: captions variant, VIST protocol). Its values are put on the table's scale;
+each matched column gets the difference (measured - published) and whether the published value lies inside
+the run's 95% interval. Runs no row matches are listed under the table with the rows it could be matched to.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from connote.published import PublishedTable, compare, for_kind
+from connote.report.document import Run, Section, Table
+
+
+def model_text(run: Run) -> str:
+    """What a run says about its model (name, folder, model spec and description), for row matching."""
+    res = run.results
+    meta = res.get("run") or {}
+    parts = [run.name, run.folder.name, json.dumps(res.get("model")), json.dumps(res.get("model_fingerprint")),
+             json.dumps(meta.get("model")), json.dumps(meta.get("model_fingerprint")), json.dumps(meta.get("config"))]
+    return " ".join(p for p in parts if p and p != "null")
+
+
+def measured(table: PublishedTable, run: Run) -> tuple[dict[str, float | None], dict[str, Any]] | None:
+    """(values, intervals) of ``run`` on ``table``'s columns and scale; None when the run is not in the table's
+    setting (another captions variant or protocol) or the kind has no per-run values for it."""
+    res = run.results
+    if table.kind == "cv-probes":
+        if res.get("captions", "original") != table.match.get("captions", "original"):
+            return None
+        cells = res.get("cells") or {}
+        if table.measure == "pearson_r":
+            return {c: (cells.get(c) or {}).get("pearson_r") for c in table.columns}, {}
+        values = {c: _scaled((cells.get(c) or {}).get("accuracy"), table.scale) for c in table.columns if c != "HM"}
+        intervals = {c: _scaled_ci((cells.get(c) or {}).get("interval"), table.scale) for c in values}
+        values["HM"] = _scaled(res.get("harmonic_mean"), table.scale)
+        return values, intervals
+    stored = res.get("scores")
+    if not stored:
+        return None
+    if table.kind == "vist-storytelling":
+        if stored.get("protocol") != table.match.get("protocol", stored.get("protocol")):
+            return None
+        return dict(stored.get("scores") or {}), {k: v for k, v in (stored.get("ci") or {}).items() if v}
+    if table.kind == "vmc-captioning":
+        return dict(stored.get("table") or {}), {k: v for k, v in (stored.get("intervals") or {}).items() if v}
+    return None
+
+
+def _scaled(x: Any, scale: float) -> float | None:
+    return None if x is None else float(x) * scale
+
+
+def _scaled_ci(ci: Any, scale: float) -> list[float] | None:
+    return [float(ci[0]) * scale, float(ci[1]) * scale] if ci and ci[0] is not None else None
+
+
+def _cell(value: float | None, ci: Any = None) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    digits = 2 if abs(value) >= 1 or value == 0 else 3
+    text = f"{value:.{digits}f}"
+    if ci:
+        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return text
+
+
+def comparisons(table: PublishedTable, runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """One entry per run in the table's setting: its row (or None) and the per-column comparison."""
+    out = []
+    for run in runs:
+        got = measured(table, run)
+        if got is None:
+            continue
+        values, intervals = got
+        row = table.row_for(model_text(run))
+        out.append({"run": run.name, "folder": str(run.folder), "row": row.row if row else None,
+                    "values": values, "intervals": intervals,
+                    "columns": compare(values, intervals, row, table.columns) if row else []})
+    return out
+
+
+def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
+    """The published rows, then each run (values with intervals) and, for a matched run, its differences."""
+    header = ["Row", *table.columns]
+    rows = [[f"paper: {r.row}", *(_cell(r.values.get(c)) for c in table.columns)] for r in table.rows]
+    rules = [len(rows) - 1] if rows else []
+    notes = [f"Published: {table.source} ({table.paper}). Setting: {table.setting}",
+             "A run matched to a row is followed by its difference (run - paper) per column, marked (inside) or "
+             "(outside) when the run has a 95% interval: whether the published value lies in it."]
+    if not table.recomputable:
+        notes.append("Not recomputable from the seed" + (f": {table.note}" if table.note else "."))
+    elif table.note:
+        notes.append(table.note)
+    entries = comparisons(table, runs)
+    for e in entries:
+        rows.append([f"run: {e['run']}", *(_cell(e["values"].get(c), e["intervals"].get(c)) for c in table.columns)])
+        if e["row"] is None:
+            rows_with_models = [f"{r.row} ({' / '.join(r.models)})" for r in table.rows if r.models]
+            notes.append(f"{e['run']}: no published row for this model"
+                         + (f" (rows are matched by model spec: {', '.join(rows_with_models)})" if rows_with_models
+                            else ""))
+            continue
+        by_col = {c["column"]: c for c in e["columns"]}
+        rows.append([f"  vs {e['row']}: difference",
+                     *(_difference(by_col.get(c)) for c in table.columns)])
+    if not entries:
+        notes.append("No run of this section has values for this table"
+                     + (" in its setting" if table.match else "") + f"; it needs: {table.needs}")
+    return Table(key="published-" + table.id.replace("/", "-"), title=f"Published: {table.title}", header=header,
+                 rows=rows, notes=notes, values=[{"table": table.id, **e} for e in entries], rules_after=rules)
+
+
+def _difference(c: dict[str, Any] | None) -> str:
+    if c is None or c["difference"] is None:
+        return "—"
+    inside = "" if c["inside"] is None else (" (inside)" if c["inside"] else " (outside)")
+    return f"{c['difference']:+.2f}{inside}"
+
+
+def add_published(section: Section) -> None:
+    """Append the published tables of the section's kind (each run beside its matching row)."""
+    for t in for_kind(section.kind):
+        section.tables.append(published_table(t, section.runs))
