@@ -150,9 +150,11 @@ BUILDERS: dict[str, Callable[[Path, Fixtures, str], str]] = {
     "hf-clip": lambda root, fx, url: f"hf-clip:{tiny_models.tiny_clip(root / 'm')}",
     "albef-itm": lambda root, fx, url: "albef-itm:{}?tokenizer={}&image_size=32".format(
         *tiny_models.tiny_albef(root / "m")),
-    # 4 regions per image (2 x 2 image players), so the explain run fits its 60-call budget
+    # 4 regions per image (2 x 2 image players), so the explain run fits its 60-call budget; features for the
+    # fixture photos and for the names the probe suites' files give copies of them (tests/suite_files.py)
     "hf-lxmert": lambda root, fx, url: "hf-lxmert:{}?features={}".format(tiny_models.tiny_lxmert(root / "m"),
-        tiny_models.write_region_h5(root / "f.h5", tiny_models.region_features(["p0", "p1"], regions=4))),
+        tiny_models.write_region_h5(root / "f.h5", tiny_models.region_features(
+            ["p0", "p1", "p2", "p3", "1", "2", "3", "4", "ex_0_img_0", "ex_0_img_1"], regions=4))),
     "hf-vlm": lambda root, fx, url: f"hf-vlm:{tiny_models.tiny_llava(root / 'm')}?frames=3",
     "hf-vlm-yesno": lambda root, fx, url: f"hf-vlm-yesno:{tiny_models.tiny_llava(root / 'm')}?frames=2",
     # transformers' video processors need torchvision (not installed here): frames go as images
