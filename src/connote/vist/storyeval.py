@@ -413,7 +413,7 @@ class StoryScorer:
             if "groovist" in self.metrics:
                 try:
                     value, detail = self.groovist(list(photos), text)
-                except (OSError, ValueError, InputError) as exc:
+                except (OSError, ValueError, KeyError, InputError) as exc:  # a missing or unreadable photo
                     value, detail = None, {"error": str(exc)}
                     notes.setdefault(sid, []).append(f"{GROOVIST}: {exc}")
                 if value is not None:
