@@ -169,3 +169,43 @@ def test_vist_correlate_with_a_judge_and_pairwise_preferences(serve, tmp_path: P
     out = capsys.readouterr().out
     assert "pairwise preferences" in out and "prefer_a[openai:judge-model]" in out and "RoViST-NR" in out
     assert len(server.requests) == 9  # three pairs, asked once each
+
+
+def test_metaphor_correlate_with_an_a7_judge(serve, tmp_path: Path, capsys) -> None:
+    import csv
+
+    folder = tmp_path / "import"
+    folder.mkdir()
+    captions = {f"v{i}_run": ("the car is as fast as a cheetah" if i % 2 else "the car is as fast as a jeep")
+                for i in range(6)}
+    with open(folder / "labels.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["item_id", "rater", "criterion", "label"])
+        for k, iid in enumerate(captions):
+            for r in "abc":
+                w.writerow([iid, r, "creativity", 1 if ("cheetah" in captions[iid]) != (r == "c" and k < 2) else 0])
+    with open(folder / "captions.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["item_id", "video_id", "run", "caption"])
+        for iid, cap in captions.items():
+            w.writerow([iid, iid.split("_")[0], "run", cap])
+    server = serve([])
+
+    def a7(prompt: str) -> str:  # creative when the comparison is not another car
+        creative = "yes" if "cheetah" in prompt else "no"
+        return json.dumps({"fluency": "yes", "primary_concept_consistency": "yes", "consistency": "yes",
+                           "creativity": creative})
+
+    server.replies.append(answer_by_prompt(server, a7))
+    args = ["metaphor", "correlate", str(folder), "--judge", spec(server), "--judge-out", str(tmp_path / "j"),
+            "--criteria", "creativity", "--n-boot", "50", "--json", "--no-progress"]
+    assert main(args) == 0
+    res = json.loads(capsys.readouterr().out)
+    row = res["criteria"]["creativity"]["correlations"]["creativity[openai:judge-model]"]
+    shares = [1 - 1 / 3 * (k < 2) if k % 2 else 1 / 3 * (k < 2) for k in range(6)]
+    judge = [float(k % 2) for k in range(6)]
+    from scipy import stats
+
+    assert row["n"] == 6 and row["pearson"] == pytest.approx(stats.pearsonr(judge, shares).statistic)
+    assert "rubric:vmc-a7@v1" in res["signatures"]["vmc-a7[" + spec(server) + "]"]
+    assert len(server.requests) == 6 and main(args) == 0 and len(server.requests) == 6
