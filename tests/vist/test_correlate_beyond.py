@@ -156,3 +156,21 @@ def test_metaphor_correlate_with_vmc_labels(tmp_path: Path, capsys) -> None:
     assert res["fluency"]["correlations"]["ACD"]["note"]  # every caption fluent: a constant column
     assert main(["metaphor", "correlate", str(tmp_path / "import"), "--criteria", "novelty"]) == 2
     assert main(["vist", "correlate", str(tmp_path / "import" / "labels.csv"), "--scores", str(scores)]) == 2
+
+
+def test_report_shows_the_correlation_table(tmp_path: Path, capsys) -> None:
+    ratings, scores, _, _ = write_study(tmp_path)
+    assert main(["vist", "correlate", str(ratings), "--scores", str(scores), "--paired", "--n-boot", "100",
+                 "--no-progress", "--out", str(tmp_path / "corr")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "corr"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (section,) = [s for s in doc["sections"] if s["kind"] == "metric-correlation"]
+    table = next(t for t in section["tables"] if t["key"] == "correlation-rating")
+    rows = {r[0]: r for r in table["rows"]}
+    assert set(rows) == {"exact", "r06", "r03"} and rows["r06"][1] == str(N) and rows["r06"][3].startswith("0.600 [")
+    values = {v["metric"]: v for v in table["values"]}
+    assert values["r03"]["pearson"] == pytest.approx(0.3, abs=1e-9)
+    assert any(t["key"] == "correlation-rating-paired" for t in section["tables"])
+    assert main(["report", str(tmp_path / "corr")]) == 0
+    assert "Metric-human correlation" in capsys.readouterr().out

@@ -111,3 +111,26 @@ def echo_paired(tests: list[dict[str, Any]], echo_columns: Callable[[list[str], 
 def echo_signatures(sigs: Mapping[str, str]) -> None:
     for name, sig in sigs.items():
         typer.echo(f"signature {name}: {sig}")
+
+
+def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[str, Mapping[str, Any]],
+                     scores: Mapping[str, Mapping[str, float]], signatures: Mapping[str, str],
+                     settings: Mapping[str, Any]) -> Path:
+    """Write ``OUT/correlation.json`` (what ``connote report`` reads): per human criterion the correlations,
+    paired tests and pairwise agreement, each metric's mean over the scored items, and the signatures."""
+    import numpy as np
+
+    from connote.runs.scores import finite_json
+    from connote.runs.store import file_sha256, run_metadata, write_json
+
+    names = sorted({m for row in scores.values() for m in row})
+    means = {m: float(np.mean([row[m] for row in scores.values() if m in row])) for m in names}
+    record = {"kind": "metric-human-correlation", "ratings": {"path": str(ratings.resolve()),
+                                                              "sha256": file_sha256(ratings)[:16]
+                                                              if ratings.is_file() else None},
+              "ratings_kind": kind, "criteria": dict(criteria), "means": means, "signatures": dict(signatures),
+              "settings": dict(settings), **run_metadata(dict(settings))}
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "correlation.json"
+    write_json(path, finite_json(record))
+    return path

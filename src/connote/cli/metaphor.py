@@ -310,6 +310,8 @@ def correlate_cmd(
     paired: Annotated[bool, typer.Option("--paired/--no-paired", help="Paired tests between metrics.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    save: Annotated[Path | None, typer.Option("--out", "-o", help="Also write OUT/correlation.json (for "
+                                              "connote report).")] = None,
 ) -> None:
     """Which metric or judge agrees with the VMC evaluation study's annotators? Per criterion: Pearson, Spearman
     and Kendall of each metric with the share of annotators saying yes, with bootstrap intervals."""
@@ -355,6 +357,13 @@ def correlate_cmd(
         results[c] = {"correlations": correlate(by_criterion[c], auto, n_boot=n_boot, seed=seed)}
         if paired:
             results[c]["paired"] = paired_tests(by_criterion[c], auto, n_boot=n_boot, seed=seed)
+    if save is not None:
+        from connote.cli.measures import save_correlation
+
+        written = save_correlation(save, ratings=labels, kind="vmc-labels", criteria=results, scores=auto,
+                                   signatures=signatures, settings={"n_boot": n_boot, "seed": seed,
+                                                                    "ci_method": "percentile"})
+        typer.echo(f"wrote {written}", err=True)
     if as_json:
         _echo_json({"criteria": results, "signatures": signatures})
         return

@@ -360,6 +360,8 @@ def correlate_cmd(
     temperature: Annotated[float, typer.Option("--temperature", help="Judge sampling temperature.")] = 0.0,
     judge_seed: Annotated[int | None, typer.Option("--judge-seed", help="Judge sampling seed.")] = None,
     paired: Annotated[bool, typer.Option("--paired/--no-paired", help="Paired tests between metrics.")] = False,
+    save: Annotated[Path | None, typer.Option("--out", "-o", help="Also write OUT/correlation.json (for "
+                                              "connote report).")] = None,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
@@ -464,6 +466,14 @@ def correlate_cmd(
         from connote.vist.correlate import paired_tests
 
         tests = paired_tests(human, auto, n_boot=n_boot, seed=seed)
+    if save is not None:
+        from connote.cli.measures import save_correlation
+
+        written = save_correlation(save, ratings=ratings, kind=kind, scores=auto, signatures=signatures,
+                                   criteria={"rating" if prefs is None else "preference": {
+                                       "correlations": res, "paired": tests, "pairwise_agreement": agreement}},
+                                   settings={"n_boot": n_boot, "seed": seed, "ci_method": ci_method})
+        typer.echo(f"wrote {written}", err=True)
     if as_json:
         extra = {k: v for k, v in (("paired", tests), ("pairwise_agreement", agreement),
                                    ("signatures", signatures)) if v}
