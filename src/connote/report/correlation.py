@@ -52,10 +52,8 @@ class CorrelationKind:
                    data=f"{ratings.get('path')} (sha256 {ratings.get('sha256')})")
 
     def section(self, runs: list[Run]) -> Section:
-        tables: list[Table] = []
-        for k, run in enumerate(runs, start=1):
-            tag = f"-{k}" if len(runs) > 1 else ""
-            tables += correlation_tables(run, tag)
+        tables = [t for k, run in enumerate(runs, start=1)
+                  for t in correlation_tables(run, f"-{k}" if len(runs) > 1 else "")]
         return Section(title="Which metric agrees with people", kind=NAME, runs=runs, tables=tables,
                        notes=[f"{r.name}: human judgements {r.data} ({r.results.get('ratings_kind')})" for r in runs])
 
