@@ -209,3 +209,26 @@ def test_metaphor_correlate_with_an_a7_judge(serve, tmp_path: Path, capsys) -> N
     assert row["n"] == 6 and row["pearson"] == pytest.approx(stats.pearsonr(judge, shares).statistic)
     assert "rubric:vmc-a7@v1" in res["signatures"]["vmc-a7[" + spec(server) + "]"]
     assert len(server.requests) == 6 and main(args) == 0 and len(server.requests) == 6
+
+
+def test_a_chat_vlm_backend_as_judge(tmp_path: Path) -> None:
+    """Any registered generation backend judges: a tiny random LLaVA answers nonsense, recorded per item."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import tiny_models
+    from PIL import Image
+
+    folder = tiny_models.tiny_llava(tmp_path / "llava")
+    model = load_model(f"hf-vlm:{folder}?max_new_tokens=4")
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for pid, rgb in (("p1", (255, 0, 0)), ("p2", (0, 0, 255))):
+        Image.new("RGB", (32, 32), rgb).save(photos / f"{pid}.png")
+    its = [JudgeInput("s1", "the red ball rolled .", None, ("p1", "p2"))]
+    scores, summary = run_judges(model, its, [SHARE], tmp_path / "j", image_dir=photos, progress=False)
+    row = json.loads((tmp_path / "j" / "judgements.jsonl").read_text().splitlines()[0])
+    assert row["error"] is None and isinstance(row["answer"], str)
+    assert (row["scores"] is None) == (row["parse_error"] is not None)  # parsed, or its failure recorded
+    again = run_judges(load_model(f"hf-vlm:{folder}?max_new_tokens=4"), its, [SHARE], tmp_path / "j",
+                       image_dir=photos, progress=False)[1]
+    assert again["computed"] == 0 and again["resumed"] == 1
+    assert summary["signatures"]["share"].startswith("judge|model:hf-vlm:")

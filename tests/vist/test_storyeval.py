@@ -191,3 +191,28 @@ def test_sop_head_from_a_saved_albert(tmp_path: Path) -> None:
     res = StoryScorer(["rovist_c"], pair_scorer=sop).score({"s": ([], "a man rode a horse . he fell .")})
     assert res.per_story["s"][ROVIST_C] == pytest.approx(batched[0], abs=1e-6)
     assert "stand-in" not in res.signatures["rovist_c"] and "sop:" in res.signatures["rovist_c"]
+
+
+def test_groovist_with_a_registered_clip_backend(tmp_path: Path, nlp) -> None:
+    """hf-clip through the model registry as GROOViST's encoder: the cosines are CLIP's own."""
+    import torch
+    from transformers import CLIPModel, CLIPProcessor
+
+    from connote.models.embedders import embedder_from_spec
+
+    folder = tiny_models.tiny_clip(tmp_path / "clip")
+    enc = embedder_from_spec(f"hf-clip:{folder}?device=cpu")
+    ims = photos()
+    res = StoryScorer(["groovist"], encoder=enc, photo=ims.__getitem__, nlp=nlp).score(
+        {"s": (["red", "blue"], "the red ball was on the floor .")})
+    model, proc = CLIPModel.from_pretrained(folder).eval(), CLIPProcessor.from_pretrained(folder)
+    regions = grid_regions(ims["red"]) + grid_regions(ims["blue"])
+    with torch.no_grad():
+        iv = model.get_image_features(**proc(images=regions, return_tensors="pt"))
+        tv = model.get_text_features(**proc(text=["the red ball", "the floor"], return_tensors="pt", padding=True))
+    iv, tv = (torch.nn.functional.normalize(getattr(v, "pooler_output", v), dim=-1) for v in (iv, tv))
+    best = (tv @ iv.T).max(dim=1).values.tolist()
+    want = np.mean([2.5 * c if 2.5 * c >= THETA else -(THETA - 2.5 * c) for c in best])
+    assert res.details["s"]["alignment"] == pytest.approx(best, abs=1e-5)
+    assert res.per_story["s"][GROOVIST] == pytest.approx(want, abs=1e-5)
+    assert "hf-clip" in res.signatures["groovist"]
