@@ -163,6 +163,8 @@ def test_report_shows_the_correlation_table(tmp_path: Path, capsys) -> None:
     assert main(["vist", "correlate", str(ratings), "--scores", str(scores), "--paired", "--n-boot", "100",
                  "--no-progress", "--out", str(tmp_path / "corr")]) == 0
     capsys.readouterr()
+    saved = json.loads((tmp_path / "corr" / "correlation.json").read_text())
+    assert saved["per_item"]["s3"]["r06"] == pytest.approx(json.loads(scores.read_text())["s3"]["r06"])
     assert main(["report", str(tmp_path / "corr"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (section,) = [s for s in doc["sections"] if s["kind"] == "metric-correlation"]

@@ -117,7 +117,8 @@ def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[s
                      scores: Mapping[str, Mapping[str, float]], signatures: Mapping[str, str],
                      settings: Mapping[str, Any]) -> Path:
     """Write ``OUT/correlation.json`` (what ``connote report`` reads): per human criterion the correlations,
-    paired tests and pairwise agreement, each metric's mean over the scored items, and the signatures."""
+    paired tests and pairwise agreement, each metric's mean over the scored items, the per-item scores (per story,
+    or per pair for preferences) and the signatures."""
     import numpy as np
 
     from connote.runs.scores import finite_json
@@ -129,6 +130,7 @@ def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[s
                                                               "sha256": file_sha256(ratings)[:16]
                                                               if ratings.is_file() else None},
               "ratings_kind": kind, "criteria": dict(criteria), "means": means, "signatures": dict(signatures),
+              "per_item": {k: dict(v) for k, v in scores.items()},
               "settings": dict(settings), **run_metadata(dict(settings))}
     out.mkdir(parents=True, exist_ok=True)
     path = out / "correlation.json"
