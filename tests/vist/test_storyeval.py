@@ -190,7 +190,7 @@ def test_sop_head_from_a_saved_albert(tmp_path: Path) -> None:
         assert got == pytest.approx(want, abs=1e-5)
     res = StoryScorer(["rovist_c"], pair_scorer=sop).score({"s": ([], "a man rode a horse . he fell .")})
     assert res.per_story["s"][ROVIST_C] == pytest.approx(batched[0], abs=1e-6)
-    assert "stand-in" not in res.signatures["rovist_c"] and "sop:" in res.signatures["rovist_c"]
+    assert "stand-in:ALBERT-SOP-not-RoViST" in res.signatures["rovist_c"] and "sop:" in res.signatures["rovist_c"]
 
 
 def test_groovist_with_a_registered_clip_backend(tmp_path: Path, nlp) -> None:
@@ -216,3 +216,55 @@ def test_groovist_with_a_registered_clip_backend(tmp_path: Path, nlp) -> None:
     assert res.details["s"]["alignment"] == pytest.approx(best, abs=1e-5)
     assert res.per_story["s"][GROOVIST] == pytest.approx(want, abs=1e-5)
     assert "hf-clip" in res.signatures["groovist"]
+
+
+class NotAllowed:
+    """Anything but tensors and argparse.Namespace in a checkpoint is refused by the loader."""
+
+
+def test_rovist_released_checkpoint_layout(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    import torch
+    from transformers import AlbertConfig, AlbertModel
+
+    from connote.vist.storyeval import RovistCheckpointScorer
+
+    base = tmp_path / "albert"
+    tok = tiny_models.bert_tokenizer(base)
+    tok.save_pretrained(base)
+    cfg = AlbertConfig(vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+    cfg.save_pretrained(base)
+    torch.manual_seed(1)
+    albert = tiny_models.spread(AlbertModel(cfg).eval(), seed=1)
+    linear = torch.nn.Linear(32, 2)
+    state = {**{f"albert_model.{k}": v for k, v in albert.state_dict().items()},
+             **{f"linear.{k}": v for k, v in linear.state_dict().items()}}
+    ckpt = tmp_path / "sop_model_epoch4.pth.tar"  # RoViST's training state: model, opt (a Namespace), epoch
+    torch.save({"epoch": 4, "model": state, "opt": argparse.Namespace(hidden_dim=32, dropout_prob=0.4)}, ckpt)
+    scorer = RovistCheckpointScorer(ckpt, albert=str(base))
+    pairs = [("a man rode a horse .", "he fell ."), ("yes .", "the cat sat on the big red mat today .")]
+    got = scorer(pairs)
+    for (a, b), value in zip(pairs, got):  # coherence_scorer.py: softmax of linear(pooled), index 1
+        with torch.no_grad():
+            want = linear(albert(**tok(a, b, return_tensors="pt")).pooler_output).softmax(-1)[0, 1].item()
+        assert value == pytest.approx(want, abs=1e-5)
+    sig = StoryScorer(["rovist_c"], pair_scorer=scorer).signatures()["rovist_c"]
+    assert "rovist-checkpoint:sop_model_epoch4.pth.tar" in sig and "stand-in" not in sig
+    evil = tmp_path / "evil.pth.tar"
+    torch.save({"model": state, "opt": NotAllowed()}, evil)
+    with pytest.raises(InputError, match="cannot read the RoViST-C checkpoint"):
+        RovistCheckpointScorer(evil, albert=str(base))
+    # and through the command, on the sample's stories and ratings
+    import json
+
+    from connote.cli import main
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(tmp_path / "sample")
+    assert main(["vist", "correlate", str(paths["ratings"]), "--stories", str(paths["test"]), "--metrics", "none",
+                 "--story-metrics", "rovist_c", "--coherence-model", str(ckpt), "--coherence-albert", str(base),
+                 "--n-boot", "0", "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["correlations"][ROVIST_C]["n"] == 6 and "rovist-checkpoint" in out["signatures"]["rovist_c"]

@@ -15,8 +15,8 @@ from connote.errors import InputError
 
 def story_metric_scores(stories: Mapping[str, tuple[Sequence[str], str]], names: str, *, images: Path | None,
                         encoder: str, coherence_model: str | None, concreteness: Path | None, theta: float,
-                        alignment: str, prefix: str, progress: bool) -> tuple[dict[str, dict[str, float]],
-                                                                              dict[str, str]]:
+                        alignment: str, prefix: str, progress: bool, coherence_albert: str = "albert-large-v1",
+                        ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     """GROOViST / RoViST-C / RoViST-NR per story (see :mod:`connote.vist.storyeval`) and their signatures."""
     from connote.progress import progress_bar
     from connote.vist.storyeval import STORY_METRICS, SopPairScorer, StoryScorer, read_concreteness
@@ -45,7 +45,12 @@ def story_metric_scores(stories: Mapping[str, tuple[Sequence[str], str]], names:
                 cache[pid] = load_image(find_image(images, pid))
             return cache[pid]
 
-    pair = SopPairScorer(coherence_model) if coherence_model and "rovist_c" in wanted else None
+    pair = None
+    if coherence_model and "rovist_c" in wanted:
+        from connote.vist.storyeval import RovistCheckpointScorer
+
+        pair = (RovistCheckpointScorer(coherence_model, albert=coherence_albert) if Path(coherence_model).is_file()
+                else SopPairScorer(coherence_model))
     ratings = read_concreteness(concreteness) if concreteness else None
     scorer = StoryScorer(wanted, encoder=enc, photo=photo, pair_scorer=pair, concreteness=ratings,
                          concreteness_source=concreteness.name if concreteness else None, theta=theta,

@@ -341,8 +341,11 @@ def correlate_cmd(
     encoder: Annotated[str, typer.Option("--encoder", help="GROOViST's image-text encoder: embedded or a "
                                          "dual-encoder spec (hf-clip:openai/clip-vit-base-patch32).")]
     = "embedded",
-    coherence_model: Annotated[str | None, typer.Option("--coherence-model", help="RoViST-C: weights with a "
+    coherence_model: Annotated[str | None, typer.Option("--coherence-model", help="RoViST-C: its released "
+                                                        "checkpoint (sop_model_epoch4.pth.tar) or weights with a "
                                                         "sentence-order head (else the MiniLM stand-in).")] = None,
+    coherence_albert: Annotated[str, typer.Option("--coherence-albert", help="The ALBERT of a RoViST-C "
+                                                  "checkpoint (config, tokenizer).")] = "albert-large-v1",
     concreteness: Annotated[Path | None, typer.Option("--concreteness", help="GROOViST: concreteness ratings "
                                                       "(Word;Conc.M); without: every weight 1.")] = None,
     theta: Annotated[float, typer.Option("--theta", help="GROOViST's penalty threshold (its VIST value).")]
@@ -422,6 +425,7 @@ def correlate_cmd(
         if story_metrics:
             per, sigs = measures.story_metric_scores(
                 rated, story_metrics, images=images, encoder=encoder, coherence_model=coherence_model,
+                coherence_albert=coherence_albert,
                 concreteness=concreteness, theta=theta, alignment=alignment, prefix=coherence_prefix,
                 progress=progress)
             signatures.update(sigs)

@@ -27,10 +27,11 @@ these was used.
 sentences, the probability that the second follows the first from an ALBERT sentence-order-prediction head;
 a sentence repeating its predecessor scores 0; the story's score is the mean over its pairs.
 ``prefix="accumulated"`` is the dHM variant (Surikuchi et al. 2024: everything before the sentence is the
-first segment). RoViST's released checkpoint is a pickled training state that connote does not unpickle;
-any Hugging Face model with a sentence-order head (``AlbertForPreTraining``: ``sop_logits``, index 0 = in
-order) is loaded instead, and offline the stand-in is the cosine of the two segments' sentence embeddings
-(the embedded MiniLM), named so in the signature.
+first segment). RoViST's released checkpoint (``sop_model_epoch4.pth.tar``) is loaded when given
+(:class:`RovistCheckpointScorer`: tensors and an ``argparse.Namespace`` only, no code runs); so is any Hugging
+Face model with a sentence-order head (``AlbertForPreTraining``: ``sop_logits``, index 0 = in order; ALBERT's
+pre-training head, not RoViST's fine-tuned one, so the signature marks it a stand-in); offline the stand-in is
+the cosine of the two segments' sentence embeddings (the embedded MiniLM), named so in the signature.
 
 **RoViST-NR** (``non_redun_scorer.py``): the words of each sentence without its last token; inter-sentence
 repetition = for every pair of sentences (j < i), the number of matching word pairs over the size of the
@@ -167,9 +168,58 @@ class SopPairScorer:
             enc = self.tokenizer([a for a, _ in part], [b for _, b in part], padding=True, truncation=True,
                                  max_length=self.max_length, return_tensors="pt").to(self.device)
             with self.torch.inference_mode():
-                logits = self.model(**enc).sop_logits.float()
-            out.extend(logits.softmax(-1)[:, self.in_order_index].tolist())
+                out.extend(self.probabilities(enc))
         return out
+
+    def probabilities(self, enc: Any) -> list[float]:
+        """P(in order) of one tokenized batch of pairs."""
+        return self.model(**enc).sop_logits.float().softmax(-1)[:, self.in_order_index].tolist()
+
+
+class RovistCheckpointScorer(SopPairScorer):
+    """RoViST-C's released classifier (``sop_model_epoch4.pth.tar``): ALBERT's pooled output, a linear layer to
+    two classes, P(coherent) at index 1, as its ``coherence_scorer.py``.
+
+    The checkpoint is a torch training state (``{"model": state_dict, "opt": argparse.Namespace, ...}``); it is
+    read with ``torch.load(weights_only=True)``, allowing only ``argparse.Namespace`` beside tensors, so loading
+    it runs no code. ``albert``: the ALBERT the classifier was trained on (config and tokenizer; RoViST's is
+    ``albert-large-v1``), a hub id or a local folder.
+    """
+
+    def __init__(self, checkpoint: str | Path, *, albert: str = "albert-large-v1", device: str = "cpu",
+                 batch_size: int = 16, max_length: int = 256) -> None:
+        import argparse
+        import pickle
+
+        from connote.registry import require
+
+        transformers = require("transformers", "hf")
+        torch = self.torch = require("torch", "hf")
+        self.weights, self.in_order_index, self.device = f"{Path(checkpoint).name}+{albert}", 1, device
+        self.batch_size, self.max_length = int(batch_size), int(max_length)
+        try:
+            with torch.serialization.safe_globals([argparse.Namespace]):
+                state = torch.load(str(checkpoint), map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"cannot read the RoViST-C checkpoint ({first})", path=checkpoint) from None
+        weights = state.get("model") if isinstance(state, dict) else None
+        if not isinstance(weights, dict) or "linear.weight" not in weights:
+            raise InputError("not a RoViST-C checkpoint (expected model.linear.* and model.albert_model.*)",
+                             path=checkpoint)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(albert)
+        albert_model = transformers.AlbertModel(transformers.AutoConfig.from_pretrained(albert))
+        albert_model.load_state_dict({k.removeprefix("albert_model."): v for k, v in weights.items()
+                                      if k.startswith("albert_model.")}, strict=False)
+        linear = torch.nn.Linear(weights["linear.weight"].shape[1], 2)
+        linear.load_state_dict({"weight": weights["linear.weight"], "bias": weights["linear.bias"]})
+        self.albert, self.linear = albert_model.to(device).eval(), linear.to(device).eval()
+
+    def name(self) -> str:
+        return f"rovist-checkpoint:{self.weights}[1]"
+
+    def probabilities(self, enc: Any) -> list[float]:
+        return self.linear(self.albert(**enc).pooler_output).float().softmax(-1)[:, 1].tolist()
 
 
 class EmbeddingPairScorer:
@@ -361,7 +411,9 @@ class StoryScorer:
                                f"|alignment:{self.alignment}|sentences:regex|{_version()}")
         if "rovist_c" in self.metrics:
             name = self.pair_scorer.name() if hasattr(self.pair_scorer, "name") else type(self.pair_scorer).__name__
-            stand_in = "" if isinstance(self.pair_scorer, SopPairScorer) else "|stand-in:not-RoViST-SOP"
+            stand_in = ("" if isinstance(self.pair_scorer, RovistCheckpointScorer) else
+                        "|stand-in:ALBERT-SOP-not-RoViST" if isinstance(self.pair_scorer, SopPairScorer) else
+                        "|stand-in:not-RoViST-SOP")
             out["rovist_c"] = f"rovist_c|pairs:{name}|prefix:{self.prefix}{stand_in}|sentences:regex|{_version()}"
         if "rovist_nr" in self.metrics:
             out["rovist_nr"] = f"rovist_nr|ngram:{self.ngram_len}|tokens:regex|sentences:regex|{_version()}"
