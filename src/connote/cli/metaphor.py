@@ -318,6 +318,99 @@ def agreement_cmd(
     return 0
 
 
+@metaphor_app.command("correlate")
+def correlate_cmd(
+    labels: Annotated[Path, typer.Argument(help="The VMC evaluation study's `connote collect import` folder "
+                                           "(labels.csv, captions.csv) or its labels.csv.")],
+    scores: Annotated[Path | None, typer.Option("--scores", "-s", help="Per-caption scores by item id "
+                                                 "(JSON {item: {metric: v}} or CSV), e.g. ACD.")] = None,
+    judge: Annotated[list[str] | None, typer.Option("--judge", help="A generation backend as judge (repeatable), "
+                                                    "asked VMC A.7's four criteria.")] = None,
+    videos: Annotated[Path | None, typer.Option("--videos", help="Folder of the videos (frames for the judge).")]
+    = None,
+    judge_out: Annotated[Path, typer.Option("--judge-out", help="Run folder caching the judge calls.")]
+    = Path("judges"),
+    temperature: Annotated[float, typer.Option("--temperature", help="Judge sampling temperature.")] = 0.0,
+    judge_seed: Annotated[int | None, typer.Option("--judge-seed", help="Judge sampling seed.")] = None,
+    criteria: Annotated[str, typer.Option("--criteria", help="Human criteria to correlate with (comma-separated; "
+                                          "default: all in the file).")] = "",
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: no intervals).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    paired: Annotated[bool, typer.Option("--paired/--no-paired", help="Paired tests between metrics.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    save: Annotated[Path | None, typer.Option("--out", "-o", help="Also write OUT/correlation.json (for "
+                                              "connote report).")] = None,
+) -> None:
+    """Which metric or judge agrees with the VMC evaluation study's annotators? Per criterion: Pearson, Spearman
+    and Kendall of each metric with the share of annotators saying yes, with bootstrap intervals."""
+    import csv
+
+    from connote.cli.measures import echo_paired, echo_signatures, judge_scores
+    from connote.cli.vist import _echo_columns, _echo_json
+    from connote.vist.correlate import correlate, paired_tests, read_metric_scores, read_vmc_labels
+
+    by_criterion = read_vmc_labels(labels)
+    wanted = [c.strip() for c in criteria.split(",") if c.strip()] or sorted(by_criterion)
+    missing = [c for c in wanted if c not in by_criterion]
+    if missing:
+        raise InputError(f"--criteria: {', '.join(missing)} not in the labels; present: {', '.join(by_criterion)}",
+                         path=labels)
+    auto: dict[str, dict[str, float]] = read_metric_scores(scores) if scores else {}
+    signatures: dict[str, str] = {}
+    if judge:
+        from connote.tasks.judge import JudgeInput
+
+        folder = labels if labels.is_dir() else labels.parent
+        cap_file = folder / "captions.csv"
+        if not cap_file.is_file():
+            raise InputError("a judge needs the captions: captions.csv beside labels.csv (connote collect import)",
+                             path=folder)
+        with open(cap_file, newline="", encoding="utf-8") as fh:
+            caps = list(csv.DictReader(fh))
+        files = {}
+        if videos is not None:
+            from connote.metaphor.data import find_videos
+
+            files = find_videos(videos)
+        items = [JudgeInput(r["item_id"], r["caption"], None, (), str(files[r["video_id"]])
+                            if r["video_id"] in files else None) for r in caps if r.get("item_id")]
+        per, signatures = judge_scores(judge, items, "vmc-a7", ("caption",), out=judge_out, image_dir=None,
+                                       temperature=temperature, seed=judge_seed, progress=progress)
+        for iid, row in per.items():
+            auto.setdefault(iid, {}).update(row)
+    if not auto:
+        raise InputError("nothing to correlate: give --scores or --judge")
+    results = {}
+    for c in wanted:
+        results[c] = {"correlations": correlate(by_criterion[c], auto, n_boot=n_boot, seed=seed)}
+        if paired:
+            results[c]["paired"] = paired_tests(by_criterion[c], auto, n_boot=n_boot, seed=seed)
+    if save is not None:
+        from connote.cli.measures import save_correlation
+
+        written = save_correlation(save, ratings=labels, kind="vmc-labels", criteria=results, scores=auto,
+                                   signatures=signatures, settings={"n_boot": n_boot, "seed": seed,
+                                                                    "ci_method": "percentile"})
+        typer.echo(f"wrote {written}", err=True)
+    if as_json:
+        _echo_json({"criteria": results, "signatures": signatures})
+        return
+    for c, res in results.items():
+        typer.echo(f"{c} (human: share of annotators saying yes)")
+
+        def cell(r: dict, k: str) -> str:
+            lo, hi = r[k + "_ci"]
+            return f"{r[k]:.3f} [{lo:.3f}, {hi:.3f}]" if not math.isnan(r[k]) else "nan"
+
+        _echo_columns(["metric", "n", "pearson [95% CI]", "spearman [95% CI]", "kendall [95% CI]"],
+                      [[m, str(r["n"]), *(cell(r, k) for k in ("pearson", "spearman", "kendall"))]
+                       for m, r in res["correlations"].items()])
+        if res.get("paired"):
+            echo_paired(res["paired"], _echo_columns)
+    echo_signatures(signatures)
+
+
 def _letters(k: int) -> str:
     """A, B, ..., Z, AA, AB, ...: short rater labels for a table legend."""
     out = ""

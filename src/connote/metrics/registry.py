@@ -50,6 +50,10 @@ SCORE_NAMES: tuple[ScoreName, ...] = (
               ("BERTScore-F1", "bertscore_f1", "F1")),
     ScoreName("ACS", "ACS", "acs_acd", "cosine, -1..1"),
     ScoreName("ACD", "ACD", "acs_acd", "0-1"),
+    # reference-free story metrics (connote.vist.storyeval; they score a story against its photos or itself)
+    ScoreName("GROOViST", "GROOViST", "groovist", "unbounded, concreteness-weighted (tanh: -1..1)"),
+    ScoreName("RoViST-C", "RoViST-C", "rovist_c", "0-1 (SOP probability; cosine for the stand-in)"),
+    ScoreName("RoViST-NR", "RoViST-NR", "rovist_nr", "0-1"),
 )
 # display name of a metric family (a registry key) where it is one printed name
 _FAMILY = {"bleu": "BLEU", "meteor": "METEOR", "rouge_l": "ROUGE-L", "cider": "CIDEr-D"}

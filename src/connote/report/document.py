@@ -96,6 +96,7 @@ RUN_KINDS: dict[str, str] = {
     "vist-storytelling": "connote.report.storytelling:KIND",
     "vmc-captioning": "connote.report.metaphor:CAPTIONS",
     "vmc-human-eval": "connote.report.metaphor:HUMAN_EVAL",
+    "metric-correlation": "connote.report.correlation:KIND",
     "agreement": "connote.report.agreement:KIND",
     "svo-probes": "connote.report.suites:SVO",
     "valse": "connote.report.suites:VALSE",

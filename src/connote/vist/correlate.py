@@ -340,3 +340,211 @@ def correlate(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[s
                            "percentile interval of the rest")
         out[m] = row
     return out
+
+
+# ----------------------------------------------------------------------- paired tests between metrics
+def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
+    """Williams' test (1959) of two dependent correlations sharing the human column, as Graham & Baldwin
+    (2014) compare metrics: ``r12`` = corr(human, metric A), ``r13`` = corr(human, metric B), ``r23`` =
+    corr(A, B). Returns ``(t, two-sided p)`` with ``n - 3`` degrees of freedom."""
+    from scipy import stats
+
+    if n <= 3:
+        return float("nan"), float("nan")
+    k = 1 - r12 ** 2 - r13 ** 2 - r23 ** 2 + 2 * r12 * r13 * r23
+    denom = 2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3
+    if denom <= 0:
+        return float("nan"), float("nan")
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(denom)
+    return float(t), float(2 * stats.t.sf(abs(t), n - 3))
+
+
+def _coef(x: np.ndarray, y: np.ndarray, coefficient: str) -> float:
+    if coefficient == "kendall":
+        return _kendall(x, y)
+    return float((_pearson if coefficient == "pearson" else _spearman)(x, y))
+
+
+def paired_tests(ratings: Mapping[str, list[float]], scores: Mapping[str, Mapping[str, float]], *,
+                 n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> list[dict[str, Any]]:
+    """Is metric A's correlation with the humans different from metric B's? For every pair of metrics, over
+    the items both scored and the humans rated: the difference of each coefficient, its paired bootstrap
+    interval (the same resampled items for both metrics, seeded) and two-sided bootstrap p-value, and for
+    Pearson also Williams' test (:func:`williams_test`)."""
+    metrics = sorted({m for d in scores.values() for m in d})
+    rng_seed = seed
+    out = []
+    for ia, a in enumerate(metrics):
+        for b in metrics[ia + 1:]:
+            ids = sorted(i for i in scores if a in scores[i] and b in scores[i] and ratings.get(i))
+            if len(ids) < 4:
+                out.append({"a": a, "b": b, "n": len(ids), "note": "fewer than 4 items scored by both"})
+                continue
+            xa = np.array([scores[i][a] for i in ids], dtype=float)
+            xb = np.array([scores[i][b] for i in ids], dtype=float)
+            y = np.array([float(np.mean(ratings[i])) for i in ids], dtype=float)
+            if min(np.ptp(xa), np.ptp(xb), np.ptp(y)) == 0:
+                out.append({"a": a, "b": b, "n": len(ids), "note": "a constant column"})
+                continue
+            row: dict[str, Any] = {"a": a, "b": b, "n": len(ids)}
+            rng = np.random.default_rng(rng_seed)
+            idx = rng.integers(0, len(ids), size=(n_boot, len(ids))) if n_boot > 0 else None
+            for c in COEFFICIENTS:
+                diff = _coef(xa, y, c) - _coef(xb, y, c)
+                row[f"{c}_diff"] = diff
+                if idx is None:
+                    row[f"{c}_ci"], row[f"{c}_p"] = [float("nan")] * 2, float("nan")
+                    continue
+                with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    d = np.array([_coef(xa[k], y[k], c) - _coef(xb[k], y[k], c) for k in idx])
+                d = d[np.isfinite(d)]
+                if d.size == 0:
+                    row[f"{c}_ci"], row[f"{c}_p"] = [float("nan")] * 2, float("nan")
+                    continue
+                row[f"{c}_ci"] = [float(v) for v in np.quantile(d, [alpha / 2, 1 - alpha / 2])]
+                row[f"{c}_p"] = float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
+            r12, r13 = _coef(xa, y, "pearson"), _coef(xb, y, "pearson")
+            row["williams_t"], row["williams_p"] = williams_test(r12, r13, _coef(xa, xb, "pearson"), len(ids))
+            out.append(row)
+    return out
+
+
+# ----------------------------------------------------------------------- other kinds of human judgement
+PAIR_A_COLUMNS = ("story_a", "a", "story1", "story_1", "left", "first")
+PAIR_B_COLUMNS = ("story_b", "b", "story2", "story_2", "right", "second")
+PREFERENCE_COLUMNS = ("preferred", "winner", "choice", "preference", "better", "label")
+
+
+def ratings_kind(path: str | Path) -> str:
+    """What a human-judgement file holds, from its header: ``vist`` (story, rating, rater), ``pairwise``
+    (VHED-style preferences between two stories) or ``vmc-labels`` (``connote collect import``'s
+    ``labels.csv`` of the VMC evaluation study, or its folder)."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / "labels.csv").is_file():
+            return "vmc-labels"
+        raise InputError("a folder of human judgements must hold labels.csv (connote collect import)", path=path)
+    text, _ = read_text(path)
+    first = next(csv.reader(text.splitlines()[:1]), [])
+    header = {c.strip().lower() for c in first}
+    if {"item_id", "criterion", "label"} <= header:
+        return "vmc-labels"
+    if header & set(PAIR_A_COLUMNS) and header & set(PAIR_B_COLUMNS) and header & set(PREFERENCE_COLUMNS):
+        return "pairwise"
+    return "vist"
+
+
+def read_preferences(path: str | Path) -> list[tuple[str, str, str, float]]:
+    """VHED-style pairwise preferences: ``(pair id, story a, story b, +1 if a preferred else -1)`` per row.
+
+    A CSV with columns for the two story ids (``story_a``/``story_b``, or ``a``/``b``, ...) and the preferred one
+    (``preferred``/``winner``/...: ``a``/``b``, ``1``/``2``, or a story id); an optional ``pair_id`` column,
+    else the pair is named ``<a>|<b>``. One row per judgement (several raters of a pair: several rows).
+    """
+    path = Path(path)
+    text, _ = read_text(path)
+    rows = list(csv.reader(text.splitlines()))
+    if not rows:
+        raise InputError("empty preferences file", path=path)
+    header = [c.strip() for c in rows[0]]
+    ca, cb = _find(header, PAIR_A_COLUMNS), _find(header, PAIR_B_COLUMNS)
+    cp, cid = _find(header, PREFERENCE_COLUMNS), _find(header, ("pair_id", "pair", "id"))
+    if not (ca and cb and cp):
+        raise InputError("expected columns story_a, story_b and preferred", path=path, line=1)
+    ia, ib, ip = header.index(ca), header.index(cb), header.index(cp)
+    iid = header.index(cid) if cid else None
+    out = []
+    for n, row in enumerate(rows[1:], 2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) <= max(ia, ib, ip):
+            raise InputError(f"expected {len(header)} columns, found {len(row)}", path=path, line=n)
+        a, b, p = row[ia].strip(), row[ib].strip(), row[ip].strip()
+        low = p.lower()
+        if low in ("a", "1", "left", "first") or p == a:
+            sign = 1.0
+        elif low in ("b", "2", "right", "second") or p == b:
+            sign = -1.0
+        else:
+            raise InputError(f"preferred {p!r} is neither a nor b (nor {a!r} / {b!r})", path=path, line=n,
+                             column=ip + 1)
+        pid = row[iid].strip() if iid is not None and row[iid].strip() else f"{a}|{b}"
+        out.append((pid, a, b, sign))
+    return out
+
+
+def pairwise_dataset(prefs: Sequence[tuple[str, str, str, float]], scores: Mapping[str, Mapping[str, float]],
+                     ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]]]:
+    """Preferences as items :func:`correlate` takes: per pair, the human votes (+1 = a, -1 = b) and each
+    metric's difference ``score(a) - score(b)``; a pair a metric did not score on both sides is left out.
+    A pair judged by a pairwise judge (``prefer_a[...]`` scores keyed by the pair id) enters as ``2p - 1``."""
+    votes: dict[str, list[float]] = defaultdict(list)
+    sides: dict[str, tuple[str, str]] = {}
+    for pid, a, b, sign in prefs:
+        votes[pid].append(sign)
+        sides.setdefault(pid, (a, b))
+    diffs: dict[str, dict[str, float]] = {}
+    for pid, (a, b) in sides.items():
+        row: dict[str, float] = {}
+        sa, sb = scores.get(a, {}), scores.get(b, {})
+        for m in set(sa) & set(sb):
+            row[m] = float(sa[m]) - float(sb[m])
+        for m, v in scores.get(pid, {}).items():
+            if m.startswith("prefer_a["):
+                row[m] = 2 * float(v) - 1
+        if row:
+            diffs[pid] = row
+    return dict(votes), diffs
+
+
+def pairwise_agreement(votes: Mapping[str, list[float]], diffs: Mapping[str, Mapping[str, float]]
+                       ) -> dict[str, dict[str, Any]]:
+    """Per metric, the share of pairs where it prefers the story the majority of people preferred (a tie of
+    the metric counts one half; pairs without a majority are left out), and Kendall's tau over pairs
+    ``(concordant - discordant) / pairs``."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in sorted({k for d in diffs.values() for k in d}):
+        agree = discord = ties = 0
+        for pid, d in diffs.items():
+            if m not in d or pid not in votes:
+                continue
+            human = float(np.sign(np.sum(votes[pid])))
+            if human == 0:
+                continue
+            s = float(np.sign(d[m]))
+            if s == 0:
+                ties += 1
+            elif s == human:
+                agree += 1
+            else:
+                discord += 1
+        n = agree + discord + ties
+        out[m] = {"n_pairs": n, "accuracy": (agree + 0.5 * ties) / n if n else float("nan"),
+                  "tau": (agree - discord) / n if n else float("nan")}
+    return out
+
+
+def read_vmc_labels(path: str | Path) -> dict[str, dict[str, list[float]]]:
+    """``labels.csv`` of the VMC evaluation study (``item_id, rater, criterion, label``; or its folder):
+    ``{criterion: {item id: [0/1 labels]}}``."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "labels.csv"
+    text, _ = read_text(path)
+    rows = list(csv.reader(text.splitlines()))
+    header = [c.strip().lower() for c in rows[0]] if rows else []
+    need = ("item_id", "criterion", "label")
+    if not all(c in header for c in need):
+        raise InputError("expected the columns item_id, rater, criterion, label (connote collect import)",
+                         path=path, line=1)
+    ii, ic, il = (header.index(c) for c in need)
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for n, row in enumerate(rows[1:], 2):
+        if not row:
+            continue
+        try:
+            out[row[ic].strip()][row[ii].strip()].append(float(row[il]))
+        except (ValueError, IndexError):
+            raise InputError(f"label {row[il] if len(row) > il else ''!r} is not 0 or 1", path=path, line=n) from None
+    return {c: dict(v) for c, v in out.items()}

@@ -5,7 +5,9 @@ matplotlib photos), with stories written for connote in VIST's normalised style 
 tokenised, ``[female]``-style placeholders). Files are written in the official formats, so every
 ``connote vist`` / ``connote story`` command runs on them: ``train.story-in-sequence.json``,
 ``test.story-in-sequence.json`` (two stories per test sequence, the gold for scoring),
-``test-template.json`` (challenge template) and ``images/<photo id>.jpg``.
+``test-template.json`` (challenge template), ``images/<photo id>.jpg``, and ``sample-ratings.csv`` /
+``sample-preferences.csv`` (one rating per test story and the preference within each sequence, given by the
+sample's author: the layouts ``vist correlate`` reads, not a human study).
 
 It exists to show the pipeline end to end offline; it is far too small to say anything about models.
 """
@@ -76,6 +78,12 @@ TEST = [
 ]
 
 
+# one rating per test story (story ids 1-6, in TEST's order), on the VIST paper's 1-5 agreement with "If these were
+# my photos, I would like using a story like this to share my experience with my friends"; given by the author of
+# the sample when writing it: an illustration of the ratings layout, not a human study (one rater, six stories)
+RATINGS = {"1": 4, "2": 3, "3": 4, "4": 5, "5": 3, "6": 2}
+
+
 def _photo_id(album: str, k: int) -> str:
     return f"{album}{k:02d}"
 
@@ -120,6 +128,13 @@ def write_sample_vist(folder: str | Path) -> dict[str, Path]:
                 "output_stories": [{"album_id": a, "photo_sequence": [_photo_id(a, k) for k in range(len(p))],
                                     "story_text_normalized": ""} for a, _t, p, _s in TEST]}
     paths["template"].write_text(json.dumps(template, indent=1), encoding="utf-8")
+    paths["ratings"] = folder / "sample-ratings.csv"
+    paths["ratings"].write_text("story_id,rating,rater\n" + "".join(f"{k},{v},sample-author\n"
+                                                                   for k, v in RATINGS.items()), encoding="utf-8")
+    paths["preferences"] = folder / "sample-preferences.csv"
+    pairs = [("1", "2"), ("3", "4"), ("5", "6")]  # the two stories of each test sequence
+    paths["preferences"].write_text("story_a,story_b,preferred,rater\n" + "".join(
+        f"{a},{b},{'a' if RATINGS[a] > RATINGS[b] else 'b'},sample-author\n" for a, b in pairs), encoding="utf-8")
     return paths
 
 

@@ -1,0 +1,143 @@
+"""What ``vist correlate`` and ``metaphor correlate`` add to precomputed scores: reference-free story metrics,
+judges, the paired test between metrics, and pairwise / VMC-label human judgements. No command lives here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from connote.errors import InputError
+
+
+def story_metric_scores(stories: Mapping[str, tuple[Sequence[str], str]], names: str, *, images: Path | None,
+                        encoder: str, coherence_model: str | None, concreteness: Path | None, theta: float,
+                        alignment: str, prefix: str, progress: bool, coherence_albert: str = "albert-large-v1",
+                        ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """GROOViST / RoViST-C / RoViST-NR per story (see :mod:`connote.vist.storyeval`) and their signatures."""
+    from connote.progress import progress_bar
+    from connote.vist.storyeval import STORY_METRICS, SopPairScorer, StoryScorer, read_concreteness
+
+    wanted = [m.strip() for m in names.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in STORY_METRICS]
+    if unknown:
+        raise InputError(f"--story-metrics: unknown {', '.join(unknown)}; valid: {', '.join(STORY_METRICS)}")
+    if "groovist" in wanted and images is None:
+        raise InputError("--story-metrics groovist needs --images DIR (the photos of the rated stories)")
+    need_encoder = "groovist" in wanted or ("rovist_c" in wanted and not coherence_model)
+    enc = None
+    if need_encoder:
+        from connote.models.embedders import embedder_from_spec
+
+        enc = embedder_from_spec(encoder)
+    photo = None
+    if images is not None:
+        from connote.data.images import load_image
+        from connote.vist.photos import find_image
+
+        cache: dict[str, Any] = {}
+
+        def photo(pid: str) -> Any:
+            if pid not in cache:
+                cache[pid] = load_image(find_image(images, pid))
+            return cache[pid]
+
+    pair = None
+    if coherence_model and "rovist_c" in wanted:
+        from connote.vist.storyeval import RovistCheckpointScorer
+
+        pair = (RovistCheckpointScorer(coherence_model, albert=coherence_albert) if Path(coherence_model).is_file()
+                else SopPairScorer(coherence_model))
+    ratings = read_concreteness(concreteness) if concreteness else None
+    scorer = StoryScorer(wanted, encoder=enc, photo=photo, pair_scorer=pair, concreteness=ratings,
+                         concreteness_source=concreteness.name if concreteness else None, theta=theta,
+                         alignment=alignment, prefix=prefix)
+    with progress_bar(len(stories), "story metrics", enabled=progress) as bar:
+        res = scorer.score(stories, bar=bar)
+    for sid, notes in sorted(res.notes.items())[:5]:
+        typer.echo(f"note: story {sid}: {'; '.join(notes)}", err=True)
+    if len(res.notes) > 5:
+        typer.echo(f"note: {len(res.notes) - 5} more stories have notes", err=True)
+    return res.per_story, res.signatures
+
+
+def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Sequence[str], *, out: Path,
+                 image_dir: Path | None, temperature: float, seed: int | None, progress: bool,
+                 ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Run each judge (a generation backend spec) with the rubrics; per-item scores and a signature each."""
+    from connote.models.registry import load_model
+    from connote.runs.store import fingerprint
+    from connote.tasks.judge import rubrics_from, run_judges
+
+    chosen = rubrics_from(rubrics, kinds)
+    scores: dict[str, dict[str, float]] = {}
+    sigs: dict[str, str] = {}
+    for spec in specs:
+        model = load_model(spec)
+        folder = out / fingerprint({"judge": spec})[:12]
+        per, summary = run_judges(model, items, chosen, folder, image_dir=image_dir, temperature=temperature,
+                                  seed=seed, progress=progress)
+        for item, row in per.items():
+            scores.setdefault(item, {}).update(row)
+        for name, sig in summary["signatures"].items():
+            sigs[f"{name}[{spec}]"] = sig
+        failures = summary["failures"]
+        typer.echo(f"judge {spec}: {summary['computed']} call(s) now, {summary['resumed']} cached, "
+                   f"{len(failures)} without a score (run folder {folder})", err=True)
+        for item, why in sorted(failures.items())[:5]:
+            typer.echo(f"  {item}: {why}", err=True)
+    return scores, sigs
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    return "nan" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+
+
+def echo_paired(tests: list[dict[str, Any]], echo_columns: Callable[[list[str], list[list[str]]], None]) -> None:
+    """The paired test table: difference of each coefficient (A - B), bootstrap p, Williams' p (Pearson)."""
+    if not tests:
+        return
+    typer.echo("paired tests (A - B; paired bootstrap p; Williams' test for Pearson):")
+    rows = []
+    for t in tests:
+        if "note" in t:
+            rows.append([t["a"], t["b"], str(t["n"]), t["note"], "", "", ""])
+            continue
+        rows.append([t["a"], t["b"], str(t["n"]),
+                     *(f"{_fmt(t[c + '_diff'])} (p {t[c + '_p']:.3g})" if not math.isnan(t[c + "_p"])
+                       else _fmt(t[c + "_diff"]) for c in ("pearson", "spearman", "kendall")),
+                     f"{t['williams_p']:.3g}" if not math.isnan(t["williams_p"]) else "nan"])
+    echo_columns(["A", "B", "n", "pearson", "spearman", "kendall", "williams p"], rows)
+
+
+def echo_signatures(sigs: Mapping[str, str]) -> None:
+    for name, sig in sigs.items():
+        typer.echo(f"signature {name}: {sig}")
+
+
+def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[str, Mapping[str, Any]],
+                     scores: Mapping[str, Mapping[str, float]], signatures: Mapping[str, str],
+                     settings: Mapping[str, Any]) -> Path:
+    """Write ``OUT/correlation.json`` (what ``connote report`` reads): per human criterion the correlations,
+    paired tests and pairwise agreement, each metric's mean over the scored items, the per-item scores (per story,
+    or per pair for preferences) and the signatures."""
+    import numpy as np
+
+    from connote.runs.scores import finite_json
+    from connote.runs.store import file_sha256, run_metadata, write_json
+
+    names = sorted({m for row in scores.values() for m in row})
+    means = {m: float(np.mean([row[m] for row in scores.values() if m in row])) for m in names}
+    record = {"kind": "metric-human-correlation", "ratings": {"path": str(ratings.resolve()),
+                                                              "sha256": file_sha256(ratings)[:16]
+                                                              if ratings.is_file() else None},
+              "ratings_kind": kind, "criteria": dict(criteria), "means": means, "signatures": dict(signatures),
+              "per_item": {k: dict(v) for k, v in scores.items()},
+              "settings": dict(settings), **run_metadata(dict(settings))}
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "correlation.json"
+    write_json(path, finite_json(record))
+    return path

@@ -1,0 +1,310 @@
+"""Judges: any registered generation backend asked a versioned question with a rubric, through the runner.
+
+A judge is a model spec with the ``generate`` capability (``openai:MODEL`` against any OpenAI-compatible
+server, ``hf-vlm:...`` chat VLMs, ...) and one or more :class:`Rubric` s:
+
+* ``share`` (stories): the VIST paper's human question, "If these were my photos, I would like using a story
+  like this to share my experience with my friends", answered on a 1-5 agreement scale;
+* ``pairwise`` (two stories of one photo sequence): which one is better, A or B (VHED-style preference);
+* ``vmc-a7`` (metaphor captions): the four binary criteria of the VMC paper's appendix A.7 - fluency
+  (natural, grammatical *and* following the "<primary> is as <property> as <secondary>" template),
+  primary-concept consistency, consistency with the whole video, creativity.
+
+Every judge call is one runner item: the run fingerprint holds the judge (the model's ``describe()``) and
+the sampling (temperature, seed, token budget); the item key holds the rubric's name, version and prompt
+hash and the item's content (texts, the photos' bytes). So a rerun calls nothing, and a changed prompt or a
+new rubric recomputes only its own items. An answer that cannot be parsed is kept (the answer, the
+``parse_error``, no score): asking again at temperature 0 would give the same answer. A call that fails
+(the server, after the client's retries) is an item error and is retried on the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connote.errors import InputError
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_json, write_jsonl
+from connote.tasks.api import Task
+
+
+class ParseError(ValueError):
+    """A judge's answer that does not follow the rubric's answer format."""
+
+
+def _first_int(answer: str, lo: int, hi: int) -> int:
+    m = re.search(r"(?<![\d.])([1-9]\d*)(?![\d.])", answer)
+    if not m or not lo <= int(m.group(1)) <= hi:
+        raise ParseError(f"expected a rating {lo}-{hi}, got {answer[:80]!r}")
+    return int(m.group(1))
+
+
+def parse_share(answer: str) -> dict[str, float]:
+    return {"share": float(_first_int(answer, 1, 5))}
+
+
+def parse_pairwise(answer: str) -> dict[str, float]:
+    m = re.match(r"\W*(?:story\s+)?([AB])\b", answer.strip(), flags=re.IGNORECASE)
+    if not m:
+        raise ParseError(f"expected A or B, got {answer[:80]!r}")
+    return {"prefer_a": 1.0 if m.group(1).upper() == "A" else 0.0}
+
+
+A7 = ("fluency", "primary_concept_consistency", "consistency", "creativity")
+
+
+def parse_a7(answer: str) -> dict[str, float]:
+    text = answer.strip()
+    obj: Any = None
+    m = re.search(r"\{.*\}", text, flags=re.DOTALL)
+    if m:
+        try:
+            obj = json.loads(m.group(0))
+        except json.JSONDecodeError:
+            obj = None
+    if not isinstance(obj, dict):
+        obj = dict(re.findall(r"([a-z_ ]+)\s*[:=]\s*(yes|no|true|false|1|0)\b", text.lower()))
+        obj = {k.strip().replace(" ", "_"): v for k, v in obj.items()}
+    out = {}
+    for c in A7:
+        v = str(obj.get(c, "")).strip().lower()
+        if v in ("yes", "true", "1"):
+            out[c] = 1.0
+        elif v in ("no", "false", "0"):
+            out[c] = 0.0
+        else:
+            raise ParseError(f"no yes/no for {c} in {answer[:120]!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A versioned question: its prompt template, what it scores and how its answer is read."""
+
+    name: str
+    version: int
+    kind: str  # "story", "story-pair" or "caption"
+    template: str
+    parse: Callable[[str], dict[str, float]]
+    max_new_tokens: int = 16
+
+    def prompt_sha(self) -> str:
+        return hashlib.sha256(self.template.encode()).hexdigest()[:12]
+
+    def key(self) -> dict[str, Any]:
+        return {"rubric": self.name, "version": self.version, "prompt_sha": self.prompt_sha()}
+
+    def tag(self) -> str:
+        return f"{self.name}@v{self.version}#{self.prompt_sha()}"
+
+
+SHARE = Rubric("share", 1, "story", (
+    "Here is a story written for the photos above.\n\nStory: {text}\n\n"
+    "How strongly do you agree with this statement: \"If these were my photos, I would like using a story "
+    "like this to share my experience with my friends.\"\n"
+    "Answer with one number: 1 = strongly disagree, 2 = disagree, 3 = neutral, 4 = agree, 5 = strongly agree."),
+    parse_share, 4)
+PAIRWISE = Rubric("pairwise", 1, "story-pair", (
+    "Here are two stories written for the photos above.\n\nStory A: {text}\n\nStory B: {text_b}\n\n"
+    "Which story is better: better grounded in the photos, more coherent, and one you would rather share? "
+    "Answer with one letter: A or B."), parse_pairwise, 4)
+VMC_A7 = Rubric("vmc-a7", 1, "caption", (
+    "A system wrote this caption for the metaphor of a video advert (frames above, in order).\n\n"
+    "Caption: {text}\n\nAnswer four yes/no questions:\n"
+    "- fluency: is the caption natural and grammatical, and does it follow the template "
+    "\"<primary concept> is as <property> as <secondary concept>\"?\n"
+    "- primary_concept_consistency: does the caption name the video's primary concept correctly?\n"
+    "- consistency: is the caption consistent with the whole video (both concepts and their relation)?\n"
+    "- creativity: is the metaphor creative rather than an obvious comparison?\n"
+    "Reply with JSON only, e.g. {{\"fluency\": \"yes\", \"primary_concept_consistency\": \"no\", "
+    "\"consistency\": \"no\", \"creativity\": \"yes\"}}."), parse_a7, 64)
+
+RUBRICS = {r.name: r for r in (SHARE, PAIRWISE, VMC_A7)}
+
+
+def rubrics_from(names: str | Sequence[str], kinds: Sequence[str]) -> list[Rubric]:
+    """The named rubrics (comma-separated or a list), each of one of ``kinds``; unknown names exit 2."""
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    bad = [n for n in wanted if n not in RUBRICS or RUBRICS[n].kind not in kinds]
+    if bad or not wanted:
+        valid = ", ".join(n for n, r in RUBRICS.items() if r.kind in kinds)
+        raise InputError(f"unknown rubric {', '.join(bad) or '(none given)'}; valid here: {valid}")
+    return [RUBRICS[n] for n in wanted]
+
+
+@dataclass
+class JudgeInput:
+    """One thing to judge: its id, text (and a second text for a pair), and where its images are."""
+
+    item_id: str
+    text: str
+    text_b: str | None = None
+    photo_ids: tuple[str, ...] = ()
+    video: str | None = None
+
+
+def _digest(path: Path) -> str:
+    from connote.runs.store import file_sha256
+
+    return file_sha256(path)[:16]
+
+
+class JudgeTask(Task):
+    """Ask a judge each rubric's question about each item (see the module docstring)."""
+
+    name, version, capability = "judge", 1, "generate"
+    reads, title = "stories or captions with their photos or videos", "LLM/VLM judge with a versioned rubric."
+    label = "judge calls"
+    results_file = "judge.json"
+
+    def __init__(self, items: Sequence[JudgeInput], rubrics: Sequence[Rubric], *, image_dir: str | Path | None = None,
+                 temperature: float = 0.0, seed: int | None = None, frames: int = 6, batch_size: int = 8,
+                 progress: bool = True) -> None:
+        if not items:
+            raise InputError("nothing to judge")
+        self.items, self.rubrics = list(items), list(rubrics)
+        self.image_dir = Path(image_dir) if image_dir else None
+        self.temperature, self.seed, self.frames = float(temperature), seed, int(frames)
+        self.batch_size, self.progress = int(batch_size), progress
+
+    def settings(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "seed": self.seed, "frames": self.frames}
+
+    def _media_key(self, it: JudgeInput) -> list[Any]:
+        from connote.vist.photos import find_image
+
+        out: list[Any] = []
+        for pid in it.photo_ids:
+            try:
+                out.append([pid, _digest(find_image(self.image_dir, pid))] if self.image_dir else [pid, None])
+            except (OSError, InputError) as exc:  # ItemError is an InputError: recorded when computed
+                out.append([pid, f"missing: {exc}"])
+        if it.video:
+            try:
+                out.append(["video", _digest(Path(it.video))])
+            except OSError:
+                out.append(["video", f"missing: {it.video}"])
+        return out
+
+    def work_items(self) -> list[WorkItem]:
+        out = []
+        for r in self.rubrics:
+            for it in self.items:
+                key = content_key({**r.key(), "text": it.text, "text_b": it.text_b, "media": self._media_key(it)})
+                error = None
+                if r.kind == "story-pair" and it.text_b is None:
+                    error = "a pairwise rubric needs two stories"
+                out.append(WorkItem(f"{r.name}:{it.item_id}", key, (r, it), error))
+        return out
+
+    def _images(self, it: JudgeInput) -> list[Any]:
+        if it.photo_ids and self.image_dir is not None:
+            from connote.vist.photos import load_sequence_images
+
+            return load_sequence_images(self.image_dir, it.photo_ids)
+        if it.video:
+            from connote.video.frames import read_frames
+
+            sampled = read_frames(it.video, "segments", k=self.frames, per_clip=self.frames)
+            return [im for clip in sampled.images for im in clip]
+        return []
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        from connote.models.protocols import GenerationRequest
+
+        rows: dict[str, dict[str, Any]] = {}
+        ready, requests = [], []
+        for w in batch:
+            rubric, it = w.payload
+            try:
+                images = self._images(it)
+            except (InputError, OSError, ValueError) as exc:
+                rows[w.item_id] = self.error_row(w, str(exc))
+                continue
+            prompt = rubric.template.format(text=it.text, text_b=it.text_b or "")
+            ready.append(w)
+            requests.append(GenerationRequest(images=images, prompt=prompt, max_new_tokens=rubric.max_new_tokens,
+                                              image_ids=tuple(it.photo_ids), temperature=self.temperature,
+                                              seed=self.seed))
+        if requests:
+            answers = model.generate(requests)
+            for w, answer in zip(ready, answers, strict=True):
+                rubric, it = w.payload
+                if isinstance(answer, BaseException):
+                    rows[w.item_id] = self.error_row(w, f"{type(answer).__name__}: {answer}")
+                    continue
+                row = {"rubric": rubric.tag(), "item": it.item_id, "answer": str(answer), "scores": None,
+                       "parse_error": None}
+                try:
+                    row["scores"] = rubric.parse(str(answer))
+                except ParseError as exc:
+                    row["parse_error"] = str(exc)
+                rows[w.item_id] = row
+        return [rows[w.item_id] for w in batch]
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        rubric, it = item.payload
+        return {"rubric": rubric.tag(), "item": it.item_id, "answer": None, "scores": None, "parse_error": None,
+                "error": message}
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for r in self.rubrics:
+            mine = [x for x in rows if x.get("rubric") == r.tag()]
+            scored = [x["scores"] for x in mine if x.get("scores")]
+            names = sorted({k for s in scored for k in s})
+            out[r.name] = {"rubric": r.tag(), "n": len(mine), "n_scored": len(scored),
+                           "n_parse_failed": sum(1 for x in mine if x.get("parse_error")),
+                           "n_errors": sum(1 for x in mine if x.get("error")),
+                           "means": {k: sum(s[k] for s in scored if k in s) / max(1, sum(k in s for s in scored))
+                                     for k in names}}
+        return {"rubrics": out, "temperature": self.temperature, "seed": self.seed}
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_jsonl(out / "judgements.jsonl", rows)
+        write_json(out / self.results_file, results)
+
+
+def judge_label(model: Any) -> str:
+    """``backend:model`` of a judge, for score names."""
+    d = model.describe()
+    return f"{d.get('backend', type(model).__name__)}:{d.get('model') or d.get('weights') or ''}".rstrip(":")
+
+
+def judge_signature(model: Any, rubric: Rubric, temperature: float, seed: int | None) -> str:
+    from connote import __version__
+
+    return (f"judge|model:{judge_label(model)}|rubric:{rubric.tag()}|temperature:{temperature:g}|seed:{seed}"
+            f"|connote-{__version__}")
+
+
+def run_judges(model: Any, items: Sequence[JudgeInput], rubrics: Sequence[Rubric], out: str | Path, *,
+               image_dir: str | Path | None = None, temperature: float = 0.0, seed: int | None = None,
+               progress: bool = True) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """Run the rubrics with ``model`` (cached in the run folder ``out``).
+
+    Returns per-item scores ``{item id: {"<score>[<judge>]": value}}`` and a summary: the results, a signature
+    per rubric, and the parse failures and errors by item.
+    """
+    task = JudgeTask(items, rubrics, image_dir=image_dir, temperature=temperature, seed=seed, progress=progress)
+    results, outcome = task.run(model, out)
+    label = judge_label(model)
+    scores: dict[str, dict[str, float]] = {}
+    failures: dict[str, str] = {}
+    for row in outcome.rows:
+        if row.get("scores"):
+            for k, v in row["scores"].items():
+                scores.setdefault(row["item"], {})[f"{k}[{label}]"] = float(v)
+        problem = row.get("error") or row.get("parse_error")
+        if problem:
+            failures[row["item_id"]] = problem
+    summary = {"results": results, "computed": outcome.computed, "resumed": outcome.resumed,
+               "signatures": {r.name: judge_signature(model, r, temperature, seed) for r in rubrics},
+               "failures": failures}
+    return scores, summary
