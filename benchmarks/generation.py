@@ -279,20 +279,26 @@ def compare(model: str, naive: dict[str, Any], ours: dict[str, Any], args: argpa
     for r in (naive, ours):
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
     cuda = "peak_cuda" in ours
+    for r in (naive, ours):
+        r["cpu_s_per_item"] = r["cpu_seconds"] / r["items"]
     print(f"{'':26}{'items/s':>9}{'tokens/s':>10}{'seconds':>9}{'process s':>11}{'peak RSS':>10}"
-          + (f"{'peak CUDA':>11}" if cuda else "") + "  load avg (1 min)")
+          + (f"{'peak CUDA':>11}" if cuda else "") + f"{'CPU s/item':>12}  load avg (1 min)")
     for name, r in (("per-item HF generate loop", naive), ("connote generate()", ours)):
         print(f"{name:26}{r['items_per_s']:9.3f}{r['tokens_per_s']:10.1f}{r['seconds']:9.2f}"
               f"{r['shell_seconds']:11.2f}{gb(r['peak_rss']):>10}" + (f"{gb(r['peak_cuda']):>11}" if cuda else "")
-              + f"  {r['load_average'][0]:.2f} -> {r['load_average'][1]:.2f}")
+              + f"{r['cpu_s_per_item']:12.3f}  {r['load_average'][0]:.2f} -> {r['load_average'][1]:.2f}")
     ratio = ours["items_per_s"] / naive["items_per_s"]
     mem = ours["peak_rss"] / naive["peak_rss"]
+    cpu_ratio = naive["cpu_s_per_item"] / ours["cpu_s_per_item"]
     print(f"{'ratio (connote/loop)':26}{ratio:8.2f}x{'':28}{mem:9.2f}x"
-          + (f"{ours['peak_cuda'] / naive['peak_cuda']:10.2f}x" if cuda else ""))
+          + (f"{ours['peak_cuda'] / naive['peak_cuda']:10.2f}x" if cuda else "") + f"{cpu_ratio:11.2f}x")
+    print("(CPU s/item: the process's user + system CPU time per item; with one torch thread it is the figure "
+          "least disturbed by other jobs on a shared machine)")
     same = sum(a == b for a, b in zip(naive["texts"], ours["texts"]))
     print(f"outputs identical: {same}/{len(naive['texts'])}; {naive['tokens']} new tokens (counted in the loop's "
           f"ids, up to each end-of-sequence); first output: {naive['texts'][0][:80]!r}")
-    return {"speedup": ratio, "peak_rss_ratio": mem, "identical": same, "items": len(naive["texts"]),
+    return {"speedup": ratio, "cpu_speedup": cpu_ratio, "peak_rss_ratio": mem, "identical": same,
+            "items": len(naive["texts"]),
             "naive": {k: v for k, v in naive.items() if k != "texts"},
             "connote": {k: v for k, v in ours.items() if k != "texts"},
             "mismatches": [[a, b] for a, b in zip(naive["texts"], ours["texts"]) if a != b][:3]}
