@@ -273,7 +273,8 @@ def compare(model: str, naive: dict[str, Any], ours: dict[str, Any], args: argpa
     n_tokens = args.max_new_tokens or DEFAULT_TOKENS[model]
     what = "story for 5 photos (hf-vlm)" if model == "vlm" else "metaphor caption of 6 frames (git-llava)"
     print(f"\n{model}: {args.size} random-init model, {what}; {args.items} items, greedy, "
-          f"max {n_tokens} new tokens, connote in the task's batches of {args.batch or TASK_BATCH[model]}, "
+          f"max {n_tokens} new tokens, connote in generate() calls of {args.batch or TASK_BATCH[model]} "
+          f"(the task's: {TASK_BATCH[model]}){' with ' + ', '.join(args.option) if args.option else ''}, "
           f"device {args.device}, dtype {ours['dtype']}, torch threads {ours['torch_threads']}")
     ours["tokens"] = naive["tokens"]  # the loop counts ids; identical outputs have the same count
     for r in (naive, ours):
