@@ -108,8 +108,8 @@ def make_tiny_llava(folder: str | Path, words: Iterable[str] = (), *, hidden: in
         num_additional_image_tokens=1, chat_template=template, image_token="<image>")
     torch.manual_seed(seed)
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(**{"hidden_size": hidden, "intermediate_size": 2 * hidden, "num_hidden_layers": 2,
-                                          "num_attention_heads": 4, "image_size": image_size,
+        vision_config=CLIPVisionConfig(**{"hidden_size": hidden, "intermediate_size": 2 * hidden,
+                                          "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size,
                                           "patch_size": patch_size or image_size // 2, **(vision or {})}),
         text_config=LlamaConfig(**{"vocab_size": len(vocab), "hidden_size": hidden, "intermediate_size": 2 * hidden,
                                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -7,7 +7,9 @@ p(match) comes from the answer token's log-probabilities when the server returns
 and 408/409/429/5xx/connection failures are retried with exponential back-off (``Retry-After`` honoured
 up to ``max_retry_after`` seconds; every request has an overall ``deadline``), through the ``openai``
 package (:mod:`connote.models.chat_client`); a pair that still fails is returned as an error, recorded
-with its item, and retried on rerun.
+with its item, and retried on rerun. Requests in flight follow the server's answers (``adaptive``, the
+default: AIMD from 429/503, Retry-After held for every thread, starting at ``concurrency`` and capped by
+``max_concurrency``; ``adaptive=false`` keeps a fixed pool of ``concurrency``): :mod:`connote.models.concurrency`.
 """
 
 from __future__ import annotations
