@@ -106,6 +106,8 @@ def build_git_llava(size: str, folder: Path) -> Path:
     git_dir, llm_dir = make_tiny_sources(folder / "sources", WORDS, hidden=p["hidden"] if small else 32,
                                          image_size=p["image"] if small else 32, llm_layers=p["layers"] if small else 2)
     if not small:  # GIT-large video (ViT-L/14 at 224 px) + TinyLlama-1.1B's shape, the tiny vocabularies
+        for old in [*git_dir.glob("*.safetensors*"), *llm_dir.glob("*.safetensors*")]:
+            old.unlink()  # the tiny weights, so that a sharded save is not shadowed by them
         proc = AutoProcessor.from_pretrained(git_dir)
         GitProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 224},
                                                         crop_size={"height": 224, "width": 224}),
