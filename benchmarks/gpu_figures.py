@@ -13,6 +13,10 @@ downloaded: every model is real size, built from its config with random weights,
   figures are copied into the table); skipped, and said so, when it is not.
 * ``train``: ``benchmarks/train_throughput.py --size real``: GIT-LLaVA stage-2 step time and MFU
   with a GIT-large captioner and a TinyLlama-1.1B-shaped random LLM.
+* ``generate``: ``benchmarks/generation.py --size real``: the per-item Hugging Face ``generate`` loop vs
+  connote's ``generate()`` (bf16) for a LLaVA-shaped chat VLM over 5 photos and GIT-LLaVA over 6 frames,
+  items/s, tokens/s and peak memory, outputs identical; then the chat VLM with ``cache=static``
+  (transformers compiles the decoding step with ``torch.compile``).
 
 Writes ``figures.json`` and ``figures.md`` (a table) under ``--out`` and prints the table.
 ``--dry-run`` builds every config on the meta device (no memory, no GPU) and prints the plan with
@@ -48,7 +52,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
-SECTIONS = ("probe", "explain", "train")
+SECTIONS = ("probe", "explain", "train", "generate")
 PROBE_MODELS = ("blip-base", "blip2", "clip-l")
 #: Dense bf16 tensor-core peak (TFLOP/s) by device name; ``--peak-tflops`` for others.
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0,
@@ -175,6 +179,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
                         "command": train_command(args, Path(args.out) / "train.json")}
     if "explain" in args.only:
         out["explain"] = {"command": explain_command(args, Path(args.out) / "explain.json")}
+    if "generate" in args.only:
+        out["generate"] = {"commands": generate_commands(args, Path(args.out))}
     return out
 
 
@@ -320,17 +326,23 @@ def explain_command(args: argparse.Namespace, json_path: Path) -> list[str]:
             "--dtype", dtypes, "--json", str(json_path)]
 
 
-def explain_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
-    json_path = Path(args.out) / "explain.json"
-    cmd = explain_command(args, json_path)
+def script_section(name: str, cmd: list[str], json_path: Path, timeout: float, log: Any,
+                   figures_on: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """Run one benchmark script; its exit status, time, output tail and (when it wrote them and exited with one
+    of ``figures_on``) its JSON figures."""
     t = time.perf_counter()
-    rc, stdout = run_script(cmd, args.explain_timeout, log)
+    rc, stdout = run_script(cmd, timeout, log)
     result: dict[str, Any] = {"command": " ".join(cmd[1:]), "exit": rc, "seconds": time.perf_counter() - t,
                               "output_tail": stdout[-3000:]}
-    if rc == 0 and json_path.is_file():
+    if rc in figures_on and json_path.is_file():
         result["figures"] = json.loads(json_path.read_text())
-    log(f"explain: exit {rc}, {result['seconds']:.0f} s")
+    log(f"{name}: exit {rc}, {result['seconds']:.0f} s")
     return result
+
+
+def explain_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    json_path = Path(args.out) / "explain.json"
+    return script_section("explain", explain_command(args, json_path), json_path, args.explain_timeout, log)
 
 
 def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
@@ -342,16 +354,28 @@ def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
 
 def train_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     json_path = Path(args.out) / "train.json"
-    cmd = train_command(args, json_path)
-    t = time.perf_counter()
-    rc, stdout = run_script(cmd, args.train_timeout, log)
-    result: dict[str, Any] = {"command": " ".join(cmd[1:]), "exit": rc, "seconds": time.perf_counter() - t}
-    if rc == 0 and json_path.is_file():
-        result["figures"] = json.loads(json_path.read_text())
-    else:
-        result["output_tail"] = stdout[-3000:]
-    log(f"train: exit {rc}, {result['seconds']:.0f} s")
-    return result
+    return script_section("train", train_command(args, json_path), json_path, args.train_timeout, log)
+
+
+def generate_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
+    """``generation.py``: the per-item HF loop vs connote's generate() for both generators (dynamic KV cache),
+    and on CUDA the chat VLM again with ``cache=static`` (transformers then compiles the decoding step)."""
+    size = ["--size", "tiny", "--items", "2", "--max-new-tokens", "8"] if args.smoke else \
+        ["--size", "real", "--items", str(args.generate_items)]
+    base = [sys.executable, str(BENCH / "generation.py"), *size, "--device", args.device, "--dtype", args.dtype]
+    runs = {"dynamic": [*base, "--json", str(out / "generate.json")]}
+    if args.device.startswith("cuda"):
+        runs["static"] = [*base, "--only", "vlm", "--option", "cache=static", "--json",
+                          str(out / "generate-static.json")]
+    return runs
+
+
+def generate_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    runs = generate_commands(args, Path(args.out))
+    # exit 1: some output differed from the loop's (bf16 on a GPU may flip a near-tie); the table says how many
+    return {name: script_section(f"generate ({name} cache)", cmd, Path(cmd[-1]), args.generate_timeout, log,
+                                 figures_on=(0, 1))
+            for name, cmd in runs.items()}
 
 
 def gib(value: float | None) -> str:
@@ -404,6 +428,25 @@ def table(figures: dict[str, Any]) -> str:
                          f"batch {f['batch']}, {f['llm_tokens_per_step']} LLM tokens/step")
         else:
             lines.append(f"GIT-LLaVA training: exit {t['exit']} (see figures.json)")
+    if "generate" in figures:
+        lines += ["", "| generation | cache | items | loop items/s | connote items/s | ratio | loop tokens/s | "
+                  "connote tokens/s | peak GiB (loop / connote) | identical |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+        for cache, run in figures["generate"].items():
+            f = run.get("figures")
+            if not f:
+                lines.append(f"| exit {run['exit']} | {cache} | | | | | | | | (see figures.json) |")
+                continue
+            for model in ("vlm", "git-llava"):
+                if model not in f:
+                    continue
+                r = f[model]
+                n, c = r["naive"], r["connote"]
+                mem = (f"{n['peak_cuda'] / 2**30:.1f} / {c['peak_cuda'] / 2**30:.1f}" if "peak_cuda" in c else
+                       f"{n['peak_rss'] / 2**30:.1f} / {c['peak_rss'] / 2**30:.1f} (RSS)")
+                lines.append(f"| {model} | {cache} | {r['items']} | {n['items_per_s']:.2f} | {c['items_per_s']:.2f} | "
+                             f"{r['speedup']:.1f}x | {n['tokens_per_s']:.0f} | {c['tokens_per_s']:.0f} | {mem} | "
+                             f"{r['identical']}/{r['items']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -419,6 +462,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--train-steps", type=int, default=None, help="timed training steps (5; smoke 1)")
     ap.add_argument("--train-timeout", type=float, default=180.0)
     ap.add_argument("--explain-timeout", type=float, default=240.0)
+    ap.add_argument("--generate-items", type=int, default=16, help="stories / videos per generation side (16)")
+    ap.add_argument("--generate-timeout", type=float, default=300.0)
     ap.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 peak when the GPU is not in the table")
     ap.add_argument("--device", default=None, help="cuda (default), or cpu for --smoke")
     ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None,
@@ -434,7 +479,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name, (full, smoke) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, smoke if args.smoke else full)
-    for name in ("images", "captions_per_image", "naive_pairs", "train_batch", "train_steps"):
+    for name in ("images", "captions_per_image", "naive_pairs", "train_batch", "train_steps", "generate_items"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
     return args
@@ -473,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         figures["explain"] = explain_section(args, log)
     if "train" in args.only:
         figures["train"] = train_section(args, log)
+    if "generate" in args.only:
+        figures["generate"] = generate_section(args, log)
     figures["total_s"] = time.perf_counter() - started
     (args.out / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     text = table(figures)

@@ -33,8 +33,6 @@ import argparse
 import json
 import os
 import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +43,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from sides import peak_rss_bytes  # noqa: E402
 
 WORDS = ("a man woman child dog cat person sits begs prays stands holds cup street bench church car "
          "near on in at with the food floor red blue outside inside photo").split()
@@ -110,10 +110,6 @@ def make_pairs(n_images: int, per_image: int, seed: int = 0, *, size: tuple[int,
     return images, captions, pairs
 
 
-def peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
-
-
 def matmul_gflops(m: int = 1024, k: int | None = None, n: int | None = None, seconds: float = 1.5) -> float:
     """The machine's fp32 matmul rate with torch's current threads (best of repeated m x k @ k x n products)."""
     import torch
@@ -172,13 +168,9 @@ def run_connote(folder: Path, images, captions, pairs, device: str, options: dic
 def worker(args: argparse.Namespace) -> None:
     """Score every pair with one side and print a JSON line of its figures."""
     started = time.perf_counter()
-    import torch
-    from transformers.utils import logging as hf_logging
+    from sides import quiet, timed
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    quiet(args.threads)
     images, captions, pairs = make_pairs(args.images, args.captions_per_image)
     pairs = pairs[: args.pairs] if args.pairs else pairs
     options = dict(kv.split("=", 1) for kv in args.option)
@@ -189,25 +181,10 @@ def worker(args: argparse.Namespace) -> None:
     score([(0, 0), (0, 1)] if len(captions) > 1 else [(0, 0)])  # warm-up
     rss_loaded = peak_rss_bytes()
     cuda = args.device.startswith("cuda")
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    load_before = os.getloadavg()[0]
-    cpu_before = time.process_time()
-    t = time.perf_counter()
-    probs = score(pairs)
-    if cuda:
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - t
-    cpu_seconds = time.process_time() - cpu_before
-    load = (load_before, os.getloadavg()[0])
-    result: dict[str, Any] = {
-        "side": args.worker, "pairs": len(pairs), "seconds": seconds, "cpu_seconds": cpu_seconds,
-        "pairs_per_s": len(pairs) / seconds,
-        "peak_rss": peak_rss_bytes(), "rss_after_load": rss_loaded, "probs": probs,
-        "torch_threads": torch.get_num_threads(), "load_average": load}
-    if cuda:
-        result["peak_cuda"] = torch.cuda.max_memory_allocated()
+    probs, figures = timed(lambda: score(pairs), args.device)
+    result: dict[str, Any] = {"side": args.worker, "pairs": len(pairs), **figures,
+                              "pairs_per_s": len(pairs) / figures["seconds"], "rss_after_load": rss_loaded,
+                              "probs": probs}
     if args.worker == "connote":
         m = score.matcher  # type: ignore[attr-defined]
         result["dtype"] = str(m.dtype).replace("torch.", "")
@@ -233,11 +210,15 @@ def worker(args: argparse.Namespace) -> None:
         result["profile_table"] = events.table(sort_by="self_cpu_time_total", row_limit=15)
         result["profile_matmul_share"] = matmul / total if total else None
     result["process_seconds"] = time.perf_counter() - started
-    print("RESULT " + json.dumps(result))
+    from sides import report
+
+    report(result)
 
 
 def run_side(side: str, folder: Path, args: argparse.Namespace, pairs: int | None, count_flops: bool) -> dict:
-    cmd = [sys.executable, __file__, "--worker", side, "--folder", str(folder), "--device", args.device,
+    from sides import run_worker
+
+    cmd = [__file__, "--worker", side, "--folder", str(folder), "--device", args.device,
            "--images", str(args.images), "--captions-per-image", str(args.captions_per_image)]
     cmd += ["--pairs", str(pairs)] if pairs else []
     cmd += ["--threads", str(args.threads)] if args.threads else []
@@ -245,16 +226,7 @@ def run_side(side: str, folder: Path, args: argparse.Namespace, pairs: int | Non
     cmd += ["--profile"] if args.profile and side == "connote" else []
     for kv in args.option:
         cmd += ["--option", kv]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        sys.exit(f"the {side} side failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    result = json.loads(lines[-1][len("RESULT "):])
-    result["shell_seconds"] = wall
-    return result
+    return run_worker(cmd, f"{side} side")
 
 
 def gb(n: float) -> str:

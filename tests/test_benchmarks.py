@@ -48,6 +48,17 @@ def test_gpu_benchmark_explains_and_trains_at_real_size_on_the_gpu(tmp_path, cap
     assert plan["train"]["llm_params"] > 1_000_000_000  # a TinyLlama-1.1B-shaped LLM
 
 
+def test_gpu_benchmark_generates_at_real_size_with_and_without_a_static_cache(tmp_path, capsys):
+    gpu = _gpu_figures()
+    assert gpu.main(["--dry-run", "--only", "generate", "--out", str(tmp_path)]) == 0
+    runs = json.loads(capsys.readouterr().out)["generate"]["commands"]
+    assert set(runs) == {"dynamic", "static"}
+    for cmd in runs.values():
+        assert cmd[cmd.index("--size") + 1] == "real" and cmd[cmd.index("--device") + 1] == "cuda"
+        assert cmd[cmd.index("--dtype") + 1] == "bf16" and cmd[cmd.index("--items") + 1] == "16"
+    assert runs["static"][runs["static"].index("--option") + 1] == "cache=static"
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
 def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
     proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--out", str(tmp_path / "figs")], capture_output=True,
@@ -99,3 +110,12 @@ def test_gpu_benchmark_smoke_runs_every_section_on_the_cpu(tmp_path):
     assert steps["size"] == "small" and steps["device"] == "cpu"
     # the plain HF step and connote's train the same model on the same batch: the same first loss
     assert steps["connote"]["first_loss"] == pytest.approx(steps["plain_hf"]["first_loss"], abs=1e-2)
+    generate = figures["generate"]
+    assert set(generate) == {"dynamic"}  # the static-cache run is CUDA-only (compilation)
+    run = generate["dynamic"]
+    assert run["exit"] == 0, run["output_tail"]
+    for model in ("vlm", "git-llava"):
+        row = run["figures"][model]
+        # the per-item HF loop and connote's batched generate() write the same text for every item
+        assert row["identical"] == row["items"] == 2, row["mismatches"]
+        assert row["naive"]["tokens"] == row["connote"]["tokens"] > 0

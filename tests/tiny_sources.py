@@ -73,9 +73,11 @@ def make_tiny_sources(folder: str | Path, words: Iterable[str] = (), *, hidden: 
 
 
 def make_tiny_llava(folder: str | Path, words: Iterable[str] = (), *, hidden: int = 32, image_size: int = 32,
-                    seed: int = 0) -> Path:
+                    seed: int = 0, patch_size: int | None = None, vision: dict | None = None,
+                    text: dict | None = None, feature_layer: int = -1) -> Path:
     """Write a tiny random LLaVA (``LlavaForConditionalGeneration`` + ``LlavaProcessor`` with a chat
-    template) to ``folder``: a multi-image chat VLM loadable with ``AutoModelForImageTextToText``."""
+    template) to ``folder``: a multi-image chat VLM loadable with ``AutoModelForImageTextToText``.
+    ``vision`` and ``text`` override the CLIP vision and Llama config fields (benchmarks build larger ones)."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import (
@@ -102,16 +104,18 @@ def make_tiny_llava(folder: str | Path, words: Iterable[str] = (), *, hidden: in
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(size={"shortest_edge": image_size},
                                            crop_size={"height": image_size, "width": image_size}),
-        tokenizer=tokenizer, patch_size=image_size // 2, vision_feature_select_strategy="default",
+        tokenizer=tokenizer, patch_size=patch_size or image_size // 2, vision_feature_select_strategy="default",
         num_additional_image_tokens=1, chat_template=template, image_token="<image>")
     torch.manual_seed(seed)
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
-                                       num_attention_heads=4, image_size=image_size, patch_size=image_size // 2),
-        text_config=LlamaConfig(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
-                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                pad_token_id=0, bos_token_id=2, eos_token_id=3),
-        image_token_index=vocab["<image>"], vision_feature_layer=-1, vision_feature_select_strategy="default")
+        vision_config=CLIPVisionConfig(**{"hidden_size": hidden, "intermediate_size": 2 * hidden,
+                                          "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size,
+                                          "patch_size": patch_size or image_size // 2, **(vision or {})}),
+        text_config=LlamaConfig(**{"vocab_size": len(vocab), "hidden_size": hidden, "intermediate_size": 2 * hidden,
+                                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                   "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3, **(text or {})}),
+        image_token_index=vocab["<image>"], vision_feature_layer=feature_layer,
+        vision_feature_select_strategy="default")
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder

@@ -31,6 +31,7 @@ from typing import Any
 
 from PIL import Image
 
+from connote.models.concurrency import ConcurrencyLimit
 from connote.registry import require
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -84,7 +85,8 @@ class ChatClient:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = 5, backoff: float = 1.0,
-                 max_retry_after: float = DEFAULT_MAX_RETRY_AFTER, deadline: float = DEFAULT_DEADLINE) -> None:
+                 max_retry_after: float = DEFAULT_MAX_RETRY_AFTER, deadline: float = DEFAULT_DEADLINE,
+                 concurrency: ConcurrencyLimit | None = None) -> None:
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
@@ -97,6 +99,8 @@ class ChatClient:
         self._client = openai.OpenAI(api_key=self.api_key or "none", base_url=self.base_url, max_retries=0,
                                      timeout=self.timeout)
         self._openai = openai
+        #: requests in flight across the threads that share this client (connote.models.concurrency)
+        self.concurrency = concurrency or ConcurrencyLimit(adaptive=False)
 
     def _attempt(self, body: dict[str, Any], end: float) -> bytes:
         """One HTTP request; the body read chunk by chunk against the deadline ``end``."""
@@ -114,6 +118,21 @@ class ChatClient:
                     raise _DeadlinePassed
         return b"".join(chunks)
 
+    def _send(self, body: dict[str, Any], end: float) -> bytes:
+        """:meth:`_attempt` in a slot of :attr:`concurrency`, which hears what the server answered."""
+        started = self.concurrency.acquire(end)
+        status, asked, failed = None, None, False
+        try:
+            return self._attempt(body, end)
+        except self._openai.APIStatusError as exc:
+            status, asked = exc.status_code, retry_after_seconds(getattr(exc.response, "headers", None))
+            raise
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            self.concurrency.release(started, status=status, retry_after=asked, failed=failed)
+
     def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
         """POST ``/chat/completions`` with ``model``, ``messages`` and ``params``; the response as a dict.
 
@@ -127,7 +146,7 @@ class ChatClient:
         for attempt in range(self.max_retries + 1):
             wait = self.backoff * (2 ** attempt) * (1 + 0.1 * random.random())
             try:
-                raw = self._attempt(body, end)
+                raw = self._send(body, end)
                 answer = json.loads(raw.decode("utf-8"))
                 if isinstance(answer, dict):
                     return answer

@@ -12,7 +12,7 @@ from typing import Any
 
 from connote.errors import InputError
 from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.protocols import GenerationRequest
+from connote.models.protocols import GenerationRequest, greedy_batches
 
 
 class GitLlavaGenerator:
@@ -70,27 +70,28 @@ class GitLlavaGenerator:
                 "llm": llm, "model": dict(vars(self.model.cfg)), "dtype": str(self.model.projector[0].weight.dtype)}
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """Greedy requests in batches of ``batch_size``, grouped by ``max_new_tokens`` and sorted by prompt
+        (so a batch's rows have the same length and need no padding when the prompts agree); each video's
+        frames are encoded once, in one GIT pass per batch. Sampled requests go one at a time, each seeded."""
         import torch
 
         c = self.model.cfg
-        out: list[str] = []
-        for i in range(0, len(requests), self.batch_size):
-            chunk = requests[i:i + self.batch_size]
-            pvs = []
-            for req in chunk:
-                frames = list(req.images)
-                if len(frames) != c.clips * c.frames_per_clip:
-                    raise ValueError(f"GIT-LLaVA wants {c.clips} x {c.frames_per_clip} frames, got {len(frames)}")
-                clips = [frames[j * c.frames_per_clip:(j + 1) * c.frames_per_clip] for j in range(c.clips)]
-                pvs.append(self.model.pixel_values(clips))
-            prompts = [req.prompt or c.prompt for req in chunk]
-            if any(r.temperature > 0 for r in chunk):  # sampled: one request at a time, each with its seed
-                for req, pv, prompt in zip(chunk, pvs, prompts):
-                    out.extend(self.model.generate(pv[None], [prompt], max_new_tokens=req.max_new_tokens,
-                                                   **req.sampling()))
-                continue
-            out.extend(self.model.generate(torch.stack(pvs), prompts,
-                                           max_new_tokens=max(r.max_new_tokens for r in chunk)))
+        out: list[Any] = [None] * len(requests)
+        pvs = []
+        for req in requests:
+            frames = list(req.images)
+            if len(frames) != c.clips * c.frames_per_clip:
+                raise ValueError(f"GIT-LLaVA wants {c.clips} x {c.frames_per_clip} frames, got {len(frames)}")
+            clips = [frames[j * c.frames_per_clip:(j + 1) * c.frames_per_clip] for j in range(c.clips)]
+            pvs.append(self.model.pixel_values(clips))
+        prompts = [req.prompt or c.prompt for req in requests]
+        for i, req in enumerate(requests):
+            if req.temperature > 0:  # sampled: one request at a time, each with its seed
+                out[i] = self.model.generate(pvs[i][None], [prompts[i]], max_new_tokens=req.max_new_tokens,
+                                             **req.sampling())[0]
+        for chunk in greedy_batches(requests, lambda i: (len(prompts[i]), prompts[i]), self.batch_size):
+            texts = self.model.generate(torch.stack([pvs[i] for i in chunk]), [prompts[i] for i in chunk],
+                                        max_new_tokens=requests[chunk[0]].max_new_tokens)
+            for i, text in zip(chunk, texts):
+                out[i] = text
         return out
-
-

@@ -8,6 +8,7 @@ so they get Pearson correlations with human votes too.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from PIL import Image
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.hf_itm import weights_identity
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
+from connote.models.protocols import greedy_batches
 from connote.registry import require
 
 
@@ -120,19 +122,25 @@ class ChatVlm(YesNoVlmMatcher):
     For generation, the images go into one user turn as that many images (``frames_as=images``: any
     multi-image chat VLM — LLaVA, LLaVA-OneVision, Idefics, Qwen-VL) or, with ``frames_as=video``, as one
     video (``videos=[frames]``: Video-LLaVA, LLaVA-NeXT-Video, Qwen2-VL; transformers' video processors
-    need torchvision). Decoding is greedy. ``generation_prompt`` overrides the task's prompt.
+    need torchvision). Decoding is greedy. ``generation_prompt`` overrides the task's prompt. Requests
+    are generated ``batch_size`` at a time, left-padded; ``cache=static`` uses transformers' static KV
+    cache, with which transformers also compiles the decoding step (``torch.compile``) on CUDA.
     """
 
     backend = "hf-vlm"
 
     def __init__(self, weights: str | None = None, *, frames: int | str = 8, frames_as: str = "images",
-                 max_new_tokens: int | str | None = None, generation_prompt: str | None = None, **options: Any) -> None:
+                 max_new_tokens: int | str | None = None, generation_prompt: str | None = None,
+                 cache: str = "dynamic", **options: Any) -> None:
         if frames_as not in ("video", "images"):
             raise ValueError(f"frames_as must be video or images, not {frames_as!r}")
+        if cache not in ("dynamic", "static"):
+            raise ValueError(f"cache must be dynamic or static, not {cache!r}")
         super().__init__(weights, **options)
         self.frames, self.frames_as = int(frames), frames_as
         self.max_new_tokens = int(max_new_tokens) if max_new_tokens else None
         self.generation_prompt = generation_prompt
+        self.cache = cache
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> ChatVlm:
@@ -147,33 +155,62 @@ class ChatVlm(YesNoVlmMatcher):
         d.update({"frames": self.frames, "frames_as": self.frames_as, "max_new_tokens": self.max_new_tokens,
                   "generation_prompt_sha": hashlib.sha256(self.generation_prompt.encode()).hexdigest()[:12]
                   if self.generation_prompt else None, "decoding": "greedy"})
+        if self.cache != "dynamic":
+            d["cache"] = self.cache
         return d
 
-    def generate(self, requests: Sequence[Any]) -> list[str]:
+    def _conversation(self, req: Any) -> tuple[str, list[Image.Image]]:
+        frames = [im.convert("RGB") for im in req.images]
+        if not frames:
+            raise ValueError("a chat VLM needs at least one image")
+        prompt = self.generation_prompt or req.prompt or ""
+        visual = [{"type": "video"}] if self.frames_as == "video" else [{"type": "image"}] * len(frames)
+        messages = [{"role": "user", "content": [*visual, {"type": "text", "text": prompt}]}]
+        return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), frames
+
+    def _generate_batch(self, convs: Sequence[tuple[str, list[Image.Image]]], max_new_tokens: int,
+                        sampling: dict[str, Any]) -> list[str]:
+        """One ``generate`` call for several conversations, left-padded to the longest prompt."""
         import numpy as np
 
         torch = self.torch
-        out = []
-        for req in requests:
-            frames = [im.convert("RGB") for im in req.images]
-            if not frames:
-                raise ValueError("a chat VLM needs at least one image")
-            prompt = self.generation_prompt or req.prompt or ""
-            visual = [{"type": "video"}] if self.frames_as == "video" else [{"type": "image"}] * len(frames)
-            messages = [{"role": "user", "content": [*visual, {"type": "text", "text": prompt}]}]
-            text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            if self.frames_as == "video":
-                inputs = self.processor(text=[text], videos=[np.stack([np.asarray(im) for im in frames])],
-                                        return_tensors="pt")
-            else:
-                inputs = self.processor(text=[text], images=[frames], return_tensors="pt")
-            inputs = inputs.to(self.device)
-            for k, v in inputs.items():
-                if torch.is_floating_point(v) and self.dtype != torch.float32:
-                    inputs[k] = v.to(self.dtype)
-            with torch.inference_mode():
-                ids = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens or req.max_new_tokens,
-                                          **req.sampling())
-            new = ids[0, inputs["input_ids"].shape[1]:]
-            out.append(self.processor.decode(new, skip_special_tokens=True).strip())
+        texts = [text for text, _ in convs]
+        if self.frames_as == "video":
+            inputs = self.processor(text=texts, videos=[np.stack([np.asarray(im) for im in f]) for _, f in convs],
+                                    padding=True, return_tensors="pt")
+        else:
+            inputs = self.processor(text=texts, images=[f for _, f in convs], padding=True, return_tensors="pt")
+        inputs = inputs.to(self.device)
+        for k, v in inputs.items():
+            if torch.is_floating_point(v) and self.dtype != torch.float32:
+                inputs[k] = v.to(self.dtype)
+        extra = {"cache_implementation": "static"} if self.cache == "static" else {}
+        with torch.inference_mode():
+            ids = self.model.generate(**inputs, max_new_tokens=max_new_tokens, **sampling, **extra)
+        new = ids[:, inputs["input_ids"].shape[1]:]
+        return [t.strip() for t in self.processor.batch_decode(new, skip_special_tokens=True)]
+
+    def generate(self, requests: Sequence[Any]) -> list[str]:
+        """Greedy requests go in batches of ``batch_size``: sorted by prompt length (images, tokens), so a
+        batch pads little, and split where ``max_new_tokens`` changes. The images of a request are encoded
+        once, in the prefill; the decoding steps reuse the KV cache. Sampled requests go one at a time,
+        each seeded, so a sample does not depend on its batch."""
+        if self.max_new_tokens:  # the spec's limit overrides the task's
+            requests = [dataclasses.replace(r, max_new_tokens=self.max_new_tokens) for r in requests]
+        out: list[Any] = [None] * len(requests)
+        convs = [self._conversation(req) for req in requests]
+        for i, req in enumerate(requests):
+            if req.temperature > 0:
+                out[i] = self._generate_batch([convs[i]], req.max_new_tokens, req.sampling())[0]
+        tok = self.processor.tokenizer
+
+        def length(i: int) -> tuple[Any, ...]:
+            text, frames = convs[i]
+            return len(frames), tuple(im.size for im in frames), len(tok(text, add_special_tokens=False).input_ids)
+
+        for chunk in greedy_batches(requests, length, self.batch_size):
+            texts = self._generate_batch([convs[i] for i in chunk], requests[chunk[0]].max_new_tokens,
+                                         {"do_sample": False})
+            for i, text in zip(chunk, texts):
+                out[i] = text
         return out

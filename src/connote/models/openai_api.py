@@ -7,7 +7,9 @@ p(match) comes from the answer token's log-probabilities when the server returns
 and 408/409/429/5xx/connection failures are retried with exponential back-off (``Retry-After`` honoured
 up to ``max_retry_after`` seconds; every request has an overall ``deadline``), through the ``openai``
 package (:mod:`connote.models.chat_client`); a pair that still fails is returned as an error, recorded
-with its item, and retried on rerun.
+with its item, and retried on rerun. Requests in flight follow the server's answers (``adaptive``, the
+default: AIMD from 429/503, Retry-After held for every thread, starting at ``concurrency`` and capped by
+``max_concurrency``; ``adaptive=false`` keeps a fixed pool of ``concurrency``): :mod:`connote.models.concurrency`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from PIL import Image
 
 from connote.models.chat_client import ApiError, ChatClient, image_data_url
+from connote.models.concurrency import ConcurrencyLimit
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, NO_WORDS, YES_WORDS, match_prompt
 
 __all__ = ["ApiError", "ChatClient", "OpenAIChat", "OpenAIMatcher", "image_data_url", "yes_probability"]
@@ -55,11 +58,14 @@ class OpenAIMatcher:
     def __init__(self, model: str | None = None, *, prompt: str = MATCH_PROMPT, concurrency: int | str = 4,
                  timeout: float | str = 60.0, max_retries: int | str = 5, backoff: float | str = 1.0,
                  base_url: str | None = None, top_logprobs: int | str = 10, max_retry_after: float | str = 60.0,
-                 deadline: float | str = 120.0) -> None:
+                 deadline: float | str = 120.0, adaptive: bool | str = True, max_concurrency: int | str = 32,
+                 latency_factor: float | str = 3.0) -> None:
+        limit = ConcurrencyLimit(int(concurrency), int(max_concurrency), str(adaptive).lower() in ("1", "true", "yes"),
+                                 float(latency_factor))
         self.client = ChatClient(model or "gpt-4o", base_url=base_url, timeout=float(timeout),
                                  max_retries=int(max_retries), backoff=float(backoff),
-                                 max_retry_after=float(max_retry_after), deadline=float(deadline))
-        self.prompt, self.concurrency, self.top_logprobs = prompt, int(concurrency), int(top_logprobs)
+                                 max_retry_after=float(max_retry_after), deadline=float(deadline), concurrency=limit)
+        self.prompt, self.top_logprobs = prompt, int(top_logprobs)
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> OpenAIMatcher:
@@ -84,8 +90,12 @@ class OpenAIMatcher:
 
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float | Exception]:
-        with ThreadPoolExecutor(max(1, self.concurrency)) as pool:
+        with ThreadPoolExecutor(self._threads(len(pairs))) as pool:
             return list(pool.map(lambda p: self._one(images[p[0]], captions[p[1]]), pairs))
+
+    def _threads(self, n: int) -> int:
+        """Threads for ``n`` requests: enough for the concurrency limit's highest value (it gates the sends)."""
+        return max(1, min(n, self.client.concurrency.pool_size))
 
 
 class OpenAIChat(OpenAIMatcher):
@@ -137,5 +147,5 @@ class OpenAIChat(OpenAIMatcher):
                 return ApiError(f"API error: {exc}")
 
         # a request that failed is returned in its place, so only it is recorded as an error
-        with ThreadPoolExecutor(max(1, self.concurrency)) as pool:
+        with ThreadPoolExecutor(self._threads(len(requests))) as pool:
             return list(pool.map(one, requests))  # type: ignore[arg-type]

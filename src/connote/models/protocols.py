@@ -64,6 +64,22 @@ class GenerationRequest:
         return {"do_sample": True, "temperature": float(self.temperature)}
 
 
+def greedy_batches(requests: Sequence[GenerationRequest], sort_key: Any, batch_size: int) -> list[list[int]]:
+    """Indices of the greedy requests in batches of at most ``batch_size`` for one ``generate`` call each:
+    sorted by ``(max_new_tokens, sort_key(i))`` (a prompt length, so a batch pads little) and split where
+    ``max_new_tokens`` changes, so no request gets more new tokens than it asked for."""
+    order = sorted((i for i, r in enumerate(requests) if r.temperature <= 0),
+                   key=lambda i: (requests[i].max_new_tokens, sort_key(i)))
+    batches: list[list[int]] = []
+    for i in order:
+        last = batches[-1] if batches else None
+        if last and len(last) < batch_size and requests[last[0]].max_new_tokens == requests[i].max_new_tokens:
+            last.append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
 @runtime_checkable
 class Generator(Protocol):
     """Answers: what text do these images (or frames) call for, given the prompt?

@@ -200,7 +200,10 @@ class GitLlava(nn.Module):
         flat = pixel_values.reshape(b * k, *pixel_values.shape[2:]).to(dev, dtype)
         if self.cfg.frames_per_clip == 1:
             flat = flat[:, 0]
-        out = self.captioner(input_ids=input_ids, pixel_values=flat, output_hidden_states=True)
+        # the base GitModel: the same hidden states as GitForCausalLM's, without the LM head's logits over
+        # every visual position (at GIT-large, 6 x 257 + 1 positions x a 30,522-word vocabulary per video)
+        git = getattr(self.captioner, "git", self.captioner)
+        out = git(input_ids=input_ids, pixel_values=flat, output_hidden_states=True)
         states = out.hidden_states[self.cfg.layer]
         return states.view(b, k, *states.shape[1:]).sum(dim=1)
 

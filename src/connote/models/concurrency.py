@@ -1,0 +1,127 @@
+"""How many requests an API backend keeps in flight, raised and lowered from the server's answers.
+
+``ConcurrencyLimit`` gates each HTTP attempt of a :class:`connote.models.chat_client.ChatClient`
+(every thread of a backend's pool takes a slot before it sends and gives it back with what the server
+said). With ``adaptive`` on it is AIMD, as TCP's congestion window:
+
+* **slow start**: until the server first throttles (or queues), each answered request adds one slot
+  (the limit doubles every round trip);
+* **additive increase**: after that, each answered request adds ``1 / limit`` (one more slot per round
+  of answers), up to ``ceiling``; within 10 % of the limit at which the server last throttled, a tenth
+  of that (the known edge is probed slowly, so throttled answers stay rare; past it, growth resumes);
+* **multiplicative decrease**: a throttled answer (HTTP 429, or 503: overloaded) cuts the limit by 30 %, at
+  most once per round trip (the many 429s of one burst count once), down to 1;
+* **Retry-After**: a throttled answer that says when to come back (``Retry-After`` / ``retry-after-ms``)
+  holds every new request of the client until then, not only the one that was told;
+* **latency**: while the answers' smoothed latency is over ``latency_factor`` x the fastest seen (the
+  server is queueing rather than refusing), the limit stops growing.
+
+With ``adaptive`` off it is a plain pool of ``start`` slots (the backends' behaviour before).
+The limit lives as long as the client, so it carries over from one batch of items to the next.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+#: Answers that say "too much": the limit is cut by ``DECREASE``.
+THROTTLE_STATUS = frozenset({429, 503})
+#: The multiplicative decrease (CUBIC's 0.7 rather than Reno's 0.5: a server's limit is a fixed rate, and the
+#: Retry-After hold already spaces the next sends, so a smaller cut keeps more of the limit).
+DECREASE = 0.7
+
+
+@dataclass
+class ConcurrencyLimit:
+    start: int = 4
+    ceiling: int = 32
+    adaptive: bool = True
+    latency_factor: float = 3.0
+    #: the limit (a float: it grows by fractions), requests in flight, and what was seen
+    limit: float = field(init=False)
+    in_flight: int = field(init=False, default=0)
+    answered: int = field(init=False, default=0)
+    throttled: int = field(init=False, default=0)
+    peak: int = field(init=False, default=0)
+    _paused_until: float = field(init=False, default=0.0)
+    _last_cut: float = field(init=False, default=float("-inf"))
+    _fastest: float | None = field(init=False, default=None)
+    _smoothed: float | None = field(init=False, default=None)
+    _slow_start: bool = field(init=False, default=True)
+    _edge: float = field(init=False, default=float("inf"))
+
+    def __post_init__(self) -> None:
+        if self.start < 1 or self.ceiling < 1:
+            raise ValueError(f"concurrency and max_concurrency must be at least 1, not {self.start} and {self.ceiling}")
+        if self.latency_factor < 0:
+            raise ValueError(f"latency_factor must be >= 0 (0: latency is not watched), not {self.latency_factor}")
+        self.ceiling = max(self.ceiling, self.start) if not self.adaptive else self.ceiling
+        self.limit = float(min(self.start, self.ceiling))
+        self._cond = threading.Condition()
+
+    @property
+    def pool_size(self) -> int:
+        """Threads a backend needs to reach the limit's highest value."""
+        return self.ceiling if self.adaptive else self.start
+
+    def acquire(self, end: float | None = None) -> float:
+        """Wait for a slot (and for any Retry-After hold to pass); returns the start time for :meth:`release`.
+
+        Waits at most until ``end`` (a ``time.monotonic`` deadline) and then goes ahead, so that the
+        request's own deadline ends it with its usual message."""
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if end is not None and now >= end:
+                    break
+                wait = self._paused_until - now if self.adaptive else 0.0
+                if wait <= 0 and self.in_flight < int(self.limit):
+                    break
+                timeout = wait if wait > 0 else None
+                if end is not None:
+                    timeout = min(timeout if timeout is not None else end - now, end - now)
+                self._cond.wait(timeout)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            return time.monotonic()
+
+    def release(self, started: float, *, status: int | None = None, retry_after: float | None = None,
+                failed: bool = False) -> None:
+        """Give the slot back with the attempt's HTTP status (None: answered) or ``failed`` (no HTTP answer:
+        a timeout or a refused connection, which neither raises nor lowers the limit)."""
+        with self._cond:
+            self.in_flight -= 1
+            now = time.monotonic()
+            latency = now - started
+            if status in THROTTLE_STATUS:
+                self.throttled += 1
+                if self.adaptive:
+                    if retry_after:
+                        self._paused_until = max(self._paused_until, now + retry_after)
+                    round_trip = self._fastest if self._fastest is not None else latency
+                    self._slow_start = False
+                    if now - self._last_cut >= round_trip:
+                        self._edge = self.limit
+                        self.limit = max(1.0, self.limit * DECREASE)
+                        self._last_cut = now
+            elif status is None and not failed:
+                self.answered += 1
+                if self.adaptive:
+                    self._fastest = latency if self._fastest is None else min(self._fastest, latency)
+                    self._smoothed = latency if self._smoothed is None else 0.8 * self._smoothed + 0.2 * latency
+                    queueing = self.latency_factor > 0 and self._smoothed > self.latency_factor * self._fastest
+                    if queueing:
+                        self._slow_start = False
+                    else:
+                        step = 1.0 if self._slow_start else 1 / self.limit
+                        if 0.9 * self._edge <= self.limit <= 1.1 * self._edge:
+                            step /= 10
+                        self.limit = min(float(self.ceiling), self.limit + step)
+            self._cond.notify_all()
+
+    def stats(self) -> dict[str, float | int]:
+        with self._cond:
+            return {"limit": round(self.limit, 2), "peak_in_flight": self.peak, "answered": self.answered,
+                    "throttled": self.throttled}
