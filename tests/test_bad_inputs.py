@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from connote.cli import main
@@ -46,6 +47,56 @@ def deep_json(levels: int = 100_000) -> str:
 
 def case(build: Build, expect: str, id: str) -> object:  # noqa: A002 - pytest's name
     return pytest.param(build, expect, id=id)
+
+
+SIS_TRAIN = json.dumps({"images": [], "albums": [], "annotations": [[{
+    "album_id": "1", "photo_flickr_id": f"p{k}", "storylet_id": str(k), "story_id": "s1",
+    "worker_arranged_photo_order": k, "text": "we went .", "original_text": "We went."}] for k in range(5)]})
+
+
+def story_train(t: Path, *extra: str, features: dict | None = None) -> list[str]:
+    """``connote story train`` on a one-story SIS file and a features .npz (by default one finite vector a photo)."""
+    import numpy as np
+
+    feats = features if features is not None else {f"p{k}": np.ones(4, np.float32) for k in range(5)}
+    np.savez(t / "f.npz", **feats)
+    return ["story", "train", "--sis", str(write(t, "sis.json", SIS_TRAIN)), "--features", str(t / "f.npz"),
+            "--out", str(t / "model"), "--no-progress", *extra]
+
+
+def vist_score(t: Path, stories: list[tuple[list[str], object]], gold: list[tuple[list[str], str]]) -> list[str]:
+    def sub(entries: list) -> str:
+        return json.dumps({"output_stories": [{"album_id": "1", "photo_sequence": seq, "story_text_normalized": text}
+                                              for seq, text in entries]})
+    return ["vist", "score", str(write(t, "sub.json", sub(stories))), "--gold", str(write(t, "gold.json", sub(gold))),
+            "--n-boot", "0"]
+
+
+def caption_run(t: Path, *extra: str) -> list[str]:
+    """A sample-set caption run (``metaphor caption`` without --videos) into t/run, then ``extra`` args."""
+    assert main(["metaphor", "caption", "--out", str(t / "run"), "-q"]) == 0
+    return list(extra)
+
+
+def cut_captions(t: Path) -> list[str]:
+    caption_run(t)
+    captions = t / "run" / "captions.jsonl"
+    data = captions.read_bytes()
+    captions.write_bytes(data[: data.index(b"\n") + 12])  # the second line cut after 11 bytes
+    return ["metaphor", "score", str(t / "run"), "--bootstrap", "0"]
+
+
+def saved_df(t: Path, n_documents: object, count: object) -> Path:
+    return write(t, "df.json", json.dumps({"n_documents": n_documents, "source": "x", "df": [["a", 1, count]]}))
+
+
+SCORE_FILES = ("--hyp", "{tmp}/h.json", "--ref", "{tmp}/r.json")
+
+
+def score(t: Path, *extra: str) -> list[str]:
+    write(t, "h.json", '{"a": "a cat"}')
+    write(t, "r.json", '{"a": ["a cat sat"]}')
+    return ["score", *(a.replace("{tmp}", str(t)) for a in SCORE_FILES), *extra]
 
 
 CASES = [
@@ -120,6 +171,57 @@ CASES = [
                     "--gold", str(write(t, "gold.json", json.dumps({"output_stories": [
                         {"album_id": "1", "photo_sequence": ["a", "b"], "story_text_normalized": ""}]})))],
          "no gold stories", id="vist-gold-without-stories"),
+    # ---- duplicate JSON keys (connote.data.jsonio): the last value silently won before
+    case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a cat", "a": "a dog"}')),
+                    "--ref", str(write(t, "r.json", '{"a": ["a cat"]}'))],
+         "h.json: duplicate key(s) 'a' in one JSON object", id="score-duplicate-keys"),
+    # ---- CIDEr document frequencies of --df-corpus
+    case(lambda t: score(t, "--df-corpus", str(saved_df(t, 2, float("nan")))),
+         "df.json: document frequency of 'a' is nan", id="score-df-corpus-nan"),
+    case(lambda t: score(t, "--df-corpus", str(saved_df(t, 2, -3))),
+         "df.json: document frequency of 'a' is -3.0", id="score-df-corpus-negative"),
+    case(lambda t: score(t, "--df-corpus", str(saved_df(t, float("nan"), 1))),
+         "df.json: n_documents must be a whole number >= 1, got nan", id="score-df-corpus-nan-documents"),
+    # ---- VIST scoring: nothing scored is no METEOR 0.0000
+    case(lambda t: vist_score(t, [(["x1", "x2"], "we went .")], [(["a", "b"], "we went home .")]),
+         "sub.json: no story was scored (1 sequences: 1 missing", id="vist-score-nothing-scored"),
+    case(lambda t: vist_score(t, [(["a", "b"], 5)], [(["a", "b"], "we went home .")]),
+         "no story was scored (1 sequences: 0 missing, 1 failed", id="vist-score-story-is-a-number"),
+    # ---- numeric and folder options
+    case(lambda t: ["story", "generate", "--out", str(t / "run"), "--limit", "-1", "--no-progress"],
+         "--limit must be at least 1, got -1", id="story-generate-limit-negative"),
+    case(lambda t: ["story", "generate", "--out", str(t / "run"), "--limit", "0", "--no-progress"],
+         "--limit must be at least 1, got 0", id="story-generate-limit-zero"),
+    case(lambda t: story_train(t, "--steps", "0"), "--steps must be at least 1, got 0", id="story-train-steps-0"),
+    case(lambda t: story_train(t, "--batch-size", "0"), "--batch-size must be at least 1, got 0",
+         id="story-train-batch-size-0"),
+    case(lambda t: story_train(t, "--lr", "nan"), "--lr must be a finite number above 0, got nan",
+         id="story-train-lr-nan"),
+    case(lambda t: story_train(t, features={"p0": np.full(4, np.nan, np.float32),
+                                            **{f"p{k}": np.ones(4, np.float32) for k in range(1, 5)}}),
+         "f.npz: photo p0: the feature vector holds NaN or infinite values", id="story-train-nan-features"),
+    case(lambda t: story_train(t, features={"p0": np.ones(3, np.float32),
+                                            **{f"p{k}": np.ones(4, np.float32) for k in range(1, 5)}}),
+         "f.npz: feature vectors of different lengths: 3 (photo p0) and 4 (photo p1)",
+         id="story-train-features-of-two-lengths"),
+    case(lambda t: ["vist", "split", str(write(t, "sis.json", SIS_TRAIN)), "--out", str(t / "o"),
+                    "--ratios", "-1,1,1"],
+         "--ratios must be three shares >= 0 (not all 0), got '-1,1,1'", id="vist-split-negative-ratio"),
+    case(lambda t: ["vist", "split", str(write(t, "sis.json", SIS_TRAIN)), "--out", str(write(t, "o.txt", "x"))],
+         "o.txt: --out names an existing file, expected a folder", id="vist-split-out-is-a-file"),
+    case(lambda t: ["story", "demo", "--out", str(write(t, "o.txt", "x"))],
+         "o.txt: --out names an existing file, expected a folder", id="story-demo-out-is-a-file"),
+    case(lambda t: ["collect", "sample", str(write(t, "o.txt", "x"))],
+         "o.txt: FOLDER names an existing file, expected a folder", id="collect-sample-into-a-file"),
+    case(lambda t: ["metaphor", "caption", "--out", str(t / "run"), "--k", "-2", "-q"],
+         "--k must be at least 1, got -2", id="metaphor-caption-k-negative"),
+    case(lambda t: ["metaphor", "score", str(t / "run"), "--bootstrap", "-1"],
+         "--bootstrap must be at least 0, got -1", id="metaphor-score-bootstrap-negative"),
+    case(cut_captions, "captions.jsonl, line 2, column 2: invalid JSON: Unterminated string",
+         id="metaphor-score-cut-captions"),
+    case(lambda t: ["vist", "anonymize", str(write(t, "s.txt", "Mary went home\n")),
+                    "--names", str(write(t, "names.txt", "Mary,F,ten\n")), "--no-ner"],
+         "names.txt, line 1, column 3: count 'ten' is not a whole number", id="vist-anonymize-count-not-a-number"),
     # ---- training config (connote.train.config)
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "train:\n  lr: 0.1\n  lrr: 2\n"))],
          "c.yaml, line 3: unknown config field(s) train.lrr", id="train-config-unknown-field"),
@@ -143,3 +245,35 @@ def test_bad_input_exits_2_with_a_message(build: Build, expect: str, tmp_path: P
     assert expect.replace("{tmp}", str(tmp_path)) in err, err
     assert "Traceback" not in out + err
     assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1, err
+
+
+# ---- wrong results that exit 0: each is checked for the number it gets
+
+
+def test_metaphor_score_scores_the_runs_captions_not_the_store(tmp_path: Path, capsys) -> None:
+    """``metaphor caption --limit 1`` into a run folder that captioned 3 videos: the score covers 1 video's caption
+    (the sample's test split has 3: the 2 others are uncaptioned, not scored from rows of the earlier run)."""
+    assert main(["metaphor", "caption", "--out", str(tmp_path / "run"), "-q"]) == 0
+    assert main(["metaphor", "caption", "--out", str(tmp_path / "run"), "-q", "--limit", "1"]) == 0
+    capsys.readouterr()
+    assert main(["metaphor", "score", str(tmp_path / "run"), "--bootstrap", "0", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["n"] == 3 and result["uncaptioned"] == ["vmc-sample-05", "vmc-sample-06"]
+
+
+def test_vist_sequence_ids_stay_apart_when_photo_ids_hold_a_dash(tmp_path: Path, capsys) -> None:
+    """``["1-2","3",...]`` and ``["1","2-3",...]`` are two sequences: both scored, each against its own gold."""
+    one, two = ["1-2", "3", "4", "5", "6"], ["1", "2-3", "4", "5", "6"]
+    argv = vist_score(tmp_path, [(one, "we went to the sea ."), (two, "the dog ran .")],
+                      [(one, "we went to the sea ."), (two, "the dog ran .")])
+    assert main([*argv, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n_items"] == 2 and res["n_scored"] == 2
+
+
+def test_a_story_that_is_a_number_is_malformed_not_scored(tmp_path: Path, capsys) -> None:
+    argv = vist_score(tmp_path, [(["a", "b"], "we went home ."), (["c", "d"], float("nan"))],
+                      [(["a", "b"], "we went home ."), (["c", "d"], "the dog ran .")])
+    assert main([*argv, "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["n_scored"] == 1 and "malformed" in res["errors"]["c-d"]

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from connote.cli import checks
 from connote.cli.config import config_option
 from connote.errors import InputError
 
@@ -71,6 +72,11 @@ def caption_cmd(
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
     from connote.tasks.metaphor import caption_videos
 
+    for option, value in (("--k", k), ("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens),
+                          ("--limit", limit), ("--samples", samples)):
+        checks.at_least(option, value, 1)
+    checks.at_least("--temperature", temperature, 0)
+    checks.folder("--out", out)
     if videos is None:
         from connote.metaphor.sample import sample_caption_spec, write_sample_vmc
 
@@ -136,6 +142,7 @@ def score_cmd(
     """
     from connote.metaphor.scoring import score_runs, score_signature, store_run_scores
 
+    checks.at_least("--bootstrap", bootstrap, 0)
     if refs is None:
         refs, split = _sample_references(runs, split)
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
