@@ -16,6 +16,7 @@ from connote.collect.answers import Answer, ImportReport, choice, collect, finis
 from connote.collect.project import MediaFolder, Study, example_block, radio, write_project
 from connote.data.images import is_url
 from connote.data.probes import read_probe_manifest
+from connote.errors import ItemError
 
 NAME = "probes-votes"
 SCHEMA = "match"
@@ -62,7 +63,11 @@ def probe_items(source: Path, captions: str, media: MediaFolder, left_out: list[
         elif not Path(item.image).is_file():
             left_out.append(f"{item.item_id}: image not found: {item.image}")
         else:
-            media.add(Path(item.image))
+            try:
+                media.add(Path(item.image))
+            except ItemError as exc:
+                left_out.append(f"{item.item_id}: {exc}")
+                continue
             kept.append(item)
     return kept
 

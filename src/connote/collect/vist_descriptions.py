@@ -15,7 +15,7 @@ from typing import Any
 from connote.collect.answers import Answer, ImportReport, collect, finish, text
 from connote.collect.project import MediaFolder, Study, example_block, safe_name, textbox, write_project
 from connote.collect.vist_storytelling import IMAGE_EXTENSIONS, tokenize
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 NAME = "vist-descriptions"
 SCHEMA = "description"
@@ -61,7 +61,12 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, completion: 
         if iid in study.sources:
             study.left_out.append(f"{path.name}: another file already has photo id {photo_id!r}")
             continue
-        study.items.append({"id": iid, "text": "Describe this photo.", "image": media.add(path, photo_id)})
+        try:
+            url = media.add(path, photo_id)
+        except ItemError as exc:
+            study.left_out.append(f"{path.name}: {exc}")
+            continue
+        study.items.append({"id": iid, "text": "Describe this photo.", "image": url})
         study.sources[iid] = {"photo_id": photo_id, "file": path.name}
     if study.items:
         study.attention.append({"id": "attention-1", "image": study.items[0]["image"],

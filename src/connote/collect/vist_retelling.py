@@ -24,7 +24,7 @@ from connote.collect.vist_storytelling import (
     story_scheme,
     write_sis,
 )
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 NAME = "vist-retelling"
 
@@ -80,7 +80,11 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
                                   f"in {folder}")
             continue
         iid = f"board-{n}-{safe_name(aid, 40)}"
-        photos = [{"id": pid, "url": media.add(p, f"{aid}-{pid}")} for pid, p in zip(ids, paths)]
+        try:
+            photos = [{"id": pid, "url": media.add(p, f"{aid}-{pid}")} for pid, p in zip(ids, paths)]
+        except ItemError as exc:
+            study.left_out.append(f"storyboard {n} (album {aid}): {exc}")
+            continue
         study.items.append({"id": iid, "text": f"Album \"{(meta['albums'].get(aid) or {}).get('title') or aid}\": "
                                                f"write one sentence per photo", "photos": photos})
         study.sources[iid] = {"album_id": aid, "photos": ids, "album": meta["albums"].get(aid, {"id": aid}),
