@@ -94,7 +94,8 @@ def _state(folder: Path, name: str, answers: dict[str, str], *, raw: str | None 
     out = folder / "annotation_output" / name
     out.mkdir(parents=True, exist_ok=True)
     state = {"user_id": name, "instance_id_ordering": list(answers),
-             "instance_id_to_label_to_value": {iid: [[{"schema": "match", "name": v}, v]] for iid, v in answers.items()}}
+             "instance_id_to_label_to_value": {iid: [[{"schema": "match", "name": v}, v]]
+                                               for iid, v in answers.items()}}
     (out / "user_state.json").write_text(raw if raw is not None else json.dumps(state))
 
 
