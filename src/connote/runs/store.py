@@ -17,14 +17,16 @@ A lock file keeps a second run from writing into the same folder at the same tim
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import sqlite3
 import sys
+import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -233,12 +235,43 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write a text file atomically."""
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """The one safe way to write a file under a run folder: yields a fresh temporary path beside ``path``
+    (created exclusively, so a link planted there is never followed; same suffix, so writers that read the
+    format from it work), then renames it over ``path``. A link at ``path`` is replaced, never written
+    through; readers never see half a file; on an error nothing is replaced."""
     path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+    os.fchmod(fd, 0o666 & ~_UMASK)  # the permissions a plain open() would give, not mkstemp's 0600
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write a file atomically by :func:`replacing` it."""
+    with replacing(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text file atomically by :func:`replacing` it."""
+    write_bytes(path, text.encode("utf-8"))
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
