@@ -277,3 +277,104 @@ def test_a_story_that_is_a_number_is_malformed_not_scored(tmp_path: Path, capsys
     assert main([*argv, "--json"]) == 1
     res = json.loads(capsys.readouterr().out)
     assert res["n_scored"] == 1 and "malformed" in res["errors"]["c-d"]
+
+
+# ---- inputs that used to hang: each run ends (exit 1) in bounded time with the item's error recorded
+
+
+class _Constant:
+    """A backend that answers at once, so that only reading the inputs can take time."""
+
+    backend = "bad-inputs-constant"
+    inputs = "video"
+
+    def __init__(self, weights: str | None = None) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"backend": self.backend}
+
+    def match_probability(self, images, captions, pairs):
+        return [0.5 for _ in pairs]
+
+    def generate(self, requests):
+        return ["the sea is as blue as ice" for _ in requests]
+
+
+@pytest.fixture
+def constant_model():
+    from connote.models.registry import MODELS, register_model
+
+    register_model(_Constant.backend, _Constant, capabilities={"match", "generate"}, weights="none")
+    yield _Constant.backend
+    MODELS._entries.pop(_Constant.backend, None)
+    MODELS._help.pop(_Constant.backend, None)
+
+
+def _fifo(t: Path, name: str) -> Path:
+    import os
+
+    path = t / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def _link(t: Path, name: str, target: str) -> Path:
+    path = t / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+    return path
+
+
+def probe_images(t: Path, model: str, image: Path) -> list[str]:
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(t / "ok.png")
+    rows = f"{MANIFEST_HEADER}\na,{t / 'ok.png'},SG,a man,SG\nb,{image},SG,a man,SG\n"
+    return ["probe", "--data", str(write(t, "m.csv", rows)), "--model", model, "--out", str(t / "run"), "-q"]
+
+
+def caption_videos(t: Path, model: str, video: Path) -> list[str]:
+    from connote.video.synthetic import write_video
+
+    (t / "videos").mkdir(exist_ok=True)
+    write_video(t / "videos" / "ok.mp4", [], size=(32, 32), colours=[(200, 40, 40)] * 8)
+    manifest = write(t, "videos.csv", f"video_id,path\nok,{t / 'videos' / 'ok.mp4'}\nb,{video}\n")
+    return ["metaphor", "caption", "--videos", str(manifest), "--model", model, "--out", str(t / "run"), "-q"]
+
+
+ITEM_CASES = [
+    pytest.param(lambda t, m: probe_images(t, m, _fifo(t, "fifo.png")), "not a regular file", id="probe-image-fifo"),
+    pytest.param(lambda t, m: probe_images(t, m, Path("/dev/zero")), "not a regular file", id="probe-image-dev-zero"),
+    pytest.param(lambda t, m: caption_videos(t, m, Path("/dev/zero")), "not a regular file", id="video-dev-zero"),
+    pytest.param(lambda t, m: caption_videos(t, m, _fifo(t, "fifo.mp4")), "not a regular file", id="video-fifo"),
+]
+
+
+@pytest.mark.parametrize("build, expect", ITEM_CASES)
+def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, tmp_path: Path,
+                                                           constant_model, capsys) -> None:
+    """The run ends within the alarm; the bad item is recorded with ``expect``, the others are computed."""
+    import signal
+
+    def hung(signum, frame):
+        raise AssertionError("the run hung on an input that is not a regular file")
+
+    argv = build(tmp_path, constant_model)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        status = main(argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    assert status in (0, 1), (status, err[-2000:])
+    run = tmp_path / "run"
+    if (run / "items.jsonl").is_file():  # probe
+        rows = [json.loads(x) for x in (run / "items.jsonl").read_text().splitlines()]
+        assert [r["item_id"] for r in rows if r.get("error") and expect in r["error"]] == ["b"]
+    else:  # metaphor caption
+        assert expect in json.loads((run / "run.json").read_text())["errors"]["b"]
+        assert [json.loads(x)["video_id"] for x in (run / "captions.jsonl").read_text().splitlines()] == ["ok"]

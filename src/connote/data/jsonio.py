@@ -38,10 +38,19 @@ class BadUtf8:
 
 
 def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
-    """The bytes of a regular file; missing paths, directories and unreadable files are ``InputError``."""
+    """The bytes of a regular file; missing paths, directories, FIFOs, devices and unreadable files are
+    ``InputError`` (read by the bounded reader :func:`connote.runs.store.open_regular`: never blocks, never
+    reads past the file's size)."""
+    from connote.runs.store import NotRegularFileError, open_regular, read_blocks
+
     path = Path(path)
     try:
-        return path.read_bytes()
+        with open_regular(path) as fh:
+            return b"".join(read_blocks(fh))
+    except NotRegularFileError:
+        if path.is_dir():
+            raise InputError(f"is a directory, expected a {what}", path=path) from None
+        raise InputError(f"not a regular file (a FIFO or a device), expected a {what}", path=path) from None
     except FileNotFoundError:
         raise InputError(f"{what} not found", path=path) from None
     except IsADirectoryError:
