@@ -90,6 +90,41 @@ def saved_df(t: Path, n_documents: object, count: object) -> Path:
     return write(t, "df.json", json.dumps({"n_documents": n_documents, "source": "x", "df": [["a", 1, count]]}))
 
 
+def other_schema_store(run: Path) -> Path:
+    import sqlite3
+
+    run.mkdir(parents=True)
+    con = sqlite3.connect(run / "store.sqlite")
+    con.execute("CREATE TABLE items (id TEXT, value TEXT)")
+    con.commit()
+    con.close()
+    return run
+
+
+class _Boom:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch pwned",))
+
+
+def crafted_seq2seq(t: Path) -> str:
+    """A seq2seq model folder whose model.pt is a pickle that would run a command when unpickled."""
+    import pickle
+
+    import torch
+
+    from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module
+
+    vocab = Vocab.build(["we went to the sea ."])
+    cfg = Seq2SeqConfig(feature_dim=4, vocab_size=len(vocab), embed_dim=8, hidden_dim=8, max_len=10)
+    folder = StoryModel(cfg, vocab, _build_module(cfg)).save(t / "s2s")
+    torch.save({"x": 1}, folder / "model.pt")
+    (folder / "model.pt").write_bytes(pickle.dumps(_Boom()))
+    np.savez(t / "f.npz", p0=np.ones(4, np.float32))
+    return f"seq2seq:{folder}?features={t / 'f.npz'}"
+
+
 SCORE_FILES = ("--hyp", "{tmp}/h.json", "--ref", "{tmp}/r.json")
 
 
@@ -222,6 +257,28 @@ CASES = [
     case(lambda t: ["vist", "anonymize", str(write(t, "s.txt", "Mary went home\n")),
                     "--names", str(write(t, "names.txt", "Mary,F,ten\n")), "--no-ner"],
          "names.txt, line 1, column 3: count 'ten' is not a whole number", id="vist-anonymize-count-not-a-number"),
+    # ---- collect manifests, agreement labels (strict readers: the file, line and column named)
+    case(lambda t: ["collect", "make", "probes-votes", "--from", str(write(
+        t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,caf\xe9,SG\n".encode("latin-1"))), "--out", str(t / "s")],
+         "m.csv, line 2, column 15: not UTF-8 text", id="collect-manifest-not-utf8"),
+    case(lambda t: ["collect", "make", "probes-votes", "--from", str(write(t, "m.jsonl", '{"item_id": "a", \n')),
+                    "--out", str(t / "s")],
+         "m.jsonl, line 1, column 18: invalid JSON", id="collect-manifest-malformed-jsonl"),
+    case(lambda t: ["collect", "make", "probes-votes", "--from", str(t / "missing.csv"), "--out", str(t / "s")],
+         "missing.csv: manifest not found", id="collect-manifest-missing"),
+    case(lambda t: ["metaphor", "caption", "--videos", str(write(t, "v.csv", "video_id,path\na\n")), "--model",
+                    "nearest:x.csv?videos=.", "--out", str(t / "run"), "-q"],
+         "v.csv, line 2, column path: no path for this video", id="video-manifest-row-without-path"),
+    case(lambda t: ["agreement", str(write(t, "labels.csv", "item_id,rater,criterion,label\na,r1,c,yes\n"
+                                                          .encode("utf-16")))],
+         "labels.csv, line 1, column 1: not UTF-8 text", id="agreement-labels-utf16"),
+    # ---- run stores of another schema (connote.runs.store)
+    case(lambda t: ["probe", "--data", str(write(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a,SG\n")),
+                    "--out", str(other_schema_store(t / "run")), "-q"],
+         "the run store is damaged or not a SQLite file (table items has columns id, value", id="store-other-schema"),
+    # ---- weights that are a pickle with code in it (torch.load(weights_only=True) refuses them)
+    case(lambda t: ["story", "generate", "--out", str(t / "run"), "--no-progress", "--model", crafted_seq2seq(t)],
+         "refused: not a safe weights file", id="weights-crafted-pickle"),
     # ---- training config (connote.train.config)
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "train:\n  lr: 0.1\n  lrr: 2\n"))],
          "c.yaml, line 3: unknown config field(s) train.lrr", id="train-config-unknown-field"),
@@ -378,3 +435,93 @@ def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, t
     else:  # metaphor caption
         assert expect in json.loads((run / "run.json").read_text())["errors"]["b"]
         assert [json.loads(x)["video_id"] for x in (run / "captions.jsonl").read_text().splitlines()] == ["ok"]
+
+
+# ---- a damaged store and a full disk: one line naming the store and what to do, nothing committed lost
+
+
+def test_a_stored_row_that_is_not_json_says_the_store_is_damaged(tmp_path: Path, constant_model, capsys) -> None:
+    import sqlite3
+
+    argv = probe_images(tmp_path, constant_model, tmp_path / "ok.png")
+    assert main(argv) == 0
+    con = sqlite3.connect(tmp_path / "run" / "store.sqlite")
+    con.execute("UPDATE items SET data = 'not json' WHERE item_id = 'a'")
+    con.commit()
+    con.close()
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "store.sqlite: the run store is damaged (JSONDecodeError" in err and "Traceback" not in err
+    assert "mv " in err and "store.sqlite.bad" in err
+
+
+def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) -> None:
+    """SQLite's own "database or disk is full" (a page limit stands in for the disk): an ``InputError`` naming
+    the store; the batch committed before it is still there."""
+    from connote.errors import InputError
+    from connote.runs.store import RunStore
+
+    with RunStore(tmp_path / "run") as store:
+        fp = store.register({"backend": "x"})
+        store.put(fp, [{"item_id": "a", "item_key": "k", "error": None}])
+        pages = store._con.execute("PRAGMA page_count").fetchone()[0]
+        store._con.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(InputError, match=r"store\.sqlite: the disk is full \(database or disk is full\); every "
+                                             r"batch committed before is kept"):
+            store.put(fp, [{"item_id": f"b{k}", "item_key": "k", "error": None, "pad": "x" * 5000} for k in range(50)])
+    with RunStore(tmp_path / "run") as store:
+        assert set(store.rows(fp)) == {"a"}
+
+
+def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> None:
+    """Two gloo ranks on loopback; rank 1 is killed (SIGKILL) while rank 0 waits in a collective: rank 0's
+    ``connote`` error boundary prints one line naming its rank, exit 2."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("torch")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "rank.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        import torch, torch.distributed as dist
+        from connote.errors import InputError
+        import connote.cli as cli
+
+        def job():
+            dist.init_process_group("gloo", timeout=__import__("datetime").timedelta(seconds=20))
+            if dist.get_rank() == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(1)
+            dist.all_reduce(torch.ones(1))
+            return 0
+
+        try:
+            job()
+        except Exception as exc:
+            message = cli.known_error(exc)
+            if message is None:
+                raise
+            print(f"error: {message}", file=sys.stderr)
+            sys.exit(2)
+    """))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    procs = [subprocess.Popen([sys.executable, str(script)], env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                              stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    try:
+        _, err0 = procs[0].communicate(timeout=120)
+        procs[1].wait(timeout=30)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert procs[0].returncode == 2, err0[-3000:]
+    lines = [line for line in err0.splitlines() if line.strip()]
+    assert "Traceback" not in err0 and lines[-1].startswith("error: rank 0: another rank of the torchrun job stopped")

@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS fingerprints (
 """
 
 
+TABLE_COLUMNS = {"items": ("fingerprint", "item_id", "item_key", "data", "error", "created"),
+                 "fingerprints": ("fingerprint", "description")}
+
+
 def canonical_json(obj: Any) -> str:
     """Order-insensitive JSON used for every hash in the store."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
@@ -163,6 +167,12 @@ class RunStore:
                 self._con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._con.executescript(SCHEMA)
             self._con.commit()
+            for table, columns in TABLE_COLUMNS.items():
+                found = [r[1] for r in self._con.execute(f"PRAGMA table_info({table})")]
+                if found != list(columns):
+                    self._con.close()
+                    raise sqlite3.DatabaseError(f"table {table} has columns {', '.join(found)}, not "
+                                                f"{', '.join(columns)} (another program's or version's store)")
         except sqlite3.OperationalError as exc:
             self._release_lock()
             if "locked" in str(exc) or "busy" in str(exc):
@@ -198,41 +208,65 @@ class RunStore:
             self._lock_fd = None
 
     # ---- rows ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _sql(self) -> Iterator[None]:
+        """SQLite failures while reading or writing rows, as one line naming the store and what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "full" in str(exc).lower():
+                raise InputError(f"the disk is full ({exc}); every batch committed before is kept: free space and "
+                                 "run the same command again to resume", path=self.path) from None
+            raise InputError(f"the run store failed ({exc}); move it aside (mv {self.path} {self.path}.bad) and run "
+                             "again to recompute", path=self.path) from None
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise InputError(f"the run store is damaged ({type(exc).__name__}: {exc}); move it aside (mv {self.path} "
+                             f"{self.path}.bad) and run again to recompute", path=self.path) from None
+
     def register(self, description: Mapping[str, Any]) -> str:
         fp = fingerprint(description)
-        self._con.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", (fp, canonical_json(description)))
-        self._con.commit()
+        with self._sql():
+            self._con.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", (fp, canonical_json(description)))
+            self._con.commit()
         return fp
 
     def reusable(self, fp: str, keys: Mapping[str, str]) -> set[str]:
         """Ids whose stored row has no error and was computed from the same item content (``keys``)."""
-        cur = self._con.execute("SELECT item_id, item_key FROM items WHERE fingerprint = ? AND error IS NULL",
-                                (fp,))
-        return {item_id for item_id, key in cur if keys.get(item_id) == key}
+        with self._sql():
+            cur = self._con.execute("SELECT item_id, item_key FROM items WHERE fingerprint = ? AND error IS NULL",
+                                    (fp,))
+            return {item_id for item_id, key in cur if keys.get(item_id) == key}
 
     def done_ids(self, fp: str, *, include_errors: bool = False) -> set[str]:
         """Items with a stored row (content not checked; use :meth:`reusable` to decide reuse)."""
         q = "SELECT item_id FROM items WHERE fingerprint = ?"
         if not include_errors:
             q += " AND error IS NULL"
-        return {r[0] for r in self._con.execute(q, (fp,))}
+        with self._sql():
+            return {r[0] for r in self._con.execute(q, (fp,))}
 
     def put(self, fp: str, rows: Iterable[Mapping[str, Any]]) -> None:
         """Write rows (each with ``item_id``, ``item_key`` and optional ``error``) in one transaction."""
         now = time.time()
         data = [(fp, str(r["item_id"]), str(r.get("item_key") or ""), canonical_json(dict(r)), r.get("error"), now)
                 for r in rows]
-        with self._con:
+        with self._sql(), self._con:
             self._con.executemany("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)", data)
 
     def rows(self, fp: str) -> dict[str, dict[str, Any]]:
-        """All rows of a fingerprint, by item id."""
-        cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
-        return {item_id: json.loads(data) for item_id, data in cur}
+        """All rows of a fingerprint, by item id (a row that is not a JSON object: the store is damaged)."""
+        with self._sql():
+            cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
+            rows = {item_id: json.loads(data) for item_id, data in cur}
+            bad = next((i for i, r in rows.items() if not isinstance(r, dict)), None)
+            if bad is not None:
+                raise sqlite3.DatabaseError(f"the row of item {bad!r} is not a JSON object")
+            return rows
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
-        cur = self._con.execute("SELECT fingerprint, description FROM fingerprints")
-        return {fp: json.loads(d) for fp, d in cur}
+        with self._sql():
+            cur = self._con.execute("SELECT fingerprint, description FROM fingerprints")
+            return {fp: json.loads(d) for fp, d in cur}
 
     def close(self) -> None:
         self._con.close()
