@@ -32,14 +32,12 @@ def path_identity(path: str | Path) -> dict[str, Any]:
     return {"path": str(p.resolve()), "sha256": file_sha256(p)}
 
 
-def named_paths(weights: str | None, options: dict[str, Any], *, weights_kind: str) -> dict[str, Path]:
-    """Which of a spec's weights and option values name existing local files or folders (name -> path)."""
-    from connote.models.registry import looks_local
-
+def named_paths(weights: str | None, options: dict[str, Any], *, local_weights: bool) -> dict[str, Path]:
+    """Which of a spec's weights (when ``local_weights``: a local path, not a hub id or a service's model name)
+    and option values name existing local files or folders (name -> path)."""
     found: dict[str, Path] = {}
-    if weights and (weights_kind in ("folder", "file") or (weights_kind == "hf" and looks_local(weights))):
-        if Path(weights).expanduser().exists():
-            found["weights"] = Path(weights).expanduser()
+    if weights and local_weights and Path(weights).expanduser().exists():
+        found["weights"] = Path(weights).expanduser()
     for name, value in sorted(options.items()):
         if name in WRITTEN_OPTIONS or not isinstance(value, str) or not value.strip():
             continue
@@ -52,9 +50,9 @@ def named_paths(weights: str | None, options: dict[str, Any], *, weights_kind: s
     return found
 
 
-def spec_reads(weights: str | None, options: dict[str, Any], *, weights_kind: str) -> dict[str, Any]:
+def spec_reads(weights: str | None, options: dict[str, Any], *, local_weights: bool) -> dict[str, Any]:
     """The ``reads`` entry of a model's description: each named local path's :func:`path_identity`."""
-    return {name: path_identity(p) for name, p in named_paths(weights, options, weights_kind=weights_kind).items()}
+    return {name: path_identity(p) for name, p in named_paths(weights, options, local_weights=local_weights).items()}
 
 
 def with_reads(model: Any, reads: dict[str, Any]) -> Any:

@@ -244,7 +244,8 @@ def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
         raise InputError(f"could not load model {spec}: {type(exc).__name__}: {first}") from None
     from connote.models.reads import spec_reads, with_reads
 
-    return with_reads(model, spec_reads(spec.weights, options, weights_kind=backend.weights))
+    local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(spec.weights or ""))
+    return with_reads(model, spec_reads(spec.weights, options, local_weights=local))
 
 
 def capabilities_of(model: Any) -> frozenset[str]:
