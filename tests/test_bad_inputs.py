@@ -511,7 +511,9 @@ def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> N
             print(f"error: {message}", file=sys.stderr)
             sys.exit(2)
     """))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "WORLD_SIZE": "2",
+    import connote
+
+    env = {**os.environ, "PYTHONPATH": str(Path(connote.__file__).resolve().parents[1]), "WORLD_SIZE": "2",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
     procs = [subprocess.Popen([sys.executable, str(script)], env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
                               stderr=subprocess.PIPE, text=True) for r in (0, 1)]

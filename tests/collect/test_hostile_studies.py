@@ -150,9 +150,12 @@ def test_sigterm_to_collect_serve_stops_its_potato_server(tmp_path: Path) -> Non
     out = tmp_path / "study"
     assert main(["collect", "make", "probes-votes", "--from", str(source), "--out", str(out)]) == 0
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    import connote
+
+    env = {**os.environ, "PYTHONPATH": str(Path(connote.__file__).resolve().parents[1])}  # the connote under test
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 - a file, as when serve's output is logged
     proc = subprocess.Popen([sys.executable, "-m", "connote", "collect", "serve", str(out), "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         serving.wait_ready(port, timeout=240)
         proc.send_signal(signal.SIGTERM)
@@ -172,3 +175,15 @@ def test_sigterm_to_collect_serve_stops_its_potato_server(tmp_path: Path) -> Non
     finally:
         if proc.poll() is None:
             proc.kill()
+        log.close()
+        _stop_leftover_potato(out)
+
+
+def _stop_leftover_potato(study: Path) -> None:
+    """A Potato server left serving ``study`` (the failure this test catches) is stopped by its pid."""
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(proc_dir / "cwd").resolve() == study.resolve() and b"potato" in (proc_dir / "cmdline").read_bytes():
+                os.kill(int(proc_dir.name), signal.SIGKILL)
+        except OSError:
+            continue

@@ -27,12 +27,13 @@ def test_write_json_replaces_a_planted_link(tmp_path: Path) -> None:
     assert (run / "results.json").stat().st_mode & 0o044  # readable like a plain open() makes it
 
 
-@pytest.mark.parametrize("ids", [["a b", "a_b-" + "0" * 10], ["a_b-" + "{h}", "a b"], ["A", "a"], ["x/../y", "x_.._y"]])
+@pytest.mark.parametrize("ids", [["a b", "a_b-" + "0" * 10], ["a_b-{h10}", "a b"], ["a_b-{h16}", "a b"], ["A", "a"],
+                                 ["x/../y", "x_.._y"]])
 def test_figure_names_are_one_to_one(ids: list[str]) -> None:
     import hashlib
 
     h = hashlib.sha256(b"a b").hexdigest()
-    ids = [i.replace("{h}", h[:16]) for i in ids]
+    ids = [i.replace("{h10}", h[:10]).replace("{h16}", h[:16]) for i in ids]  # the hash a crafted id copies
     for order in (ids, ids[::-1]):
         taken = {"cells", "index"}
         names = [figure_name(i, taken) for i in order]
