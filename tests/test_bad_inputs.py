@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from connote.cli import main
@@ -46,6 +47,91 @@ def deep_json(levels: int = 100_000) -> str:
 
 def case(build: Build, expect: str, id: str) -> object:  # noqa: A002 - pytest's name
     return pytest.param(build, expect, id=id)
+
+
+SIS_TRAIN = json.dumps({"images": [], "albums": [], "annotations": [[{
+    "album_id": "1", "photo_flickr_id": f"p{k}", "storylet_id": str(k), "story_id": "s1",
+    "worker_arranged_photo_order": k, "text": "we went .", "original_text": "We went."}] for k in range(5)]})
+
+
+def story_train(t: Path, *extra: str, features: dict | None = None) -> list[str]:
+    """``connote story train`` on a one-story SIS file and a features .npz (by default one finite vector a photo)."""
+    import numpy as np
+
+    feats = features if features is not None else {f"p{k}": np.ones(4, np.float32) for k in range(5)}
+    np.savez(t / "f.npz", **feats)
+    return ["story", "train", "--sis", str(write(t, "sis.json", SIS_TRAIN)), "--features", str(t / "f.npz"),
+            "--out", str(t / "model"), "--no-progress", *extra]
+
+
+def vist_score(t: Path, stories: list[tuple[list[str], object]], gold: list[tuple[list[str], str]]) -> list[str]:
+    def sub(entries: list) -> str:
+        return json.dumps({"output_stories": [{"album_id": "1", "photo_sequence": seq, "story_text_normalized": text}
+                                              for seq, text in entries]})
+    return ["vist", "score", str(write(t, "sub.json", sub(stories))), "--gold", str(write(t, "gold.json", sub(gold))),
+            "--n-boot", "0"]
+
+
+def caption_run(t: Path, *extra: str) -> list[str]:
+    """A sample-set caption run (``metaphor caption`` without --videos) into t/run, then ``extra`` args."""
+    assert main(["metaphor", "caption", "--out", str(t / "run"), "-q"]) == 0
+    return list(extra)
+
+
+def cut_captions(t: Path) -> list[str]:
+    caption_run(t)
+    captions = t / "run" / "captions.jsonl"
+    data = captions.read_bytes()
+    captions.write_bytes(data[: data.index(b"\n") + 12])  # the second line cut after 11 bytes
+    return ["metaphor", "score", str(t / "run"), "--bootstrap", "0"]
+
+
+def saved_df(t: Path, n_documents: object, count: object) -> Path:
+    return write(t, "df.json", json.dumps({"n_documents": n_documents, "source": "x", "df": [["a", 1, count]]}))
+
+
+def other_schema_store(run: Path) -> Path:
+    import sqlite3
+
+    run.mkdir(parents=True)
+    con = sqlite3.connect(run / "store.sqlite")
+    con.execute("CREATE TABLE items (id TEXT, value TEXT)")
+    con.commit()
+    con.close()
+    return run
+
+
+class _Boom:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch pwned",))
+
+
+def crafted_seq2seq(t: Path) -> str:
+    """A seq2seq model folder whose model.pt is a pickle that would run a command when unpickled."""
+    import pickle
+
+    import torch
+
+    from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module
+
+    vocab = Vocab.build(["we went to the sea ."])
+    cfg = Seq2SeqConfig(feature_dim=4, vocab_size=len(vocab), embed_dim=8, hidden_dim=8, max_len=10)
+    folder = StoryModel(cfg, vocab, _build_module(cfg)).save(t / "s2s")
+    torch.save({"x": 1}, folder / "model.pt")
+    (folder / "model.pt").write_bytes(pickle.dumps(_Boom()))
+    np.savez(t / "f.npz", p0=np.ones(4, np.float32))
+    return f"seq2seq:{folder}?features={t / 'f.npz'}"
+
+
+SCORE_FILES = ("--hyp", "{tmp}/h.json", "--ref", "{tmp}/r.json")
+
+
+def score(t: Path, *extra: str) -> list[str]:
+    write(t, "h.json", '{"a": "a cat"}')
+    write(t, "r.json", '{"a": ["a cat sat"]}')
+    return ["score", *(a.replace("{tmp}", str(t)) for a in SCORE_FILES), *extra]
 
 
 CASES = [
@@ -120,6 +206,79 @@ CASES = [
                     "--gold", str(write(t, "gold.json", json.dumps({"output_stories": [
                         {"album_id": "1", "photo_sequence": ["a", "b"], "story_text_normalized": ""}]})))],
          "no gold stories", id="vist-gold-without-stories"),
+    # ---- duplicate JSON keys (connote.data.jsonio): the last value silently won before
+    case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a cat", "a": "a dog"}')),
+                    "--ref", str(write(t, "r.json", '{"a": ["a cat"]}'))],
+         "h.json: duplicate key(s) 'a' in one JSON object", id="score-duplicate-keys"),
+    # ---- CIDEr document frequencies of --df-corpus
+    case(lambda t: score(t, "--df-corpus", str(saved_df(t, 2, float("nan")))),
+         "df.json: document frequency of 'a' is nan", id="score-df-corpus-nan"),
+    case(lambda t: score(t, "--df-corpus", str(saved_df(t, 2, -3))),
+         "df.json: document frequency of 'a' is -3.0", id="score-df-corpus-negative"),
+    case(lambda t: score(t, "--df-corpus", str(saved_df(t, float("nan"), 1))),
+         "df.json: n_documents must be a whole number >= 1, got nan", id="score-df-corpus-nan-documents"),
+    # ---- VIST scoring: nothing scored is no METEOR 0.0000
+    case(lambda t: vist_score(t, [(["x1", "x2"], "we went .")], [(["a", "b"], "we went home .")]),
+         "sub.json: no story was scored (1 sequences: 1 missing", id="vist-score-nothing-scored"),
+    case(lambda t: vist_score(t, [(["a", "b"], 5)], [(["a", "b"], "we went home .")]),
+         "no story was scored (1 sequences: 0 missing, 1 failed", id="vist-score-story-is-a-number"),
+    # ---- numeric and folder options
+    case(lambda t: ["story", "generate", "--out", str(t / "run"), "--limit", "-1", "--no-progress"],
+         "--limit must be at least 1, got -1", id="story-generate-limit-negative"),
+    case(lambda t: ["story", "generate", "--out", str(t / "run"), "--limit", "0", "--no-progress"],
+         "--limit must be at least 1, got 0", id="story-generate-limit-zero"),
+    case(lambda t: story_train(t, "--steps", "0"), "--steps must be at least 1, got 0", id="story-train-steps-0"),
+    case(lambda t: story_train(t, "--batch-size", "0"), "--batch-size must be at least 1, got 0",
+         id="story-train-batch-size-0"),
+    case(lambda t: story_train(t, "--lr", "nan"), "--lr must be a finite number above 0, got nan",
+         id="story-train-lr-nan"),
+    case(lambda t: story_train(t, features={"p0": np.full(4, np.nan, np.float32),
+                                            **{f"p{k}": np.ones(4, np.float32) for k in range(1, 5)}}),
+         "f.npz: photo p0: the feature vector holds NaN or infinite values", id="story-train-nan-features"),
+    case(lambda t: story_train(t, features={"p0": np.ones(3, np.float32),
+                                            **{f"p{k}": np.ones(4, np.float32) for k in range(1, 5)}}),
+         "f.npz: feature vectors of different lengths: 3 (photo p0) and 4 (photo p1)",
+         id="story-train-features-of-two-lengths"),
+    case(lambda t: ["vist", "split", str(write(t, "sis.json", SIS_TRAIN)), "--out", str(t / "o"),
+                    "--ratios", "-1,1,1"],
+         "--ratios must be three shares >= 0 (not all 0), got '-1,1,1'", id="vist-split-negative-ratio"),
+    case(lambda t: ["vist", "split", str(write(t, "sis.json", SIS_TRAIN)), "--out", str(write(t, "o.txt", "x"))],
+         "o.txt: --out names an existing file, expected a folder", id="vist-split-out-is-a-file"),
+    case(lambda t: ["story", "demo", "--out", str(write(t, "o.txt", "x"))],
+         "o.txt: --out names an existing file, expected a folder", id="story-demo-out-is-a-file"),
+    case(lambda t: ["collect", "sample", str(write(t, "o.txt", "x"))],
+         "o.txt: FOLDER names an existing file, expected a folder", id="collect-sample-into-a-file"),
+    case(lambda t: ["metaphor", "caption", "--out", str(t / "run"), "--k", "-2", "-q"],
+         "--k must be at least 1, got -2", id="metaphor-caption-k-negative"),
+    case(lambda t: caption_run(t, "metaphor", "score", str(t / "run"), "--bootstrap", "-1"),
+         "--bootstrap must be at least 0, got -1", id="metaphor-score-bootstrap-negative"),
+    case(cut_captions, "captions.jsonl, line 2, column 2: invalid JSON: Unterminated string",
+         id="metaphor-score-cut-captions"),
+    case(lambda t: ["vist", "anonymize", str(write(t, "s.txt", "Mary went home\n")),
+                    "--names", str(write(t, "names.txt", "Mary,F,ten\n")), "--no-ner"],
+         "names.txt, line 1, column 3: count 'ten' is not a whole number", id="vist-anonymize-count-not-a-number"),
+    # ---- collect manifests, agreement labels (strict readers: the file, line and column named)
+    case(lambda t: ["collect", "make", "probes-votes", "--from", str(write(
+        t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,caf\xe9,SG\n".encode("latin-1"))), "--out", str(t / "s")],
+         "m.csv, line 2, column 15: not UTF-8 text", id="collect-manifest-not-utf8"),
+    case(lambda t: ["collect", "make", "probes-votes", "--from", str(write(t, "m.jsonl", '{"item_id": "a", \n')),
+                    "--out", str(t / "s")],
+         "m.jsonl, line 1, column 18: invalid JSON", id="collect-manifest-malformed-jsonl"),
+    case(lambda t: ["collect", "make", "probes-votes", "--from", str(t / "missing.csv"), "--out", str(t / "s")],
+         "missing.csv: manifest not found", id="collect-manifest-missing"),
+    case(lambda t: ["metaphor", "caption", "--videos", str(write(t, "v.csv", "video_id,path\na\n")), "--model",
+                    "nearest:x.csv?videos=.", "--out", str(t / "run"), "-q"],
+         "v.csv, line 2, column path: no path for this video", id="video-manifest-row-without-path"),
+    case(lambda t: ["agreement", str(write(t, "labels.csv", "item_id,rater,criterion,label\na,r1,c,yes\n"
+                                                          .encode("utf-16")))],
+         "labels.csv, line 1, column 1: not UTF-8 text", id="agreement-labels-utf16"),
+    # ---- run stores of another schema (connote.runs.store)
+    case(lambda t: ["probe", "--data", str(write(t, "m.csv", f"{MANIFEST_HEADER}\na,x.png,SG,a,SG\n")),
+                    "--out", str(other_schema_store(t / "run")), "-q"],
+         "the run store is damaged or not a SQLite file (table items has columns id, value", id="store-other-schema"),
+    # ---- weights that are a pickle with code in it (torch.load(weights_only=True) refuses them)
+    case(lambda t: ["story", "generate", "--out", str(t / "run"), "--no-progress", "--model", crafted_seq2seq(t)],
+         "refused: not a safe weights file", id="weights-crafted-pickle"),
     # ---- training config (connote.train.config)
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "train:\n  lr: 0.1\n  lrr: 2\n"))],
          "c.yaml, line 3: unknown config field(s) train.lrr", id="train-config-unknown-field"),
@@ -143,3 +302,228 @@ def test_bad_input_exits_2_with_a_message(build: Build, expect: str, tmp_path: P
     assert expect.replace("{tmp}", str(tmp_path)) in err, err
     assert "Traceback" not in out + err
     assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1, err
+
+
+# ---- wrong results that exit 0: each is checked for the number it gets
+
+
+def test_metaphor_score_scores_the_runs_captions_not_the_store(tmp_path: Path, capsys) -> None:
+    """``metaphor caption --limit 1`` into a run folder that captioned 3 videos: the score covers 1 video's caption
+    (the sample's test split has 3: the 2 others are uncaptioned, not scored from rows of the earlier run)."""
+    assert main(["metaphor", "caption", "--out", str(tmp_path / "run"), "-q"]) == 0
+    assert main(["metaphor", "caption", "--out", str(tmp_path / "run"), "-q", "--limit", "1"]) == 0
+    capsys.readouterr()
+    assert main(["metaphor", "score", str(tmp_path / "run"), "--bootstrap", "0", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["n"] == 3 and result["uncaptioned"] == ["vmc-sample-05", "vmc-sample-06"]
+
+
+def test_vist_sequence_ids_stay_apart_when_photo_ids_hold_a_dash(tmp_path: Path, capsys) -> None:
+    """``["1-2","3",...]`` and ``["1","2-3",...]`` are two sequences: both scored, each against its own gold."""
+    one, two = ["1-2", "3", "4", "5", "6"], ["1", "2-3", "4", "5", "6"]
+    argv = vist_score(tmp_path, [(one, "we went to the sea ."), (two, "the dog ran .")],
+                      [(one, "we went to the sea ."), (two, "the dog ran .")])
+    assert main([*argv, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n_items"] == 2 and res["n_scored"] == 2
+
+
+def test_a_story_that_is_a_number_is_malformed_not_scored(tmp_path: Path, capsys) -> None:
+    argv = vist_score(tmp_path, [(["a", "b"], "we went home ."), (["c", "d"], float("nan"))],
+                      [(["a", "b"], "we went home ."), (["c", "d"], "the dog ran .")])
+    assert main([*argv, "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["n_scored"] == 1 and "malformed" in res["errors"]["c-d"]
+
+
+# ---- inputs that used to hang: each run ends (exit 1) in bounded time with the item's error recorded
+
+
+class _Constant:
+    """A backend that answers at once, so that only reading the inputs can take time."""
+
+    backend = "bad-inputs-constant"
+    inputs = "video"
+
+    def __init__(self, weights: str | None = None) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"backend": self.backend}
+
+    def match_probability(self, images, captions, pairs):
+        return [0.5 for _ in pairs]
+
+    def generate(self, requests):
+        return ["the sea is as blue as ice" for _ in requests]
+
+
+@pytest.fixture
+def constant_model():
+    from connote.models.registry import MODELS, register_model
+
+    register_model(_Constant.backend, _Constant, capabilities={"match", "generate"}, weights="none")
+    yield _Constant.backend
+    MODELS._entries.pop(_Constant.backend, None)
+    MODELS._help.pop(_Constant.backend, None)
+
+
+def _fifo(t: Path, name: str) -> Path:
+    import os
+
+    path = t / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def _link(t: Path, name: str, target: str) -> Path:
+    path = t / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+    return path
+
+
+def probe_images(t: Path, model: str, image: Path) -> list[str]:
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(t / "ok.png")
+    rows = f"{MANIFEST_HEADER}\na,{t / 'ok.png'},SG,a man,SG\nb,{image},SG,a man,SG\n"
+    return ["probe", "--data", str(write(t, "m.csv", rows)), "--model", model, "--out", str(t / "run"), "-q"]
+
+
+def caption_videos(t: Path, model: str, video: Path) -> list[str]:
+    from connote.video.synthetic import write_video
+
+    (t / "videos").mkdir(exist_ok=True)
+    write_video(t / "videos" / "ok.mp4", [], size=(32, 32), colours=[(200, 40, 40)] * 8)
+    manifest = write(t, "videos.csv", f"video_id,path\nok,{t / 'videos' / 'ok.mp4'}\nb,{video}\n")
+    return ["metaphor", "caption", "--videos", str(manifest), "--model", model, "--out", str(t / "run"), "-q"]
+
+
+ITEM_CASES = [
+    pytest.param(lambda t, m: probe_images(t, m, _fifo(t, "fifo.png")), "not a regular file", id="probe-image-fifo"),
+    pytest.param(lambda t, m: probe_images(t, m, Path("/dev/zero")), "not a regular file", id="probe-image-dev-zero"),
+    pytest.param(lambda t, m: caption_videos(t, m, Path("/dev/zero")), "not a regular file", id="video-dev-zero"),
+    pytest.param(lambda t, m: caption_videos(t, m, _fifo(t, "fifo.mp4")), "not a regular file", id="video-fifo"),
+]
+
+
+@pytest.mark.parametrize("build, expect", ITEM_CASES)
+def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, tmp_path: Path,
+                                                           constant_model, capsys) -> None:
+    """The run ends within the alarm; the bad item is recorded with ``expect``, the others are computed."""
+    import signal
+
+    def hung(signum, frame):
+        raise AssertionError("the run hung on an input that is not a regular file")
+
+    argv = build(tmp_path, constant_model)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        status = main(argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    assert status in (0, 1), (status, err[-2000:])
+    run = tmp_path / "run"
+    if (run / "items.jsonl").is_file():  # probe
+        rows = [json.loads(x) for x in (run / "items.jsonl").read_text().splitlines()]
+        assert [r["item_id"] for r in rows if r.get("error") and expect in r["error"]] == ["b"]
+    else:  # metaphor caption
+        assert expect in json.loads((run / "run.json").read_text())["errors"]["b"]
+        assert [json.loads(x)["video_id"] for x in (run / "captions.jsonl").read_text().splitlines()] == ["ok"]
+
+
+# ---- a damaged store and a full disk: one line naming the store and what to do, nothing committed lost
+
+
+def test_a_stored_row_that_is_not_json_says_the_store_is_damaged(tmp_path: Path, constant_model, capsys) -> None:
+    import sqlite3
+
+    argv = probe_images(tmp_path, constant_model, tmp_path / "ok.png")
+    assert main(argv) == 0
+    con = sqlite3.connect(tmp_path / "run" / "store.sqlite")
+    con.execute("UPDATE items SET data = 'not json' WHERE item_id = 'a'")
+    con.commit()
+    con.close()
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "store.sqlite: the run store is damaged (JSONDecodeError" in err and "Traceback" not in err
+    assert "mv " in err and "store.sqlite.bad" in err
+
+
+def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) -> None:
+    """SQLite's own "database or disk is full" (a page limit stands in for the disk): an ``InputError`` naming
+    the store; the batch committed before it is still there."""
+    from connote.errors import InputError
+    from connote.runs.store import RunStore
+
+    with RunStore(tmp_path / "run") as store:
+        fp = store.register({"backend": "x"})
+        store.put(fp, [{"item_id": "a", "item_key": "k", "error": None}])
+        pages = store._con.execute("PRAGMA page_count").fetchone()[0]
+        store._con.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(InputError, match=r"store\.sqlite: the disk is full \(database or disk is full\); every "
+                                             r"batch committed before is kept"):
+            store.put(fp, [{"item_id": f"b{k}", "item_key": "k", "error": None, "pad": "x" * 5000} for k in range(50)])
+    with RunStore(tmp_path / "run") as store:
+        assert set(store.rows(fp)) == {"a"}
+
+
+def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> None:
+    """Two gloo ranks on loopback; rank 1 is killed (SIGKILL) while rank 0 waits in a collective: rank 0's
+    ``connote`` error boundary prints one line naming its rank, exit 2."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("torch")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "rank.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        import torch, torch.distributed as dist
+        from connote.errors import InputError
+        import connote.cli as cli
+
+        def job():
+            dist.init_process_group("gloo", timeout=__import__("datetime").timedelta(seconds=20))
+            if dist.get_rank() == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(1)
+            dist.all_reduce(torch.ones(1))
+            return 0
+
+        try:
+            job()
+        except Exception as exc:
+            message = cli.known_error(exc)
+            if message is None:
+                raise
+            print(f"error: {message}", file=sys.stderr)
+            sys.exit(2)
+    """))
+    import connote
+
+    env = {**os.environ, "PYTHONPATH": str(Path(connote.__file__).resolve().parents[1]), "WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    procs = [subprocess.Popen([sys.executable, str(script)], env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                              stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    try:
+        _, err0 = procs[0].communicate(timeout=120)
+        procs[1].wait(timeout=30)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert procs[0].returncode == 2, err0[-3000:]
+    lines = [line for line in err0.splitlines() if line.strip()]
+    assert "Traceback" not in err0 and lines[-1].startswith("error: rank 0: another rank of the torchrun job stopped")

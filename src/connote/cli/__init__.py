@@ -211,8 +211,61 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, ConnoteError):
             print(f"error: {exc}", file=sys.stderr)
             return exc.exit_code
-        raise
+        known = known_error(exc)
+        if known is None:
+            raise
+        command = " ".join(a for a in (argv if argv is not None else sys.argv[1:])[:2] if not a.startswith("-"))
+        print(f"error: connote {command}: {known}", file=sys.stderr)
+        return 2
     return int(result) if isinstance(result, int) else 0
+
+
+def known_error(exc: BaseException) -> str | None:
+    """The one-line message of an exception every command may meet (None: not one of them, let it raise).
+
+    The error boundary of every command: bytes that are not UTF-8, a missing or unreadable file, a full
+    disk, a damaged SQLite file, a weights file that is a pickle with code in it (``torch.load(...,
+    weights_only=True)`` refuses it), a torchrun peer rank that died.
+    """
+    import errno
+    import pickle
+    import sqlite3
+
+    if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in str(exc):
+        return (f"refused: not a safe weights file (loading it would run code from it: "
+                f"{str(exc).strip().splitlines()[0][:160]})")
+    if isinstance(exc, UnicodeDecodeError):
+        return f"an input is not UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return f"the disk is full ({exc.filename or exc}); free space and run the same command again to resume"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc).lower():
+        return f"the disk is full ({exc}); free space and run the same command again to resume"
+    if isinstance(exc, sqlite3.DatabaseError):
+        return f"a SQLite file is damaged or of another program ({exc})"
+    rank = _distributed_rank()
+    if rank is not None and (type(exc).__name__ in ("DistError", "DistBackendError", "DistNetworkError")
+                             or (isinstance(exc, RuntimeError) and any(
+                                 w in str(exc).lower() for w in ("gloo", "nccl", "connection closed by peer",
+                                                                  "connection reset by peer")))):
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        return (f"rank {rank}: another rank of the torchrun job stopped ({first}); every batch committed is kept, "
+                "run the same command again to resume")
+    return None
+
+
+def _distributed_rank() -> int | None:
+    """This process's rank when it runs under torchrun (None otherwise); never imports torch itself."""
+    import os
+
+    rank = os.environ.get("RANK")
+    if rank is None or "torch" not in sys.modules:
+        return None
+    try:
+        return int(rank)
+    except ValueError:
+        return None
 
 
 if __name__ == "__main__":  # pragma: no cover

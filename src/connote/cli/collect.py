@@ -85,8 +85,10 @@ def sample_cmd(
     folder: Annotated[Path, typer.Argument(help="Folder to write the sample inputs into.")],
 ) -> int:
     """Write the bundled sample photos as inputs: probes.csv, images/, and a VIST album (SIS JSON)."""
+    from connote.cli.checks import folder as folder_option
     from connote.collect.samples import write_sample_album
 
+    folder_option("FOLDER", folder)
     album = write_sample_album(folder)
     print(json.dumps({"probes": str(folder / "probes.csv"), "images": str(folder / "images"), "album": str(album)}))
     return 0

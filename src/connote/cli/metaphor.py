@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from connote.cli import checks
 from connote.cli.config import config_option
 from connote.errors import InputError
 
@@ -75,6 +76,11 @@ def caption_cmd(
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
     from connote.tasks.metaphor import caption_videos
 
+    for option, value in (("--k", k), ("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens),
+                          ("--limit", limit), ("--samples", samples)):
+        checks.at_least(option, value, 1)
+    checks.at_least("--temperature", temperature, 0)
+    checks.folder("--out", out)
     if videos is None:
         from connote.metaphor.sample import sample_caption_spec, write_sample_vmc
 
@@ -160,6 +166,7 @@ def score_cmd(
                                ("--concept-split", concept_split, CONCEPT_SPLITS)):
         if value not in valid:
             raise InputError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    checks.at_least("--bootstrap", bootstrap, 0)
     answers_only = all(is_answer_file(r) for r in runs)
     if refs is None and not answers_only:
         refs, split = _sample_references(runs, split)

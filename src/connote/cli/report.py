@@ -67,7 +67,9 @@ def report(
         if figure is None:
             raise InputError("--plot: these runs have no figure")
         plot.parent.mkdir(parents=True, exist_ok=True)
-        plot.write_bytes(figure.png)
+        from connote.runs.store import write_bytes
+
+        write_bytes(plot, figure.png)
         print(f"plot: {plot}", file=sys.stderr)
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from connote.cli import checks
 from connote.cli.config import config_option
 
 vist_app = typer.Typer(help="Visual storytelling (VIST): read, validate, score and analyse.",
@@ -188,6 +189,10 @@ def score_cmd(
         kwargs["corpus_scorer"] = protocols.default_corpus_scorer(tokenize=tokenize, meteor=meteor)
     res = score(protocol, sub, g, template=tpl, allow_missing=allow_missing, n_boot=n_boot, seed=seed,
                 ci_method=ci_method, **kwargs)
+    if res.n_covered <= 0:  # a mean over nothing is not METEOR 0
+        raise InputError(f"no story was scored ({res.n_items} {'albums' if protocol == 'album' else 'sequences'}"
+                         f": {len(res.missing)} missing, {len(res.errors)} failed, {len(res.no_gold)} without "
+                         "gold); check that the submission's photo sequences are the gold's", path=submission)
     out = res.to_dict()
     out["submission"] = str(submission)
     out["gold"] = str(gold)
@@ -531,6 +536,13 @@ def correlate_cmd(
 # --------------------------------------------------------------------------- story train
 
 
+def _training_options(steps: int, batch_size: int, lr: float, out: Path) -> None:
+    checks.at_least("--steps", steps, 1)
+    checks.at_least("--batch-size", batch_size, 1)
+    checks.positive_number("--lr", lr)
+    checks.folder("--out", out)
+
+
 @story_app.command("train")
 def train_cmd(
     sis: Annotated[Path, typer.Option("--sis", help="Official story-in-sequence training file.")],
@@ -558,6 +570,7 @@ def train_cmd(
 
     if encoder_order not in ENCODER_ORDERS:
         raise InputError(f"unknown --encoder-order {encoder_order!r}; valid: {', '.join(ENCODER_ORDERS)}")
+    _training_options(steps, batch_size, lr, out)
     vf = read_official(sis)
     if vf.tier != "sis":
         raise InputError(f"training needs a story-in-sequence file, this is {vf.tier}", path=sis)
@@ -610,6 +623,7 @@ def train_captioner_cmd(
     from connote.vist.grounding import train_captioner
     from connote.vist.seq2seq import load_features
 
+    _training_options(steps, batch_size, lr, out)
     vf = read_official(dii)
     if vf.tier != "dii":
         raise InputError(f"the captioner trains on a description-in-isolation file, this is {vf.tier}", path=dii)
@@ -698,6 +712,9 @@ def generate_cmd(
         print(f"no SEQUENCES: using the sample VIST set written to {out / 'sample'} (template {sequences}, "
               f"photos {images}); model {model}", file=sys.stderr)
     model = model or "retrieval"
+    checks.at_least("--limit", limit, 1)
+    checks.at_least("--batch-size", batch_size, 1)
+    checks.folder("--out", out)
     seqs = load_sequences(sequences)
     check_spec(model)
     gen = load_model(model)
@@ -727,6 +744,7 @@ def demo_cmd(
     from connote.vist.protocols import score, store_scores
     from connote.vist.sample import sample_retrieval_spec, write_sample_vist
 
+    checks.folder("--out", out)
     paths = write_sample_vist(out / "sample")
     spec = model or sample_retrieval_spec(paths)  # the same generator as `story generate` without data
     print(f"sample VIST set written to {out / 'sample'}; model {spec}", file=sys.stderr)
@@ -803,6 +821,8 @@ def split_cmd(
     ratios: Annotated[str, typer.Option(help="train,val,test shares.")] = "0.8,0.1,0.1",
 ) -> None:
     """Split official files 80/10/10 by album (seeded); every file is cut along the same albums."""
+    import math
+
     from connote.errors import InputError
     from connote.runs import write_json
     from connote.vist.construct import split_albums
@@ -812,6 +832,9 @@ def split_cmd(
         shares = [float(x) for x in ratios.split(",")]
     except ValueError:
         raise InputError(f"--ratios must be three numbers, got {ratios!r}") from None
+    if len(shares) != 3 or not all(math.isfinite(x) and x >= 0 for x in shares) or sum(shares) <= 0:
+        raise InputError(f"--ratios must be three shares >= 0 (not all 0), got {ratios!r}")
+    checks.folder("--out", out)
     first = read_official(files[0])
     album_ids = set(first.albums) | {s.album_id for s in first.stories}
     parts = split_albums(album_ids, ratios=shares, seed=seed)

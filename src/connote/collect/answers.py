@@ -9,6 +9,7 @@ MTurk worker id) from the study link, so the same person arriving twice continue
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,18 +31,41 @@ class Annotator:
     assigned: list[str] = field(default_factory=list)
 
 
-def read_annotators(folder: str | Path) -> dict[str, Annotator]:
-    """Every annotator of a study folder, by name (sorted)."""
+#: An annotator id as platforms and typed usernames make them; anything else (markup, control characters,
+#: quotes) is refused by name, never printed as given.
+_ANNOTATOR_ID = re.compile(r"[\w.@+\- ]{1,200}")
+
+
+def read_annotators(folder: str | Path, unreadable: list[str] | None = None) -> dict[str, Annotator]:
+    """Every annotator of a study folder, by name (sorted).
+
+    An annotator whose ``user_state.json`` does not parse (a server killed mid-write), or whose id is not an
+    id (``<img src=x ...>``), is left out and named (``ascii()``-escaped) in ``unreadable``; the others are read.
+    With ``unreadable=None`` the first such annotator is an ``InputError``.
+    """
     out_dir = Path(folder) / OUTPUT_DIR
     annotators: dict[str, Annotator] = {}
     if not out_dir.is_dir():
         return annotators
     for state_path in sorted(out_dir.glob("*/user_state.json")):
+        where = ascii(state_path.parent.name)
+        problem = None
         try:
             state = json.loads(state_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"unreadable annotator state ({exc.msg})", path=state_path, line=exc.lineno) from None
-        name = str(state.get("user_id") or state_path.parent.name)
+            if not isinstance(state, dict):
+                problem = "user_state.json is not a JSON object"
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            problem = f"user_state.json unreadable ({getattr(exc, 'msg', None) or exc.reason})"  # type: ignore[attr-defined]
+        except OSError as exc:
+            problem = f"user_state.json unreadable ({exc.strerror or exc})"
+        name = str(state.get("user_id") or state_path.parent.name) if problem is None else ""
+        if problem is None and not _ANNOTATOR_ID.fullmatch(name):
+            problem = f"annotator id {ascii(name)} is not an id (letters, digits, spaces and ._@+- only)"
+        if problem is not None:
+            if unreadable is None:
+                raise InputError(f"annotator {where}: {problem}", path=out_dir)
+            unreadable.append(f"annotator folder {where}: {problem}; not imported")
+            continue
         ann = Annotator(name=name, assigned=[str(i) for i in state.get("instance_id_ordering") or []])
         for iid, pairs in (state.get("instance_id_to_label_to_value") or {}).items():
             answer: Answer = {}
@@ -121,11 +145,13 @@ class Collected:
     by_item: dict[str, dict[str, Answer]]  # item -> annotator -> answer (sorted)
     incomplete: dict[str, int]  # item -> complete answers so far (< per_item)
     screening: Screening
+    unreadable: list[str] = field(default_factory=list)  # annotators left out, named
 
 
 def collect(folder: str | Path, manifest: Mapping[str, Any], is_complete: Callable[[Answer], bool]) -> Collected:
     """Answers that are complete, from annotators not excluded, for the study's items (not the checks)."""
-    annotators = read_annotators(folder)
+    unreadable: list[str] = []
+    annotators = read_annotators(folder, unreadable)
     screening = screen(annotators, manifest.get("attention") or {})
     by_item: dict[str, dict[str, Answer]] = {iid: {} for iid in manifest["items"]}
     for name, ann in annotators.items():
@@ -136,7 +162,7 @@ def collect(folder: str | Path, manifest: Mapping[str, Any], is_complete: Callab
                 by_item[iid][name] = answer
     per_item = int(manifest.get("per_item") or 1)
     incomplete = {iid: len(by) for iid, by in by_item.items() if len(by) < per_item}
-    return Collected(by_item=by_item, incomplete=incomplete, screening=screening)
+    return Collected(by_item=by_item, incomplete=incomplete, screening=screening, unreadable=unreadable)
 
 
 @dataclass
@@ -177,7 +203,7 @@ def write_labels(path: Path, rows: list[tuple[str, str, str, str]]) -> list[dict
 def finish(report: ImportReport, collected: Collected) -> ImportReport:
     """Fill the report's shared parts from what was collected."""
     report.incomplete = dict(sorted(collected.incomplete.items()))
-    report.excluded = collected.screening.reasons()
+    report.excluded = collected.unreadable + collected.screening.reasons()
     report.imported = sum(len(by) for by in collected.by_item.values())
     report.items_complete = sum(1 for iid in collected.by_item if iid not in collected.incomplete)
     return report

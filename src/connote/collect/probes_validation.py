@@ -23,6 +23,7 @@ from typing import Any
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, write_labels
 from connote.collect.probes_votes import probe_items
 from connote.collect.project import MediaFolder, Study, example_block, radio, write_project
+from connote.errors import ItemError
 
 NAME = "probes-validation"
 SCHEMA = "applies"
@@ -105,8 +106,13 @@ def make(source: str | Path, out: str | Path, *, per_item: int = 3, captions: st
             tid = f"t{n:03d}-{it.item_id}"
             flip = int(hashlib.sha1(tid.encode()).hexdigest(), 16) % 2 == 1
             shown = [pg, sg] if flip else [sg, pg]
-            study.items.append({"id": tid, "text": text, "images": [
-                {"url": media.add(Path(im)), "caption": f"Image {k}"} for k, im in enumerate(shown, start=1)]})
+            try:
+                shown_media = [{"url": media.add(Path(im)), "caption": f"Image {k}"}
+                               for k, im in enumerate(shown, start=1)]
+            except ItemError as exc:
+                study.left_out.append(f"{tid}: {exc}")
+                continue
+            study.items.append({"id": tid, "text": text, "images": shown_media})
             study.sources[tid] = {"caption": text, "caption_kind": it.caption_kind, "verb": it.verb or "",
                                   "sg_image": sg, "pg_image": pg, "image_1": shown[0], "image_2": shown[1],
                                   "source_item": it.item_id, "presumed": _presumed(applies)}

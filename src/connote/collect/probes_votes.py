@@ -16,6 +16,7 @@ from connote.collect.answers import Answer, ImportReport, choice, collect, finis
 from connote.collect.project import MediaFolder, Study, example_block, radio, write_project
 from connote.data.images import is_url
 from connote.data.probes import read_probe_manifest
+from connote.errors import ItemError
 
 NAME = "probes-votes"
 SCHEMA = "match"
@@ -38,14 +39,15 @@ INSTRUCTIONS = (
 
 def read_rows(path: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """The manifest's header and raw rows by ``item_id``, as written (to write them back unchanged)."""
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    from connote.data.jsonio import read_jsonl, read_text
+
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):  # strict: the bad line and column are named
+        rows = [r for _, r in read_jsonl(path, what="manifest") if isinstance(r, dict)]
         header: list[str] = []
         for r in rows:
             header += [k for k in r if k not in header]
     else:
-        reader = csv.DictReader(text.splitlines(keepends=True))
+        reader = csv.DictReader(read_text(path, what="manifest").splitlines(keepends=True))
         rows = [r for r in reader if any(v not in (None, "") for v in r.values())]
         header = list(reader.fieldnames or [])
     return header, {str(r.get("item_id", "")).strip(): r for r in rows}
@@ -62,7 +64,11 @@ def probe_items(source: Path, captions: str, media: MediaFolder, left_out: list[
         elif not Path(item.image).is_file():
             left_out.append(f"{item.item_id}: image not found: {item.image}")
         else:
-            media.add(Path(item.image))
+            try:
+                media.add(Path(item.image))
+            except ItemError as exc:
+                left_out.append(f"{item.item_id}: {exc}")
+                continue
             kept.append(item)
     return kept
 

@@ -12,6 +12,15 @@ A study folder holds everything Potato needs and nothing outside it is reference
 
 File names in ``media/`` are made from the source names with every character outside
 ``[A-Za-z0-9._-]`` replaced, so no path derived from data can leave the folder.
+
+Two gates keep hostile data out of annotators' browsers:
+
+* **media**: only a regular file (no link, no FIFO, no device) that decodes as an image or a video enters
+  ``media/``, copied by a bounded read; anything else leaves its item out, named (:func:`media_problem`);
+* **page text**: every text field a page shows is HTML-escaped when written and shown by Potato's
+  ``html`` display (which sanitizes and so shows the escaped text as typed), so neither the page nor the
+  JSON Potato embeds in ``<script>`` elements can hold markup from data; an item whose other strings
+  (ids, photo ids, which annotators' answers carry back) hold ``<``, ``>`` or ``&`` is left out, named.
 """
 
 from __future__ import annotations
@@ -20,7 +29,6 @@ import hashlib
 import html
 import json
 import re
-import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 MANIFEST = "connote-study.json"
 CONFIG = "config.yaml"
@@ -78,10 +86,15 @@ class MediaFolder:
         self._by_source: dict[Path, str] = {}
 
     def add(self, source: Path, hint: str = "") -> str:
-        """Register ``source`` for copying; returns its URL (``/media/<name>``)."""
+        """Register ``source`` for copying; returns its URL (``/media/<name>``). A file that is no image or
+        video (or a link, a FIFO, a device) is an ``ItemError`` naming it: its item is left out."""
+        given = source
         source = source.resolve()
-        if source in self._by_source:
+        if source in self._by_source and not given.is_symlink():
             return "/media/" + self._by_source[source]
+        problem = media_problem(given)
+        if problem:
+            raise ItemError(f"{given}: {problem}")
         stem = safe_name(hint or source.stem, 60)
         suffix = safe_name(source.suffix.lower(), 8) if source.suffix else ""
         suffix = "." + suffix.lstrip(".") if suffix else ""
@@ -92,6 +105,117 @@ class MediaFolder:
         self.study.media[name] = source
         self._by_source[source] = name
         return "/media/" + name
+
+
+#: Container formats a study's video may have (FFmpeg also "decodes" text files as video, by its tty demuxer).
+VIDEO_CONTAINERS = frozenset({"mov", "mp4", "m4a", "3gp", "matroska", "webm", "avi", "mpeg", "mpegts", "flv",
+                              "ogg", "asf"})
+#: The most bytes one media file may have (a video of a study is seconds long).
+MAX_MEDIA_BYTES = 512 << 20
+
+
+def media_problem(source: Path) -> str | None:
+    """Why ``source`` may not enter a study (None when it may): it must be a regular file, not a symbolic
+    link, at most :data:`MAX_MEDIA_BYTES`, and decode as an image (Pillow) or a video (a video stream PyAV
+    opens)."""
+    import stat
+
+    try:
+        st = source.lstat()
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link; a study takes only regular files"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a FIFO, a device or a folder)"
+    if st.st_size > MAX_MEDIA_BYTES:
+        return f"is {st.st_size} bytes, more than a study's media file may have ({MAX_MEDIA_BYTES})"
+    try:
+        from PIL import Image
+
+        with Image.open(source) as im:
+            im.verify()
+        return None
+    except Exception:  # noqa: BLE001 - not an image: try a video
+        pass
+    try:
+        import av
+
+        with av.open(str(source)) as container:
+            formats = set(container.format.name.split(","))
+            if container.streams.video and formats & VIDEO_CONTAINERS:
+                return None
+    except Exception:  # noqa: BLE001 - neither decodes
+        pass
+    return "does not decode as an image or a video"
+
+
+def _copy_media(source: Path, target: Path) -> None:
+    """Copy a media file that :func:`media_problem` passed: opened without following a link, read to at most
+    :data:`MAX_MEDIA_BYTES`, written as a new file."""
+    import os
+    import stat
+
+    fd = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as src:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            raise InputError("changed into something that is not a regular file", path=source)
+        with open(target, "xb") as dst:
+            left = MAX_MEDIA_BYTES
+            while block := src.read(min(1 << 20, left + 1)):
+                left -= len(block)
+                if left < 0:
+                    raise InputError(f"grew past {MAX_MEDIA_BYTES} bytes while copied", path=source)
+                dst.write(block)
+
+
+def check_media_folder(folder: Path) -> None:
+    """Refuse to serve a study whose ``media/`` holds anything but regular files (a link placed there would
+    be served to anyone, logged in or not)."""
+    import stat
+
+    media = folder / "media"
+    if not media.exists():
+        return
+    for entry in sorted(media.iterdir()):
+        mode = entry.lstat().st_mode
+        if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            raise InputError(f"{'a symbolic link' if stat.S_ISLNK(mode) else 'not a regular file'} in the study's "
+                             "media folder; a study serves only the files `connote collect make` copied there",
+                             path=entry)
+
+
+def _page_safe(study: Study) -> None:
+    """Escape the texts the pages show; leave out items whose other strings hold markup characters."""
+    shown = {f["key"] for f in study.display_fields if f.get("type") == "text"} | {"text"}
+    for f in study.display_fields:
+        if f.get("type") == "text":
+            f["type"] = "html"  # Potato sanitizes it, so the escaped text shows as typed
+
+    def markup(value: Any) -> bool:
+        if isinstance(value, str):
+            return bool(_MARKUP.search(value))
+        if isinstance(value, dict):
+            return any(markup(v) for v in value.values())
+        if isinstance(value, list):
+            return any(markup(v) for v in value)
+        return False
+
+    for items in (study.items, study.attention):
+        keep = []
+        for item in items:
+            bad = sorted(k for k, v in item.items() if k not in shown and markup(v))
+            if bad:
+                study.left_out.append(f"{item.get('id')!r}: field {bad[0]} holds <, > or & (page markup)")
+                continue
+            for k in shown:
+                if isinstance(item.get(k), str):
+                    item[k] = html.escape(item[k], quote=False)
+            keep.append(item)
+        items[:] = keep
+
+
+_MARKUP = re.compile(r"[<>&]")
 
 
 def completion_code(study: Study) -> str:
@@ -123,6 +247,7 @@ def write_project(study: Study, out: str | Path, *, completion: str | None = Non
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise InputError("the study folder exists and is not empty; choose a new --out", path=out)
+    _page_safe(study)
     if not study.items:
         why = study.left_out if len(study.left_out) <= 10 else study.left_out[:9] + [
             f"... and {len(study.left_out) - 9} more"]
@@ -137,7 +262,7 @@ def write_project(study: Study, out: str | Path, *, completion: str | None = Non
         target = (media_dir / name).resolve()
         if target.parent != root:  # cannot happen with safe_name; a guard for the rule, not a branch
             raise InputError(f"media name {name!r} would leave the study folder")
-        shutil.copyfile(source, target)
+        _copy_media(source, target)
     code = completion or completion_code(study)
     with open(out / DATA, "w", encoding="utf-8") as fh:
         for item in study.items:

@@ -18,7 +18,7 @@ import urllib.request
 from importlib import metadata
 from pathlib import Path
 
-from connote.collect.project import CONFIG, PLUGIN, read_manifest
+from connote.collect.project import CONFIG, PLUGIN, check_media_folder, read_manifest
 from connote.errors import ConnoteError
 from connote.registry import require
 
@@ -56,6 +56,7 @@ def start(folder: str | Path, port: int, *, host: str = "127.0.0.1", log: Path |
     require("potato", "collect")
     folder = Path(folder).resolve()
     read_manifest(folder)
+    check_media_folder(folder)
     out = open(log, "ab") if log else None  # noqa: SIM115 - handed to the child, closed with it
     return subprocess.Popen(potato_command(port, host), cwd=folder, env=server_env(folder),
                             stdout=out or None, stderr=subprocess.STDOUT if out else None,
@@ -91,15 +92,37 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
             proc.wait()
 
 
+class _Terminated(Exception):
+    """SIGTERM or SIGHUP arrived while serving."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
 def serve(folder: str | Path, port: int = 8000, host: str = "127.0.0.1") -> int:
-    """Run Potato in the foreground until interrupted; returns its exit status."""
+    """Run Potato in the foreground until interrupted; returns its exit status.
+
+    Ctrl-C, SIGTERM and SIGHUP stop the server this started (it runs in its own session, so a signal to
+    connote alone would otherwise leave it serving) and return 0.
+    """
+    import signal
+    import threading
+
     proc = start(folder, port, host=host)
     print(f"Potato serves {folder} on http://{host}:{port}/ (Ctrl-C stops it)", file=sys.stderr)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, _raise_terminated)
     try:
         return proc.wait()
-    except KeyboardInterrupt:
-        stop(proc)
+    except (KeyboardInterrupt, _Terminated):
         return 0
+    finally:
+        stop(proc)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def validate(folder: str | Path) -> subprocess.CompletedProcess:

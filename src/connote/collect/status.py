@@ -23,7 +23,8 @@ def study_status(folder: str | Path) -> dict[str, Any]:
     per_item = int(manifest["per_item"])
     items = list(manifest["items"])
     attention = manifest.get("attention") or {}
-    annotators = read_annotators(folder)
+    unreadable: list[str] = []
+    annotators = read_annotators(folder, unreadable)
     screening = screen(annotators, attention)
     complete: dict[str, int] = {i: 0 for i in items}
     pending: dict[str, int] = {i: 0 for i in items}
@@ -48,7 +49,7 @@ def study_status(folder: str | Path) -> dict[str, Any]:
         "answers": sum(complete.values()), "answers_needed": per_item * len(items),
         "per_item_answers": {i: complete[i] for i in items},
         "in_progress_items": progress, "annotators": people,
-        "excluded": screening.reasons(), "left_out_at_make": manifest.get("left_out", []),
+        "excluded": unreadable + screening.reasons(), "left_out_at_make": manifest.get("left_out", []),
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from connote.collect.answers import Answer, ImportReport, collect, finish, text
 from connote.collect.project import MediaFolder, Study, example_block, safe_name, textbox, write_project
 from connote.collect.vist_storytelling import IMAGE_EXTENSIONS, find_photo, load_vist, tokenize
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 NAME = "vist-descriptions"
 SCHEMA = "description"
@@ -103,7 +103,12 @@ def make(source: str | Path | list[str | Path], out: str | Path, *, images: str 
                 continue
             if iid in study.sources:
                 continue  # the same photo in another album's sequence: described once
-            study.items.append({"id": iid, "text": "Describe this photo.", "image": media.add(path, safe_name(pid))})
+            try:
+                url = media.add(path, safe_name(pid))
+            except ItemError as exc:  # the media gate: not an image, a link, or too large
+                study.left_out.append(f"album {seq['album_id']}: photo {pid}: {exc}")
+                continue
+            study.items.append({"id": iid, "text": "Describe this photo.", "image": url})
             study.sources[iid] = {"photo_id": pid, "album_id": seq["album_id"], "order": order}
     return _finish(study, out, completion, login)
 
@@ -140,7 +145,12 @@ def _make_from_folder(source: Path, out: str | Path, *, per_item: int, completio
         if iid in study.sources:
             study.left_out.append(f"{path.name}: another file already has photo id {photo_id!r}")
             continue
-        study.items.append({"id": iid, "text": "Describe this photo.", "image": media.add(path, photo_id)})
+        try:
+            url = media.add(path, photo_id)
+        except ItemError as exc:
+            study.left_out.append(f"{path.name}: {exc}")
+            continue
+        study.items.append({"id": iid, "text": "Describe this photo.", "image": url})
         study.sources[iid] = {"photo_id": photo_id, "file": path.name}
     return _finish(study, out, completion, login)
 

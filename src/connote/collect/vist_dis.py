@@ -30,7 +30,7 @@ from connote.collect.vist_storytelling import (
     story_scheme,
     write_sis,
 )
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 NAME = "vist-descriptions-in-sequence"
 DIS_TIER = "descriptions-in-sequence"
@@ -90,8 +90,13 @@ def make(source: str | Path | list[str | Path], out: str | Path, *, images: str 
             continue
         iid = f"sequence-{n}-{safe_name(aid, 40)}"
         title = seq["album"].get("title") or aid
+        try:
+            photos = [{"id": pid, "url": media.add(p, f"{aid}-{pid}")} for pid, p in zip(ids, paths)]
+        except ItemError as exc:  # the media gate: not an image, a link, or too large
+            study.left_out.append(f"album {aid}: {exc}")
+            continue
         study.items.append({"id": iid, "text": f"Album \"{title}\": {len(ids)} photos in sequence; describe each",
-                            "photos": [{"id": pid, "url": media.add(p, f"{aid}-{pid}")} for pid, p in zip(ids, paths)]})
+                            "photos": photos})
         study.sources[iid] = {"album_id": aid, "photos": ids, "album": seq["album"], "images": seq["images"]}
     most = max((len(s["photos"]) for s in study.sources.values()), default=STORY_PHOTOS)
     study.schemes = [scheme(most)]

@@ -35,7 +35,7 @@ from connote.collect.vist_storytelling import (
     story_scheme,
     write_sis,
 )
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 NAME = "vist-retelling"
 
@@ -116,7 +116,10 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
         for pid in album["photos"]:
             path = find_photo(folder, pid)
             if path is not None:
-                photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
+                try:
+                    photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
+                except ItemError as exc:  # not an image, a link, or too large: the media gate refuses it
+                    study.left_out.append(f"album {aid}: photo {pid}: {exc}")
         iid = f"album-{safe_name(aid, 60)}"
         title = (meta["albums"].get(aid) or {}).get("title") or aid
         which = "its photo sequence" if len(usable) == 1 else f"one of its {len(usable)} photo sequences"

@@ -25,7 +25,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, Collected, ImportReport, collect, finish, text
 from connote.collect.project import PLUGIN, MediaFolder, Study, example_block, write_project
-from connote.errors import InputError
+from connote.errors import InputError, ItemError
 
 NAME = "vist-storytelling"
 SCHEMA = "story"
@@ -177,7 +177,10 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
             if path is None:
                 study.left_out.append(f"album {aid}: photo {pid}: no image file {folder}/{pid}.*")
             else:
-                photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
+                try:
+                    photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
+                except ItemError as exc:
+                    study.left_out.append(f"album {aid}: photo {pid}: {exc}")
         if len(photos) < STORY_PHOTOS:
             study.left_out.append(f"album {aid}: only {len(photos)} of its photos found; a story needs "
                                   f"{STORY_PHOTOS}")

@@ -7,7 +7,8 @@ What is refused (exit status 2 through the CLI), and how it is reported:
   a UTF-8 byte-order mark is skipped;
 * malformed JSON: the parser's message with its line and column (as ``json`` reports them);
 * JSON nested too deeply for Python's parser (``RecursionError``): the file (and line for JSONL),
-  never a traceback.
+  never a traceback;
+* an object with the same key twice (``json`` would keep the last silently): the file and the keys.
 
 ``decode_utf8(..., replace=True)`` is the tolerant variant for readers whose format promises to go
 on with replacement characters (the VIST readers report the bad bytes as a problem instead).
@@ -37,10 +38,19 @@ class BadUtf8:
 
 
 def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
-    """The bytes of a regular file; missing paths, directories and unreadable files are ``InputError``."""
+    """The bytes of a regular file; missing paths, directories, FIFOs, devices and unreadable files are
+    ``InputError`` (read by the bounded reader :func:`connote.runs.store.open_regular`: never blocks, never
+    reads past the file's size)."""
+    from connote.runs.store import NotRegularFileError, open_regular, read_blocks
+
     path = Path(path)
     try:
-        return path.read_bytes()
+        with open_regular(path) as fh:
+            return b"".join(read_blocks(fh))
+    except NotRegularFileError:
+        if path.is_dir():
+            raise InputError(f"is a directory, expected a {what}", path=path) from None
+        raise InputError(f"not a regular file (a FIFO or a device), expected a {what}", path=path) from None
     except FileNotFoundError:
         raise InputError(f"{what} not found", path=path) from None
     except IsADirectoryError:
@@ -82,6 +92,21 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
     return decode_utf8(read_bytes(path, what=what), path)[0]
 
 
+class _DuplicateKeys(ValueError):
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(keys)
+        self.keys = keys
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        from collections import Counter
+
+        raise _DuplicateKeys(sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1))
+    return obj
+
+
 def parse_json(text: str, path: str | Path, *, line: int | None = None, message: str = "malformed JSON") -> Any:
     """``json.loads`` with failures as ``InputError``.
 
@@ -89,7 +114,11 @@ def parse_json(text: str, path: str | Path, *, line: int | None = None, message:
     and the parser's column, else the parser's own line and column.
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_object)
+    except _DuplicateKeys as exc:
+        keys = ", ".join(repr(k) for k in exc.keys[:5]) + (" ..." if len(exc.keys) > 5 else "")
+        raise InputError(f"duplicate key(s) {keys} in one JSON object (which value is meant is ambiguous)",
+                         path=path, line=line) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{message}: {exc.msg}", path=path, line=line if line is not None else exc.lineno,
                          column=exc.colno) from None

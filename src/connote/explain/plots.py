@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from connote.explain.mmshap import patch_boxes
+from connote.runs.store import replacing
 
 
 def _pyplot() -> Any:
@@ -124,7 +125,8 @@ def plot_pair(row: dict[str, Any], image: Any, out_path: str | Path, *, title: s
 
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi, bbox_inches="tight", pad_inches=0.15)  # keeps the colour-bar label
+    with replacing(out) as tmp:  # never through a link planted at the figure's name
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", pad_inches=0.15)  # keeps the colour-bar label
     plt.close(fig)
     return out
 
@@ -161,6 +163,7 @@ def plot_cell_summary(aggregates: dict[str, Any], out_path: str | Path, *, dpi: 
     fig.tight_layout()
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
+    with replacing(out) as tmp:
+        fig.savefig(tmp, dpi=dpi)
     plt.close(fig)
     return out

@@ -121,8 +121,12 @@ def read_labels(path: str | Path) -> LabelTable:
     path = Path(path)
     if not path.exists():
         raise InputError("labels file not found", path=path)
+    import io
+
+    from connote.data.jsonio import read_text
+
     table = LabelTable()
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+    with io.StringIO(read_text(path, what="labels file"), newline="") as fh:  # strict UTF-8, the bad byte named
         reader = csv.DictReader(fh)
         header = [h.strip() for h in (reader.fieldnames or [])]
         missing = [c for c in COLUMNS if c not in header]

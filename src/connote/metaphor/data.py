@@ -204,13 +204,23 @@ def read_video_list(spec: str | Path) -> list[tuple[str, Path]]:
     base = spec.parent
     if spec.suffix.lower() in (".jsonl", ".json"):
         return [(str(q["question_id"]), base / q["video"]) for q in read_questions(spec)]
-    with spec.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        header = [h.strip() for h in reader.fieldnames or []]
-        for col in ("video_id", "path"):
-            if col not in header:
-                raise InputError(f"missing column {col}; a manifest has video_id, path", path=spec, line=1)
-        return [(r["video_id"].strip(), base / r["path"].strip()) for r in reader if r.get("video_id")]
+    import io
+
+    from connote.data.jsonio import read_text
+
+    reader = csv.DictReader(io.StringIO(read_text(spec, what="video manifest"), newline=""))
+    header = [h.strip() for h in reader.fieldnames or []]
+    for col in ("video_id", "path"):
+        if col not in header:
+            raise InputError(f"missing column {col}; a manifest has video_id, path", path=spec, line=1)
+    videos = []
+    for r in reader:
+        if not (r.get("video_id") or "").strip():
+            continue
+        if not isinstance(r.get("path"), str) or not r["path"].strip():
+            raise InputError("no path for this video", path=spec, line=reader.line_num, column="path")
+        videos.append((r["video_id"].strip(), base / r["path"].strip()))
+    return videos
 
 
 def read_image_captions(path: str | Path, image_dir: str | Path, kind: str | None = None) -> list[ImageItem]:

@@ -72,8 +72,19 @@ class DocumentFrequencies:
     def load(cls, path: str | os.PathLike[str]) -> DocumentFrequencies:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
+        import math
+
+        from connote.errors import InputError
+
         df = {tuple(t.split(" ")) if t else (): float(c) for t, _n, c in data["df"]}
-        return cls(df, int(data["n_documents"]), data.get("source", str(path)))
+        n_docs = float(data["n_documents"])
+        if not (math.isfinite(n_docs) and n_docs >= 1 and n_docs == int(n_docs)):
+            raise InputError(f"n_documents must be a whole number >= 1, got {data['n_documents']!r}", path=path)
+        bad = next(((t, c) for t, c in df.items() if not (math.isfinite(c) and 0 <= c <= n_docs)), None)
+        if bad is not None:
+            raise InputError(f"document frequency of {' '.join(bad[0])!r} is {bad[1]!r}: expected a count between 0 "
+                             f"and n_documents ({int(n_docs)})", path=path)
+        return cls(df, int(n_docs), data.get("source", str(path)))
 
 
 def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int = 4, sigma: float = SIGMA,

@@ -10,9 +10,10 @@ typed errors. Retrying is done here so its bounds are connote's, identical for e
   ends the request at once with an ``ApiError`` saying so, rather than sleeping (a day, for
   ``Retry-After: 86400``).
 * **Deadline**: one request (all attempts, waits and reads together) ends after ``deadline``
-  seconds (default 120) with an ``ApiError``. The response body is read in chunks and the clock is
-  checked between them, so a server trickling a byte every half second is cut off too; a single
-  read waits at most ``min(timeout, time left)``.
+  seconds (default 120) with an ``ApiError``. It bounds the connection, not only each read: an attempt
+  runs in a worker thread that the caller waits for at most the time left, and when the deadline passes
+  the attempt's HTTP client is closed (its sockets with it), so a server trickling the status line or
+  the headers a byte at a time, or never answering at all, is cut off like one trickling the body.
 * An answer that is not a JSON object is retried like a failed request; any other HTTP 4xx is an
   ``ApiError`` at once. Callers record
   an ``ApiError`` as that item's error, and a rerun retries the item.
@@ -95,17 +96,44 @@ class ChatClient:
         if self.timeout <= 0 or self.deadline <= 0 or self.max_retries < 0 or self.backoff < 0:
             raise ValueError("timeout and deadline must be positive, max_retries and backoff non-negative")
         openai = require("openai", "api")
-        # retries are ours (see the module docstring), so the library's own are off
-        self._client = openai.OpenAI(api_key=self.api_key or "none", base_url=self.base_url, max_retries=0,
-                                     timeout=self.timeout)
         self._openai = openai
         #: requests in flight across the threads that share this client (connote.models.concurrency)
         self.concurrency = concurrency or ConcurrencyLimit(adaptive=False)
 
+    def _new_client(self) -> Any:
+        # retries are ours (see the module docstring), so the library's own are off
+        return self._openai.OpenAI(api_key=self.api_key or "none", base_url=self.base_url, max_retries=0,
+                                   timeout=self.timeout)
+
     def _attempt(self, body: dict[str, Any], end: float) -> bytes:
+        """One HTTP request on a client of its own, ended at the deadline ``end`` whatever the server does."""
+        import threading
+
+        client = self._new_client()
+        result: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                result["raw"] = self._request(client, body, end)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                result["error"] = exc
+
+        worker = threading.Thread(target=work, name="connote-chat-attempt", daemon=True)
+        worker.start()
+        worker.join(max(0.0, end - time.monotonic()))
+        if worker.is_alive():
+            client.close()  # closes the connection: the worker's read fails and it ends
+            worker.join(5.0)
+            raise _DeadlinePassed
+        client.close()
+        if "error" in result:
+            raise result["error"]
+        return result["raw"]
+
+    def _request(self, client: Any, body: dict[str, Any], end: float) -> bytes:
         """One HTTP request; the body read chunk by chunk against the deadline ``end``."""
         read_timeout = max(0.001, min(self.timeout, end - time.monotonic()))
-        create = self._client.chat.completions.with_streaming_response.create
+        create = client.chat.completions.with_streaming_response.create
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         # no key: send no Authorization header at all (as before), not "Bearer none"
         headers = {} if self.api_key else {"Authorization": self._openai.Omit()}
@@ -154,7 +182,7 @@ class ChatClient:
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:  # retried, as a cut-off answer would be
                 last = f"the answer is not JSON ({exc})"
             except _DeadlinePassed:
-                last = "the answer was still arriving"
+                last = "the answer (status line, headers or body) was still arriving"
             except openai.APIStatusError as exc:
                 detail = _detail(exc)
                 last = f"HTTP {exc.status_code}: {detail}"

@@ -22,9 +22,6 @@ from connote.models.engine import TensorMatcher
 from connote.registry import require
 from connote.runs.store import file_sha256, file_stamp
 
-#: Files of a weights folder that change what a model computes: weights, configs, tokenizer files.
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".msgpack", ".h5", ".gguf", ".json", ".txt", ".model",
-                   ".tiktoken", ".py")
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
 DIGEST_SIDECAR = ".connote-sha256.json"
 
@@ -60,14 +57,16 @@ def _write_sidecar(folder: Path, files: dict[str, Any]) -> None:
 
 
 def content_digests(folder: str | Path) -> dict[str, str]:
-    """sha256 of every weight, config and tokenizer file under ``folder`` (relative path -> hex digest).
+    """sha256 of every file under ``folder`` (relative path -> hex digest), hidden ones (``.git``, the
+    digest sidecar) excepted: a backend may read any file of a local model folder (weights, configs,
+    tokenizer files, ``chat_template.jinja``, a processor's extra files), so all of them are covered.
 
     Digests are cached in a JSON sidecar keyed by each file's path and stamp (size, mtime, change
     time, inode, device), so a rerun on unchanged weights reads no weights; any rewrite of a file
     changes its change time and so its digest is computed afresh.
     """
     folder = Path(folder).resolve()
-    files = sorted(p for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file()
+    files = sorted(p for p in folder.rglob("*") if p.is_file()
                    and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     cached = _read_sidecar(folder)
     digests: dict[str, str] = {}

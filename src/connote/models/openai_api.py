@@ -29,21 +29,62 @@ from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, NO_WORDS,
 __all__ = ["ApiError", "ChatClient", "OpenAIChat", "OpenAIMatcher", "image_data_url", "yes_probability"]
 
 
+def _sent(obj: Any) -> str:
+    """What the server sent, for a message: compact JSON, cut to 200 characters."""
+    import json
+
+    text = json.dumps(obj, default=str)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def first_choice(response: Any) -> dict[str, Any]:
+    """``choices[0]`` of a chat answer; an answer of another shape is an ``ApiError`` showing what was sent."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ApiError(f"the server's answer has no choices[0] object; it sent {_sent(response)}")
+    return choices[0]
+
+
+def answer_text(choice: dict[str, Any]) -> str:
+    """The text of a choice (``message.content``; '' when absent); anything but text is an ``ApiError``."""
+    message = choice.get("message") or {}
+    content = message.get("content") if isinstance(message, dict) else message
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise ApiError(f"the server's message content is not text; it sent {_sent(choice.get('message'))}")
+    return content
+
+
+def _logprob(cand: Any) -> tuple[str, float]:
+    if not isinstance(cand, dict) or not isinstance(cand.get("token"), str):
+        raise ApiError(f"a log-probability entry without a token; the server sent {_sent(cand)}")
+    value = cand.get("logprob")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value > 1e-6:
+        raise ApiError(f"logprob {value!r} of token {cand['token']!r} is not a log-probability (a number <= 0)")
+    return cand["token"], float(value)
+
+
 def yes_probability(response: dict[str, Any]) -> float:
     """p(Yes) from top log-probabilities of the first answer token, else from the answer text."""
-    choice = response["choices"][0]
-    content = ((choice.get("logprobs") or {}).get("content") or [])
+    choice = first_choice(response)
+    logprobs = choice.get("logprobs") or {}
+    content = (logprobs.get("content") if isinstance(logprobs, dict) else None) or []
+    if not isinstance(content, list):
+        raise ApiError(f"logprobs.content is not a list; the server sent {_sent(logprobs)}")
     if content:
         yes = no = 0.0
-        for cand in content[0].get("top_logprobs") or [content[0]]:
-            word = cand["token"].strip().lower().strip(".!,")
+        top = content[0].get("top_logprobs") if isinstance(content[0], dict) else None
+        for cand in top or [content[0]]:
+            token, value = _logprob(cand)
+            word = token.strip().lower().strip(".!,")
             if word in YES_WORDS:
-                yes += math.exp(cand["logprob"])
+                yes += math.exp(min(value, 0.0))
             elif word in NO_WORDS:
-                no += math.exp(cand["logprob"])
+                no += math.exp(min(value, 0.0))
         if yes + no > 0:
             return yes / (yes + no)
-    text = (choice.get("message") or {}).get("content") or ""
+    text = answer_text(choice)
     word = text.strip().lower().split()[0].strip(".!,") if text.strip() else ""
     if word in YES_WORDS:
         return 1.0
@@ -85,7 +126,7 @@ class OpenAIMatcher:
             response = self.client.chat(messages, max_tokens=1, temperature=0, logprobs=True,
                                         top_logprobs=self.top_logprobs)
             return yes_probability(response)
-        except (ApiError, KeyError, IndexError, TypeError, ValueError) as exc:
+        except ApiError as exc:
             return exc
 
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
@@ -142,8 +183,8 @@ class OpenAIChat(OpenAIMatcher):
                 resp = self.client.chat([{"role": "user", "content": content}],
                                         temperature=req.temperature if req.temperature > 0 else self.temperature,
                                         max_tokens=self.max_tokens or req.max_new_tokens, **extra)
-                return ((resp["choices"][0].get("message") or {}).get("content") or "").strip()
-            except (ApiError, KeyError, IndexError, TypeError, AttributeError) as exc:
+                return answer_text(first_choice(resp)).strip()
+            except ApiError as exc:
                 return ApiError(f"API error: {exc}")
 
         # a request that failed is returned in its place, so only it is recorded as an error

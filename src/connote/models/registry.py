@@ -251,12 +251,16 @@ def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
     backend, spec, options = check_spec(spec)
     options.update(overrides)
     try:
-        return backend.factory()(spec.weights, **options)
+        model = backend.factory()(spec.weights, **options)
     except InputError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise InputError(f"could not load model {spec}: {type(exc).__name__}: {first}") from None
+    from connote.models.reads import spec_reads, with_reads
+
+    local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(spec.weights or ""))
+    return with_reads(model, spec_reads(spec.weights, options, local_weights=local))
 
 
 def capabilities_of(model: Any) -> frozenset[str]:

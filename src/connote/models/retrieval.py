@@ -31,12 +31,12 @@ class RetrievalStoryGenerator:
 
     def __init__(self, embedder: Any, stories: Sequence[tuple[Sequence[str], Sequence[str]]], *,
                  index_by: str = "text", train_images: Callable[[str], Image.Image] | None = None,
-                 batch_size: int = 256, cache: str | Path | None = None) -> None:
+                 batch_size: int = 256, cache: str | Path | None = None, images_sha: str | None = None) -> None:
         """``stories``: (photo ids, storylet texts) of the training stories, in order.
 
         ``cache``: a folder where the index is kept (``<key>.npz``, the key hashing the embedder's
-        description, ``index_by`` and the stories) and reused (embedding a training split takes a while
-        on a CPU).
+        description, ``index_by``, the stories and ``images_sha``, the digest of the training photos an image
+        index embeds) and reused (embedding a training split takes a while on a CPU).
         """
         if not stories:
             raise ValueError("the retrieval baseline needs at least one training story")
@@ -48,7 +48,9 @@ class RetrievalStoryGenerator:
         self.stories = [(tuple(p), [str(t) for t in ts]) for p, ts in stories]
         self.length = min(len(ts) for _, ts in self.stories)
         self._sha = hashlib.sha256(json.dumps(self.stories).encode()).hexdigest()[:12]
-        key = hashlib.sha256(json.dumps([self.describe_embedder(), index_by, self._sha],
+        self.images_sha = images_sha
+        key = hashlib.sha256(json.dumps([self.describe_embedder(), index_by, self._sha]
+                                        + ([images_sha] if images_sha else []),
                                         sort_keys=True, default=str).encode()).hexdigest()[:16]
         cached = Path(cache) / f"{key}.npz" if cache else None
         if cached is not None and cached.is_file():
@@ -83,7 +85,8 @@ class RetrievalStoryGenerator:
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, "embedder": self.describe_embedder(),
-                "index_by": self.index_by, "n_stories": len(self.stories), "stories_sha": self._sha}
+                "index_by": self.index_by, "n_stories": len(self.stories), "stories_sha": self._sha,
+                **({"images_sha": self.images_sha} if self.images_sha else {})}
 
     def nearest(self, images: Sequence[Image.Image]) -> tuple[int, float]:
         q = np.asarray(self.embedder.embed_images(list(images)), dtype=np.float32)
@@ -125,13 +128,25 @@ def retrieval_from_spec(weights: str | None = None, *, train: str | None = None,
 
         embedder = EmbeddedEncoder(**options)
     loader = None
+    images_sha = None
     if index_by == "image":
         if not images:
             raise ValueError("index_by=image needs images=DIR with the training photos")
         from connote.data.images import load_image
+        from connote.runs.store import file_sha256
 
         def loader(pid: str) -> Image.Image:
             return load_image(find_image(images, pid))
+
+        # the index is made of these photos: their bytes key the cached index and the fingerprint
+        def photo_sha(pid: str) -> str | None:
+            try:
+                return file_sha256(find_image(images, pid))
+            except (ItemError, OSError):  # the index build names the missing photo
+                return None
+
+        used = sorted({pid for s in stories for pid in s[0]})
+        images_sha = hashlib.sha256(json.dumps([[pid, photo_sha(pid)] for pid in used]).encode()).hexdigest()[:16]
 
     if cache is None:
         import os
@@ -139,6 +154,7 @@ def retrieval_from_spec(weights: str | None = None, *, train: str | None = None,
         cache = str(Path(os.environ.get("CONNOTE_CACHE") or Path.home() / ".cache" / "connote") / "vist-retrieval")
     elif cache.lower() in ("none", "off", ""):
         cache = None
-    return RetrievalStoryGenerator(embedder, stories, index_by=index_by, train_images=loader, cache=cache)
+    return RetrievalStoryGenerator(embedder, stories, index_by=index_by, train_images=loader, cache=cache,
+                                   images_sha=images_sha)
 
 

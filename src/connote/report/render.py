@@ -354,7 +354,7 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
 
 def write_report(sections: Sequence[Section], out: str | Path, *, title: str = "connote report") -> list[Path]:
     """Write report.md, report.tex, report.csv, report.html, report.json and the figures' PNGs into ``out``."""
-    from connote.runs.store import write_text
+    from connote.runs.store import write_bytes, write_text
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -368,6 +368,6 @@ def write_report(sections: Sequence[Section], out: str | Path, *, title: str = "
     for section in sections:
         for figure in section.figures:
             path = out / files[id(figure)]
-            path.write_bytes(figure.png)
+            write_bytes(path, figure.png)
             written.append(path)
     return written

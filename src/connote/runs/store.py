@@ -24,6 +24,7 @@ import os
 import platform
 import sqlite3
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -49,6 +50,10 @@ CREATE TABLE IF NOT EXISTS fingerprints (
     description TEXT NOT NULL
 );
 """
+
+
+TABLE_COLUMNS = {"items": ("fingerprint", "item_id", "item_key", "data", "error", "created"),
+                 "fingerprints": ("fingerprint", "description")}
 
 
 def canonical_json(obj: Any) -> str:
@@ -80,16 +85,49 @@ def file_stamp(path: str | Path) -> list[int]:
 _DIGESTS: dict[tuple[str, tuple[int, ...]], str] = {}
 
 
+class NotRegularFileError(OSError):
+    """A path that is a FIFO, a device (``/dev/zero``), a socket or a folder where a file's bytes are read."""
+
+
+def open_regular(path: str | Path) -> Any:
+    """The one bounded way to open an input file for reading: never blocks on a FIFO (opened non-blocking),
+    refuses anything but a regular file (``NotRegularFileError``), and the returned binary file reads at most
+    the size the file had when opened (:func:`read_blocks`)."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(f"{path}: not a regular file (a FIFO, a device or a folder)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_blocks(fh: Any, *, block: int = 1 << 22) -> Iterator[bytes]:
+    """The bytes of a file from :func:`open_regular`, in blocks, at most its size when opened."""
+    left = os.fstat(fh.fileno()).st_size
+    while left > 0 and (data := fh.read(min(block, left))):
+        left -= len(data)
+        yield data
+
+
 def file_sha256(path: str | Path) -> str:
-    """sha256 of a file's bytes (remembered per process by a stamp that any change to the file alters)."""
+    """sha256 of a file's bytes (remembered per process by a stamp that any change to the file alters).
+
+    A FIFO or a device is a ``NotRegularFileError`` (an ``OSError``) at once, never a read that blocks or
+    never ends."""
     p = Path(path)
     stamp = tuple(file_stamp(p))  # first: a missing file or a symlink loop is an OSError here
     key = (str(p.resolve()), stamp)
     if key not in _DIGESTS:
         h = hashlib.sha256()
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
+        with open_regular(p) as fh:
+            for data in read_blocks(fh):
+                h.update(data)
         _DIGESTS[key] = h.hexdigest()
     return _DIGESTS[key]
 
@@ -174,6 +212,12 @@ class RunStore:
                 self._con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._con.executescript(SCHEMA)
             self._con.commit()
+            for table, columns in TABLE_COLUMNS.items():
+                found = [r[1] for r in self._con.execute(f"PRAGMA table_info({table})")]
+                if found != list(columns):
+                    self._con.close()
+                    raise sqlite3.DatabaseError(f"table {table} has columns {', '.join(found)}, not "
+                                                f"{', '.join(columns)} (another program's or version's store)")
         except sqlite3.OperationalError as exc:
             self._release_lock()
             if "locked" in str(exc) or "busy" in str(exc):
@@ -198,41 +242,65 @@ class RunStore:
             self._lock_fd = None
 
     # ---- rows ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _sql(self) -> Iterator[None]:
+        """SQLite failures while reading or writing rows, as one line naming the store and what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "full" in str(exc).lower():
+                raise InputError(f"the disk is full ({exc}); every batch committed before is kept: free space and "
+                                 "run the same command again to resume", path=self.path) from None
+            raise InputError(f"the run store failed ({exc}); move it aside (mv {self.path} {self.path}.bad) and run "
+                             "again to recompute", path=self.path) from None
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise InputError(f"the run store is damaged ({type(exc).__name__}: {exc}); move it aside (mv {self.path} "
+                             f"{self.path}.bad) and run again to recompute", path=self.path) from None
+
     def register(self, description: Mapping[str, Any]) -> str:
         fp = fingerprint(description)
-        self._con.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", (fp, canonical_json(description)))
-        self._con.commit()
+        with self._sql():
+            self._con.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", (fp, canonical_json(description)))
+            self._con.commit()
         return fp
 
     def reusable(self, fp: str, keys: Mapping[str, str]) -> set[str]:
         """Ids whose stored row has no error and was computed from the same item content (``keys``)."""
-        cur = self._con.execute("SELECT item_id, item_key FROM items WHERE fingerprint = ? AND error IS NULL",
-                                (fp,))
-        return {item_id for item_id, key in cur if keys.get(item_id) == key}
+        with self._sql():
+            cur = self._con.execute("SELECT item_id, item_key FROM items WHERE fingerprint = ? AND error IS NULL",
+                                    (fp,))
+            return {item_id for item_id, key in cur if keys.get(item_id) == key}
 
     def done_ids(self, fp: str, *, include_errors: bool = False) -> set[str]:
         """Items with a stored row (content not checked; use :meth:`reusable` to decide reuse)."""
         q = "SELECT item_id FROM items WHERE fingerprint = ?"
         if not include_errors:
             q += " AND error IS NULL"
-        return {r[0] for r in self._con.execute(q, (fp,))}
+        with self._sql():
+            return {r[0] for r in self._con.execute(q, (fp,))}
 
     def put(self, fp: str, rows: Iterable[Mapping[str, Any]]) -> None:
         """Write rows (each with ``item_id``, ``item_key`` and optional ``error``) in one transaction."""
         now = time.time()
         data = [(fp, str(r["item_id"]), str(r.get("item_key") or ""), canonical_json(dict(r)), r.get("error"), now)
                 for r in rows]
-        with self._con:
+        with self._sql(), self._con:
             self._con.executemany("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)", data)
 
     def rows(self, fp: str) -> dict[str, dict[str, Any]]:
-        """All rows of a fingerprint, by item id."""
-        cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
-        return {item_id: json.loads(data) for item_id, data in cur}
+        """All rows of a fingerprint, by item id (a row that is not a JSON object: the store is damaged)."""
+        with self._sql():
+            cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
+            rows = {item_id: json.loads(data) for item_id, data in cur}
+            bad = next((i for i, r in rows.items() if not isinstance(r, dict)), None)
+            if bad is not None:
+                raise sqlite3.DatabaseError(f"the row of item {bad!r} is not a JSON object")
+            return rows
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
-        cur = self._con.execute("SELECT fingerprint, description FROM fingerprints")
-        return {fp: json.loads(d) for fp, d in cur}
+        with self._sql():
+            cur = self._con.execute("SELECT fingerprint, description FROM fingerprints")
+            return {fp: json.loads(d) for fp, d in cur}
 
     def close(self) -> None:
         self._con.close()
@@ -268,12 +336,43 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write a text file atomically."""
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """The one safe way to write a file under a run folder: yields a fresh temporary path beside ``path``
+    (created exclusively, so a link planted there is never followed; same suffix, so writers that read the
+    format from it work), then renames it over ``path``. A link at ``path`` is replaced, never written
+    through; readers never see half a file; on an error nothing is replaced."""
     path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+    os.fchmod(fd, 0o666 & ~_UMASK)  # the permissions a plain open() would give, not mkstemp's 0600
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write a file atomically by :func:`replacing` it."""
+    with replacing(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text file atomically by :func:`replacing` it."""
+    write_bytes(path, text.encode("utf-8"))
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -163,19 +163,21 @@ def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str 
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_HASHED = re.compile(r"-[0-9a-fA-F]{10,16}$")
 
 
 def figure_name(item_id: Any, taken: set[str]) -> str:
     """A file name for an item's figure that cannot leave the figures folder.
 
     Characters outside ``[A-Za-z0-9._-]`` become ``_``, leading dots are dropped (no ``..``, no hidden
-    files), the stem is capped at 80 characters, and a short hash of the id is appended whenever the
-    name had to change or is already taken, so distinct ids never share a file.
+    files), the stem is capped at 80 characters, and a hash of the id is appended whenever the name had to
+    change, is already taken (case-insensitively), or itself ends like a hashed name (``-`` and 10 hex
+    digits): so a hashed name is never also some other id's plain name, and distinct ids never share a file.
     """
     raw = str(item_id)
     stem = _UNSAFE.sub("_", raw).lstrip(".")[:80] or "item"
-    if stem != raw or stem.lower() in taken:
-        stem = f"{stem}-{hashlib.sha256(raw.encode('utf-8')).hexdigest()[:10]}"
+    if stem != raw or stem.lower() in taken or _HASHED.search(stem):
+        stem = f"{stem}-{hashlib.sha256(raw.encode('utf-8')).hexdigest()[:16]}"
     name = f"{stem}.png"
     taken.add(stem.lower())
     return name
@@ -201,7 +203,7 @@ def _figures(rows: list[dict[str, Any]], out: Path, n: int, allow_network: bool,
             continue
         name = figure_name(row["item_id"], taken)
         target = fig_dir / name
-        if target.resolve().parent != root:  # pragma: no cover - figure_name makes this impossible
+        if target.parent.resolve() != root:  # pragma: no cover - figure_name makes this impossible
             raise AssertionError(f"figure path {target} escapes {root}")
         plots.plot_pair(row, image, target)
         index[str(row["item_id"])] = name

@@ -185,6 +185,8 @@ def _open(path: Path) -> Any:
     av = require("av", "video")
     if not path.exists():
         raise ItemError(f"{path}: video file not found")
+    if not path.is_file():  # a FIFO would block the decoder, /dev/zero never ends
+        raise ItemError(f"{path}: not a regular file (a FIFO, a device or a folder)")
     if path.stat().st_size == 0:
         raise ItemError(f"{path}: empty file")
     try:

@@ -117,8 +117,8 @@ class NameList:
                     raise InputError(f"expected name,sex,count; found {len(row)} column(s)", path=path, line=n)
                 name, sex, count = row[0].strip(), row[1].strip().upper()[:1], row[2].strip()
                 if not count.isdigit():
-                    if n == 1:
-                        continue  # header
+                    if n == 1 and sex not in ("F", "M"):
+                        continue  # a header (name,sex,count); a data row's count must be a number
                     raise InputError(f"count {count!r} is not a whole number", path=path, line=n, column=3)
                 if sex not in ("F", "M"):
                     raise InputError(f"sex {row[1]!r} is neither F nor M", path=path, line=n, column=2)

@@ -48,12 +48,15 @@ SeqKey = tuple[str, ...]
 
 
 def seq_id(photo_ids: Iterable[str]) -> str:
-    """A printable id of a photo sequence: its photo ids joined by ``-``.
+    """A printable id of a photo sequence: its photo ids joined by ``-``, one to one with the sequence.
 
-    >>> seq_id(["1", "2", "3"])
-    '1-2-3'
+    A ``-`` or ``%`` inside a photo id is percent-escaped first, so ``["1-2", "3"]`` and ``["1", "2-3"]``
+    stay two sequences (VIST's numeric ids print as before).
+
+    >>> seq_id(["1", "2", "3"]), seq_id(["1-2", "3"]), seq_id(["1", "2-3"])
+    ('1-2-3', '1%2D2-3', '1-2%2D3')
     """
-    return "-".join(str(p) for p in photo_ids)
+    return "-".join(str(p).replace("%", "%25").replace("-", "%2D") for p in photo_ids)
 
 
 @dataclass(frozen=True)
@@ -516,16 +519,17 @@ def parse_submission(obj: Any, path: str | Path = "<memory>") -> Submission:
             problems.append(Problem(p, f"{where} ({seq_id(seq_t)})",
                                     f"photo_sequence has {len(seq_t)} photos, expected {STORY_LENGTH}"))
         text = e.get("story_text_normalized")
+        error = _str(e.get("error"))
         if text is None:
             problems.append(Problem(p, f"{where} ({seq_id(seq_t)})", "missing 'story_text_normalized'"))
             text = ""
-        elif not isinstance(text, str):
+        elif not isinstance(text, str):  # a number or NaN is no story: failed, never scored as text
             problems.append(Problem(p, f"{where} ({seq_id(seq_t)})",
                                     "'story_text_normalized' is not a string"))
-            text = str(text)
+            error = error or f"malformed: 'story_text_normalized' is {type(text).__name__} {text!r}, not a string"
+            text = ""
         entries.append(SubmissionEntry(index=i, album_id=str(e.get("album_id", "")),
-                                       photo_sequence=seq_t, text=text,
-                                       error=_str(e.get("error"))))
+                                       photo_sequence=seq_t, text=text, error=error))
     info = obj.get("evaluation_info")
     return Submission(path=p, team_name=_str(obj.get("team_name")),
                       evaluation_info=dict(info) if isinstance(info, Mapping) else {},
@@ -591,11 +595,16 @@ def read_jsonl_predictions(path: str | Path) -> Submission:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg}", path=path, line=n, column=exc.colno) from None
+        if not isinstance(rec, dict):
+            raise InputError(f"expected a JSON object, got {type(rec).__name__}", path=path, line=n)
         seq = rec.get("photo_sequence") or []
         text_ = rec.get("story", rec.get("story_text_normalized")) or ""
+        error = _str(rec.get("error"))
+        if not isinstance(text_, str):
+            error = error or f"malformed: the story is {type(text_).__name__} {text_!r}, not a string"
+            text_ = ""
         entries.append(SubmissionEntry(index=n - 1, album_id=str(rec.get("album_id", "")),
-                                       photo_sequence=tuple(str(x) for x in seq), text=str(text_),
-                                       error=_str(rec.get("error"))))
+                                       photo_sequence=tuple(str(x) for x in seq), text=text_, error=error))
     return Submission(path=str(path), team_name=None, evaluation_info={}, entries=entries,
                       problems=problems, format="jsonl")
 

@@ -337,15 +337,27 @@ def decode_nbest(model: StoryModel, feats: np.ndarray, *, n_best: int = 5, beam_
 
 
 def load_features(path: str | Path) -> dict[str, np.ndarray]:
-    """Photo id -> feature vector from a ``.npz`` file (keys are photo ids)."""
+    """Photo id -> feature vector from a ``.npz`` file (keys are photo ids): vectors of one length, finite."""
     path = Path(path)
     try:
         with np.load(path) as z:
-            return {str(k): np.asarray(z[k], dtype=np.float32) for k in z.files}
+            feats = {str(k): np.asarray(z[k], dtype=np.float32) for k in z.files}
     except FileNotFoundError:
         raise InputError("feature file not found", path=path) from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:
         raise InputError(f"cannot read features ({exc})", path=path) from None
+    shapes: dict[tuple[int, ...], str] = {}
+    for k, v in feats.items():
+        shapes.setdefault(v.shape, k)
+        if v.ndim != 1:
+            raise InputError(f"photo {k}: expected a feature vector, got shape {v.shape}", path=path)
+        if not np.isfinite(v).all():
+            raise InputError(f"photo {k}: the feature vector holds NaN or infinite values", path=path)
+    if len(shapes) > 1:
+        (a, ka), (b, kb) = list(shapes.items())[:2]
+        raise InputError(f"feature vectors of different lengths: {a[0]} (photo {ka}) and {b[0]} (photo {kb})",
+                         path=path)
+    return feats
 
 
 def sequence_features(photo_ids: Sequence[str], features: Mapping[str, np.ndarray]) -> np.ndarray:
