@@ -46,6 +46,8 @@ def test_cli_embedded_encoders(tmp_path, capsys):
         fp = store.register({"backend": "fixed"})
         store.put(fp, [{"item_id": v, "video_id": v, "caption": c, "error": None} for v, c in CAPTIONS.items()])
     (run / "run.json").write_text(json.dumps({"fingerprint": fp}))
+    (run / "captions.jsonl").write_text("".join(json.dumps({"question_id": v, "video_id": v, "text": c}) + "\n"
+                                                for v, c in CAPTIONS.items()))  # what `metaphor score` reads
     table = tmp_path / "vmc.csv"
     table.write_text("unique_id,annotator_1,annotator_2,annotator_3\n"
                      + "".join(f"{v},{r[0]},{r[1]},{r[0]}\n" for v, r in REFS.items()))

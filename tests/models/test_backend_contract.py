@@ -402,6 +402,23 @@ def _change(path: Path) -> None:
         from connote.video.synthetic import write_video
 
         write_video(path, [], size=(32, 32), colours=[(250, 250, 10)] * 8)
+    elif path.suffix in (".pth", ".pt"):  # a checkpoint (ALBEF): one weight nudged, saved again
+        import torch
+
+        obj = torch.load(path, weights_only=True)
+        state = obj.get("model", obj) if isinstance(obj, dict) else obj
+        key = next(k for k, v in state.items() if torch.is_tensor(v) and v.is_floating_point())
+        state[key] = state[key] + 0.5
+        torch.save(obj, path)
+    elif path.suffix in (".h5", ".hdf5"):  # region features (LXMERT): one value changed in place
+        import h5py
+
+        with h5py.File(path, "r+") as f:
+            names: list[str] = []
+            f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) and o.dtype.kind == "f"
+                         else None)
+            data = f[names[0]][()]
+            f[names[0]][...] = data + 1
     else:
         path.write_text(path.read_text() + "\n")
 
