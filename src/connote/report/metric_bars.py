@@ -15,7 +15,7 @@ Interval = tuple[float, float] | None
 DPI = 120
 
 
-def _png(fig) -> bytes:  # noqa: ANN001
+def to_png(fig) -> bytes:  # noqa: ANN001
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -60,10 +60,15 @@ def _label(value: float | None, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
-def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
-                  values: dict[str, Sequence[float | None]], intervals: dict[str, Sequence[Interval]],
-                  digits: dict[str, int] | None = None) -> bytes:
-    """One panel per metric (metrics have different scales), one bar per run, 95% intervals as error bars."""
+def metric_panels_figure(title: str, runs: Sequence[str], metrics: Sequence[str],
+                         values: dict[str, Sequence[float | None]], intervals: dict[str, Sequence[Interval]],
+                         digits: dict[str, int] | None = None, *, ylabel: str = "score x 100"):  # noqa: ANN201
+    """One panel per metric, one bar per run, 95% intervals as error bars; the matplotlib figure.
+
+    Every panel shares one value axis from 0 (to 100 when every bar and interval fits under it, else to the
+    highest of them all), labelled ``ylabel``: a panel never rescales, so a BLEU-4 of 0.06 (x 100) is drawn
+    as the sliver it is beside a METEOR of 16, not as a full bar.
+    """
     plt = _pyplot()
     n = len(metrics)
     cols = min(4, n)
@@ -72,19 +77,23 @@ def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
     fig, axes = plt.subplots(rows, cols, figsize=(width_in, 2.9 * rows), squeeze=False)
     colours = [plt.get_cmap("tab10")(i % 10) for i in range(len(runs))]
     upright = len(runs) > 3
+    highest = max([0.0] + [ci[1] for m in metrics for ci in intervals[m] if ci] +
+                  [v for m in metrics for v in values[m] if v is not None and math.isfinite(v)])
+    top = 100.0 if highest <= 100.0 else highest
     for k, metric in enumerate(metrics):
         ax = axes[k // cols][k % cols]
         xs = list(range(len(runs)))
         for i in xs:  # one call per run: a colour per run, shared by every panel
             _bars(ax, [i], [values[metric][i]], [intervals[metric][i]], 0.7, None, (digits or {}).get(metric, 3),
                   upright, colour=colours[i])
-        highest = max([0.0] + [ci[1] for ci in intervals[metric] if ci] +
-                      [v for v in values[metric] if v is not None and math.isfinite(v)])
-        ax.set_ylim(0, highest * (1.45 if upright else 1.22) or 1.0)
+        ax.set_ylim(0, top * (1.3 if upright else 1.15))  # the same axis in every panel; room for the labels
+        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top])
         ax.set_title(metric, fontsize=9)
         ax.set_xticks(xs)
         ax.set_xticklabels([f"r{i + 1}" for i in xs], fontsize=8)
-        ax.tick_params(axis="y", labelsize=7)
+        ax.tick_params(axis="y", labelsize=8)
+        if k % cols == 0:
+            ax.set_ylabel(ylabel, fontsize=8)
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].axis("off")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[i]) for i in range(len(runs))]
@@ -93,7 +102,14 @@ def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
     fig.suptitle(title, fontsize=10)
     legend_rows = len(runs) if len(runs) > 2 else 1
     fig.tight_layout(rect=(0, min(0.5, (0.09 + 0.04 * legend_rows) / rows), 1, 0.95))
-    return _png(fig)
+    return fig
+
+
+def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
+                  values: dict[str, Sequence[float | None]], intervals: dict[str, Sequence[Interval]],
+                  digits: dict[str, int] | None = None, *, ylabel: str = "score x 100") -> bytes:
+    """:func:`metric_panels_figure` as PNG bytes."""
+    return to_png(metric_panels_figure(title, runs, metrics, values, intervals, digits, ylabel=ylabel))
 
 
 def grouped_bars(title: str, categories: Sequence[str], series: Sequence[str],
@@ -120,4 +136,4 @@ def grouped_bars(title: str, categories: Sequence[str], series: Sequence[str],
     if len(series) > 1:
         ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    return _png(fig)
+    return to_png(fig)
