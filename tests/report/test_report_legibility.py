@@ -27,3 +27,33 @@ def test_vist_metric_panels_share_one_honest_value_axis() -> None:
     assert heights["BLEU-4"] == [0.06, 0.09]  # 0.0006 x 100: a sliver of the axis, not a full bar
     assert heights["METEOR"] == [16.0, 12.0]
     assert panels[0].get_ylabel() == "score x 100"
+
+
+def _vmc_run(folder, table: dict, per_video: dict):  # noqa: ANN001, ANN202
+    from connote.report.document import Run
+
+    stored = {"table": table, "intervals": {c: [v * 0.9, v * 1.1] for c, v in table.items()}, "n": 2,
+              "per_video": per_video, "signature": {"n_boot": 50, "seed": 0}, "refs": {"path": "refs.csv"},
+              "split": None, "key": "k1"}
+    return Run(folder=folder, kind="vmc-captioning", name=folder.name, group=("g",),
+               results={"scores": stored, "scores_file": str(folder / "scores" / "vmc-k1.json"), "all_scores": []})
+
+
+def test_vmc_table_and_paired_test_read_x100_in_every_column(tmp_path) -> None:  # noqa: ANN001
+    from connote.report.metaphor import CAPTIONS
+
+    a = _vmc_run(tmp_path / "cap-a", {"BLEU-4": 10.27, "ROUGE-L": 46.21, "BERT-F1": 0.69, "ACS": 0.39},
+                 {"v1": {"rougeL": 0.5, "bertscore_f1": 0.6}, "v2": {"rougeL": 0.4, "bertscore_f1": 0.7}})
+    b = _vmc_run(tmp_path / "cap-b", {"BLEU-4": 9.0, "ROUGE-L": 40.0, "BERT-F1": 0.71, "ACS": 0.5},
+                 {"v1": {"rougeL": 0.3, "bertscore_f1": 0.8}, "v2": {"rougeL": 0.2, "bertscore_f1": 0.9}})
+    section = CAPTIONS.section([a, b])
+    table, paired = section.tables
+    assert table.header[1:5] == ["BLEU-4 [95% CI]", "ROUGE-L [95% CI]", "BERT-F1 [95% CI]", "ACS [95% CI]"]
+    assert table.rows[0][1] == "10.27 [9.24, 11.30]"  # stored x 100 already
+    assert table.rows[0][3] == "69.00 [62.10, 75.90]"  # stored 0.69: printed x 100
+    assert table.rows[1][4] == "50.00 [45.00, 55.00]"
+    assert table.values[0]["BERT-F1"] == 0.69  # the machine-readable values keep the stored scale
+    assert any(n.startswith("Every column x 100") for n in table.notes)
+    bert = next(r for r in paired.rows if r[2] == "BERT-F1")
+    delta = next(v for v in paired.values if v["metric"] == "BERT-F1")["delta"]
+    assert bert[3] == f"{100 * delta:+.2f}" and abs(delta) > 0.1

@@ -39,8 +39,9 @@ def cell_order(results: dict[str, Any]) -> list[str]:
     return [c for c in CELLS if c in cells] + sorted(c for c in cells if c not in CELLS)
 
 
-def _fmt(x: Any, spec: str = ".3f") -> str:
-    return "—" if x is None else format(x, spec)
+def _fmt(x: Any, spec: str = ".2f", scale: float = 100.0) -> str:
+    """A share (0-1) as printed: x 100 (the paper's Table 6 prints T-SHAP and the verb share in %)."""
+    return "—" if x is None else format(x * scale, spec)
 
 
 class ExplainKind:
@@ -93,16 +94,19 @@ def table6(runs: Sequence[Run]) -> Table:
                 s = splits.get(split) or {}
                 first = not values or values[-1]["run"] != run.name  # the model is named once per run
                 rows.append([run.name if first else "", cell, label, str(s.get("n", 0)), _fmt(s.get("t_shap")),
-                             _fmt(s.get("v_shap")), _fmt(s.get("verb_shap"), "+.4f"), _fmt(s.get("verb_share"))])
+                             _fmt(s.get("v_shap")), _fmt(s.get("verb_shap"), "+.4f", 1.0), _fmt(s.get("verb_share"))])
                 values.append({"run": run.name, "cell": cell, "split": split,
                                **{k: s.get(k) for k in ("n", "t_shap", "v_shap", "verb_shap", "verb_share", "n_verb")}})
         rules.append(len(rows) - 1)  # a rule between runs
     threshold = runs[0].results.get("threshold", 0.5)
     notes = [f"Split by the model's prediction on the unmasked pair: match when p(match) > {threshold}. "
-             "T-SHAP: the text's share of the total absolute Shapley value (V-SHAP = 1 − T-SHAP); verb φ: the "
-             "summed Shapley value of the verb's tokens; verb share: the verb's share of the text's absolute "
-             "attribution; means over pairs (verb columns over pairs whose verb was found)."]
-    return Table(key="explain-table6", title="Table 6: MM-SHAP per cell, split by predicted match", header=header,
+             "T-SHAP: the text's share of the total absolute Shapley value x 100 (V-SHAP = 100 − T-SHAP); verb φ: "
+             "the summed Shapley value of the verb's tokens (not a share: unscaled, as the paper prints it); "
+             "verb share: the verb's share of the text's absolute "
+             "attribution x 100; means over pairs (verb columns over pairs whose verb was found)."]
+    return Table(key="explain-table6",
+                 title="Table 6: MM-SHAP per cell, split by predicted match (T-SHAP, V-SHAP, verb share in %)",
+                 header=header,
                  rows=rows, notes=notes, values=values, rules_after=rules[:-1])
 
 
@@ -119,24 +123,25 @@ def cell_figure(runs: Sequence[Run]) -> Figure:
         res = run.results
         groups = [*cell_order(res), "overall"]
         xs = np.arange(len(groups))
-        for ax, key, label in ((row[0], "t_shap", "mean T-SHAP"), (row[1], "verb_share", "mean verb share")):
+        for ax, key, label in ((row[0], "t_shap", "mean T-SHAP (%)"), (row[1], "verb_share", "mean verb share (%)")):
             for j, split in enumerate(("match", "non_match")):
                 vals, ns = [], []
                 for g in groups:
                     s = (res["overall"] if g == "overall" else res["cells"][g]).get(split) or {}
                     vals.append(s.get(key))
                     ns.append(s.get("n", 0) if key == "t_shap" else s.get("n_verb", 0))
-                heights = [0.0 if v is None else v for v in vals]
+                heights = [0.0 if v is None else 100.0 * v for v in vals]
                 bars = ax.bar(xs + (j - 0.5) * 0.38, heights, 0.36, color=colours[split],
                               label=split.replace("_", "-"))
                 for b, v, n in zip(bars, vals, ns):
-                    ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.015, f"n={n}",
+                    ax.text(b.get_x() + b.get_width() / 2, 100.0 * (v or 0) + 1.5, f"n={n}",
                             ha="center", va="bottom", fontsize=7, rotation=90)
             ax.set_xticks(xs, groups)
-            ax.set_ylim(0, 1.2)
+            ax.set_ylim(0, 120)
+            ax.set_yticks(range(0, 101, 20))
             ax.set_ylabel(label)
             if key == "t_shap":
-                ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+                ax.axhline(50, color="grey", lw=0.8, ls=":")
             ax.legend(fontsize=8, loc="upper right", ncol=2, frameon=False)
         row[0].set_title(run.name, fontsize=9, loc="left")
     fig.suptitle("MM-SHAP per cell, split by predicted match", fontsize=10)
