@@ -5,6 +5,8 @@ The figures are read through the functions that build them (matplotlib axes, bar
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from connote.report.storytelling import metrics_figure
 
 #: Album-protocol scores as ``connote vist score -p album`` stores them (0-1), the tiny BLEU-4 of issue #22.
@@ -57,3 +59,22 @@ def test_vmc_table_and_paired_test_read_x100_in_every_column(tmp_path) -> None: 
     bert = next(r for r in paired.rows if r[2] == "BERT-F1")
     delta = next(v for v in paired.values if v["metric"] == "BERT-F1")["delta"]
     assert bert[3] == f"{100 * delta:+.2f}" and abs(delta) > 0.1
+
+
+def test_inline_code_is_code_in_html_and_markdown_and_latex() -> None:
+    from connote.report.document import Section, Table
+    from connote.report.render import to_html, to_latex, to_markdown
+
+    note = "`connote vist score RUN --gold GOLD` stores the scores; a_b * <c>"
+    table = Table(key="t", title="T", header=["Run", "Score it with"], rows=[["r1", "`a | b`"]], notes=[note])
+    sections = [Section(title="S", kind="k", runs=[], tables=[table], notes=[note])]
+    page = to_html(sections)
+    assert "`" not in page
+    assert page.count("<code>connote vist score RUN --gold GOLD</code> stores the scores; a_b * &lt;c&gt;") == 2
+    assert "<td><code>a | b</code></td>" in page
+    md = to_markdown(sections)
+    assert "`connote vist score RUN --gold GOLD` stores the scores; a\\_b \\* &lt;c&gt;" in md
+    assert "\\`" not in md
+    assert "| r1 | `a \\| b` |" in md  # the pipe inside code still does not split the GitHub table cell
+    tex = to_latex(sections)
+    assert r"\texttt{connote vist score RUN --gold GOLD} stores the scores; a\_b * \textless{}c\textgreater{}" in tex
