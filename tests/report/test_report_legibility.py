@@ -78,3 +78,24 @@ def test_inline_code_is_code_in_html_and_markdown_and_latex() -> None:
     assert "| r1 | `a \\| b` |" in md  # the pipe inside code still does not split the GitHub table cell
     tex = to_latex(sections)
     assert r"\texttt{connote vist score RUN --gold GOLD} stores the scores; a\_b * \textless{}c\textgreater{}" in tex
+
+
+def test_probe_and_explain_data_paths_are_relative_to_the_run_folder_in_every_format(runs, tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from connote.cli import main
+    from connote.report.render import tex_escape
+
+    out = tmp_path / "out"
+    assert main(["report", str(runs["original"]), str(runs["explain"]), "--out", str(out)]) == 0
+    recorded = [json.loads((runs[k] / "results.json").read_text()) for k in ("original", "explain")]
+    assert Path(recorded[0]["data"]).is_absolute()  # as `connote probe` recorded it
+    sections = json.loads((out / "report.json").read_text())["sections"]
+    notes = [next(n for n in s["notes"] if n.startswith("Data")) for s in sections]
+    assert len(notes) == 2 and notes[0].split(" (")[:2] == notes[1].split(" (")[:2]
+    assert notes[0].startswith("Data (path from the run folder): ../data/probes.csv (")
+    tex, md = (out / "report.tex").read_text(), (out / "report.md").read_text()
+    assert tex.count(tex_escape("Data (path from the run folder): ../data/probes.csv (")) == 2
+    assert md.count("Data (path from the run folder): ../data/probes.csv (") == 2
+    root = str(runs["original"].parent)
+    assert not any(root in line for line in tex.splitlines() if "probes.csv" in line)

@@ -18,7 +18,7 @@ from typing import Any
 from connote.errors import InputError
 from connote.records import CELLS
 from connote.report.document import Figure, Run, Section, Table
-from connote.report.load import data_identity, read_results
+from connote.report.load import DATA_NOTE, data_identity, read_results
 from connote.tasks.explain import TASK_NAME
 
 NAME = "cv-probes-explain"
@@ -69,7 +69,7 @@ class ExplainKind:
             figures += example_figures(run, tag=f"R{k}" if len(runs) > 1 else "")
         section = Section(title="CV-Probes: MM-SHAP attributions (Table 6)", kind=NAME, runs=runs,
                           tables=[table6(runs)], figures=figures)
-        section.notes.append("Data: " + "; ".join(sorted({r.data for r in runs})))
+        section.notes.append(DATA_NOTE + "; ".join(sorted({r.data for r in runs})))
         for run in runs:
             r = run.results
             section.notes.append(

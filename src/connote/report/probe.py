@@ -16,7 +16,7 @@ from typing import Any
 from connote.errors import InputError
 from connote.records import CELLS
 from connote.report.document import Figure, Run, Section, Table
-from connote.report.load import data_identity, read_results
+from connote.report.load import DATA_NOTE, data_identity, read_results
 from connote.tasks.probe import format_interval, format_pct, format_r
 
 NAME = "cv-probes"
@@ -49,7 +49,7 @@ class ProbeKind:
         section = Section(title="CV-Probes: image-text matching (Tables 3-5)", kind=NAME, runs=runs,
                           tables=[accuracy_table(runs), correlation_table(runs)],
                           figures=[accuracy_figure(runs)])
-        section.notes.append("Data: " + "; ".join(sorted({r.data for r in runs})))
+        section.notes.append(DATA_NOTE + "; ".join(sorted({r.data for r in runs})))
         return section
 
 
