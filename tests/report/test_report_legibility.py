@@ -99,3 +99,19 @@ def test_probe_and_explain_data_paths_are_relative_to_the_run_folder_in_every_fo
     assert md.count("Data (path from the run folder): ../data/probes.csv (") == 2
     root = str(runs["original"].parent)
     assert not any(root in line for line in tex.splitlines() if "probes.csv" in line)
+
+
+def test_table6_says_which_captions_it_uses_next_to_tables_3_4(runs, capsys) -> None:  # noqa: ANN001
+    import json
+
+    from connote.cli import main
+
+    assert main(["report", str(runs["original"]), str(runs["simplified"]), str(runs["explain"]), "--json"]) == 0
+    tables = {t["key"]: t for s in json.loads(capsys.readouterr().out)["sections"] for t in s["tables"]}
+    explained = json.loads((runs["explain"] / "results.json").read_text())["config"]["captions"]
+    assert explained == "simplified"  # `connote explain`'s default
+    table6 = tables["explain-table6"]
+    assert "(simplified captions;" in table6["title"]
+    assert any(n.startswith("Captions: simplified (`connote explain` defaults to simplified") for n in table6["notes"])
+    accuracy = tables["probe-accuracy"]
+    assert any(n.startswith("Captions: original and simplified, named after each model") for n in accuracy["notes"])

@@ -99,15 +99,25 @@ def table6(runs: Sequence[Run]) -> Table:
                                **{k: s.get(k) for k in ("n", "t_shap", "v_shap", "verb_shap", "verb_share", "n_verb")}})
         rules.append(len(rows) - 1)  # a rule between runs
     threshold = runs[0].results.get("threshold", 0.5)
+    captions = captions_setting(runs)
     notes = [f"Split by the model's prediction on the unmasked pair: match when p(match) > {threshold}. "
              "T-SHAP: the text's share of the total absolute Shapley value x 100 (V-SHAP = 100 − T-SHAP); verb φ: "
              "the summed Shapley value of the verb's tokens (not a share: unscaled, as the paper prints it); "
              "verb share: the verb's share of the text's absolute "
-             "attribution x 100; means over pairs (verb columns over pairs whose verb was found)."]
+             "attribution x 100; means over pairs (verb columns over pairs whose verb was found).",
+             f"Captions: {captions} (`connote explain` defaults to simplified, as the paper's Table 6; Tables 3/4 "
+             "name each probe run's captions, original by default, after its model)."]
     return Table(key="explain-table6",
-                 title="Table 6: MM-SHAP per cell, split by predicted match (T-SHAP, V-SHAP, verb share in %)",
+                 title=f"Table 6: MM-SHAP per cell, split by predicted match ({captions} captions; T-SHAP, V-SHAP, "
+                       "verb share in %)",
                  header=header,
                  rows=rows, notes=notes, values=values, rules_after=rules[:-1])
+
+
+def captions_setting(runs: Sequence[Run]) -> str:
+    """The captions the runs explained (``simplified``, ``original``, or both named when they differ)."""
+    settings = sorted({str((r.results.get("config") or {}).get("captions", "?")) for r in runs})
+    return " and ".join(settings)
 
 
 def cell_figure(runs: Sequence[Run]) -> Figure:
