@@ -115,3 +115,37 @@ def test_table6_says_which_captions_it_uses_next_to_tables_3_4(runs, capsys) -> 
     assert any(n.startswith("Captions: simplified (`connote explain` defaults to simplified") for n in table6["notes"])
     accuracy = tables["probe-accuracy"]
     assert any(n.startswith("Captions: original and simplified, named after each model") for n in accuracy["notes"])
+
+
+def _value_labels(fig) -> list:  # noqa: ANN001
+    """The texts drawn in the plot areas (value labels), not titles or tick labels."""
+    return [t for ax in fig.axes for t in ax.texts]
+
+
+def _dark(colour) -> bool:  # noqa: ANN001
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(colour)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.35
+
+
+def test_bar_value_labels_are_horizontal_dark_readable_and_above_their_bars(runs) -> None:  # noqa: ANN001
+    from connote.report.probe import KIND as PROBE
+    from connote.report.probe import accuracy_plot
+
+    probe_runs = [PROBE.recognise(runs["original"]), PROBE.recognise(runs["simplified"])]
+    fig = accuracy_plot(probe_runs)
+    (ax,) = fig.axes
+    labels = _value_labels(fig)
+    assert len(labels) == 5 * 3  # 4 cells and the HM, for 2 runs and the Human row
+    bars = list(ax.patches)
+    assert len(bars) == len(labels)
+    for bar, label in zip(bars, labels):
+        assert label.get_rotation() == 0 and label.get_fontsize() >= 8 and _dark(label.get_color())
+        assert label.get_position()[1] >= bar.get_height()  # above the bar, never inside it
+        assert label.get_text() == f"{bar.get_height():.0f}"
+    assert ax.get_ylim() == (0, 112)
+    metric = metrics_figure(["run a", "run b"], STORES, ["BLEU-4", "METEOR"], "album")
+    for label in _value_labels(metric):
+        assert label.get_rotation() == 0 and label.get_fontsize() >= 8 and _dark(label.get_color())
+    assert sorted(t.get_text() for t in _value_labels(metric)) == ["0.06", "0.09", "12.0", "16.0"]

@@ -124,7 +124,7 @@ def cell_figure(runs: Sequence[Run]) -> Figure:
     """Bars of mean T-SHAP and mean verb share per cell (predicted match / non-match), one row of panels per run."""
     import numpy as np
 
-    from connote.report.plotting import png_bytes, pyplot
+    from connote.report.plotting import LABEL_COLOUR, LABEL_SIZE, png_bytes, pyplot
 
     plt = pyplot()
     fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.6 * len(runs)), squeeze=False)
@@ -145,7 +145,7 @@ def cell_figure(runs: Sequence[Run]) -> Figure:
                               label=split.replace("_", "-"))
                 for b, v, n in zip(bars, vals, ns):
                     ax.text(b.get_x() + b.get_width() / 2, 100.0 * (v or 0) + 1.5, f"n={n}",
-                            ha="center", va="bottom", fontsize=7, rotation=90)
+                            ha="center", va="bottom", fontsize=LABEL_SIZE, color=LABEL_COLOUR)
             ax.set_xticks(xs, groups)
             ax.set_ylim(0, 120)
             ax.set_yticks(range(0, 101, 20))

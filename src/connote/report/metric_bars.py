@@ -1,7 +1,7 @@
 """Bar plots with interval error bars, as PNG bytes (matplotlib, Agg).
 
-Value labels sit above each bar's error bar (turned upright when bars are narrow), so labels of
-neighbouring bars never run into each other; ``bbox_inches="tight"`` keeps axis labels inside the image.
+Value labels stand horizontal in dark text above each bar's error bar, so they never cross a bar;
+``bbox_inches="tight"`` keeps axis labels inside the image.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+
+from connote.report.plotting import LABEL_COLOUR, LABEL_SIZE
 
 Interval = tuple[float, float] | None
 
@@ -34,7 +36,7 @@ def _pyplot():  # noqa: ANN202
 
 
 def _bars(ax, xs: Sequence[float], values: Sequence[float | None], intervals: Sequence[Interval], width: float,  # noqa: ANN001
-          label: str | None, digits: int, upright: bool, colour: str | None = None) -> float:
+          label: str | None, digits: int, colour: str | None = None) -> float:
     """Draw one series of bars; returns the highest point drawn (bar top or interval end)."""
     top = 0.0
     heights = [0.0 if v is None or not math.isfinite(v) else float(v) for v in values]
@@ -46,8 +48,8 @@ def _bars(ax, xs: Sequence[float], values: Sequence[float | None], intervals: Se
         text = _label(v, digits)
         y = h + up
         top = max(top, y)
-        ax.annotate(text, (x, y), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=7, rotation=90 if upright else 0)
+        ax.annotate(text, (x, y), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=LABEL_SIZE, color=LABEL_COLOUR)
     return top
 
 
@@ -76,7 +78,6 @@ def metric_panels_figure(title: str, runs: Sequence[str], metrics: Sequence[str]
     width_in = max(2.2 * cols, 0.45 * len(runs) * cols)
     fig, axes = plt.subplots(rows, cols, figsize=(width_in, 2.9 * rows), squeeze=False)
     colours = [plt.get_cmap("tab10")(i % 10) for i in range(len(runs))]
-    upright = len(runs) > 3
     highest = max([0.0] + [ci[1] for m in metrics for ci in intervals[m] if ci] +
                   [v for m in metrics for v in values[m] if v is not None and math.isfinite(v)])
     top = 100.0 if highest <= 100.0 else highest
@@ -85,8 +86,8 @@ def metric_panels_figure(title: str, runs: Sequence[str], metrics: Sequence[str]
         xs = list(range(len(runs)))
         for i in xs:  # one call per run: a colour per run, shared by every panel
             _bars(ax, [i], [values[metric][i]], [intervals[metric][i]], 0.7, None, (digits or {}).get(metric, 3),
-                  upright, colour=colours[i])
-        ax.set_ylim(0, top * (1.3 if upright else 1.15))  # the same axis in every panel; room for the labels
+                  colour=colours[i])
+        ax.set_ylim(0, top * 1.15)  # the same axis in every panel; room for the labels
         ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top])
         ax.set_title(metric, fontsize=9)
         ax.set_xticks(xs)
@@ -120,11 +121,10 @@ def grouped_bars(title: str, categories: Sequence[str], series: Sequence[str],
     n = max(1, len(series))
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(categories) * max(1.0, n / 2.5)), 3.6))
-    upright = n > 1
     top = 0.0
     for s, name in enumerate(series):
         xs = [c + (s - (n - 1) / 2) * width for c in range(len(categories))]
-        top = max(top, _bars(ax, xs, values[s], intervals[s], width * 0.95, name, digits, upright))
+        top = max(top, _bars(ax, xs, values[s], intervals[s], width * 0.95, name, digits))
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels([c.replace(" ", "\n", 1) if len(c) > 11 else c for c in categories], fontsize=8)
     ax.set_ylabel(ylabel)
