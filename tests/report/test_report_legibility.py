@@ -149,3 +149,21 @@ def test_bar_value_labels_are_horizontal_dark_readable_and_above_their_bars(runs
     for label in _value_labels(metric):
         assert label.get_rotation() == 0 and label.get_fontsize() >= 8 and _dark(label.get_color())
     assert sorted(t.get_text() for t in _value_labels(metric)) == ["0.06", "0.09", "12.0", "16.0"]
+
+
+def test_published_tables_beside_x100_runs_are_shown_x100() -> None:
+    from connote.published import tables
+    from connote.report.published import published_table
+
+    by_id = {t.id: t for t in tables()}
+    arel = published_table(by_id["vist/arel-album"], [])
+    paper = by_id["vist/arel-album"].rows[0].values
+    assert arel.rows[0][1:] == [f"{100 * paper[c]:.2f}" for c in by_id["vist/arel-album"].columns]
+    assert arel.rows[0][1] == "63.82"  # AREL's BLEU-1 0.638, on the x 100 scale of the VIST table above it
+    vmc = published_table(by_id["vmc/table1"], [])
+    header = vmc.header
+    first = dict(zip(header, vmc.rows[0]))
+    assert first["BLEU-4"] == "0.380" and first["BERT-F1"] == "12.00" and first["ACS"] == "100.00"
+    assert any(n.startswith("Shown x 100, as the report's own tables: BERT-F1, ACS, ACD") for n in vmc.notes)
+    probe = published_table(by_id["cv-probes/table3"], [])
+    assert not any(n.startswith("Shown x 100") for n in probe.notes)  # printed in % already
