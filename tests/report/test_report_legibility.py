@@ -167,3 +167,17 @@ def test_published_tables_beside_x100_runs_are_shown_x100() -> None:
     assert any(n.startswith("Shown x 100, as the report's own tables: BERT-F1, ACS, ACD") for n in vmc.notes)
     probe = published_table(by_id["cv-probes/table3"], [])
     assert not any(n.startswith("Shown x 100") for n in probe.notes)  # printed in % already
+
+
+def test_probe_table_footnote_explains_the_human_row_only_when_it_is_there() -> None:
+    from connote.records import CELLS
+    from connote.tasks.probe import markdown_table
+
+    cells = {c: {"accuracy": 0.5, "interval": [0.2, 0.8], "n": 4, "errors": 0, "pearson_r": None} for c in CELLS}
+    without = markdown_table({"cells": cells, "harmonic_mean": 0.5})
+    assert "Human" not in without and "no human votes" in without
+    human = {"cells": {c: {"accuracy": 0.75} for c in CELLS}, "harmonic_mean": 0.75}
+    with_row = markdown_table({"cells": cells, "harmonic_mean": 0.5, "human": human})
+    assert "| Human, majority of votes (%) | 75.00 | 75.00 | 75.00 | 75.00 | 75.00 |" in with_row
+    assert with_row.rstrip().endswith("Human: the majority of the annotators' votes against the label "
+                                      "(a tie counts as wrong).")
