@@ -84,8 +84,8 @@ def test_explain_table6_and_heatmaps(runs, capsys) -> None:
             s = splits[split]
             row = rows[(cell, label)]
             assert row[3] == str(s["n"])
-            assert row[4] == ("—" if s["t_shap"] is None else f"{s['t_shap']:.3f}")
-            assert row[7] == ("—" if s["verb_share"] is None else f"{s['verb_share']:.3f}")
+            assert row[4] == ("—" if s["t_shap"] is None else f"{100 * s['t_shap']:.2f}")  # x 100
+            assert row[7] == ("—" if s["verb_share"] is None else f"{100 * s['verb_share']:.2f}")
     assert rows[("overall", "all")][3] == "4"
     keys = [f["key"] for f in section["figures"]]
     index = json.loads((runs["explain"] / "figures" / "index.json").read_text())

@@ -18,7 +18,7 @@ from typing import Any
 from connote.errors import InputError
 from connote.records import CELLS
 from connote.report.document import Figure, Run, Section, Table
-from connote.report.load import data_identity, read_results
+from connote.report.load import DATA_NOTE, data_identity, read_results
 from connote.tasks.explain import TASK_NAME
 
 NAME = "cv-probes-explain"
@@ -39,8 +39,9 @@ def cell_order(results: dict[str, Any]) -> list[str]:
     return [c for c in CELLS if c in cells] + sorted(c for c in cells if c not in CELLS)
 
 
-def _fmt(x: Any, spec: str = ".3f") -> str:
-    return "—" if x is None else format(x, spec)
+def _fmt(x: Any, spec: str = ".2f", scale: float = 100.0) -> str:
+    """A share (0-1) as printed: x 100 (the paper's Table 6 prints T-SHAP and the verb share in %)."""
+    return "—" if x is None else format(x * scale, spec)
 
 
 class ExplainKind:
@@ -68,7 +69,7 @@ class ExplainKind:
             figures += example_figures(run, tag=f"R{k}" if len(runs) > 1 else "")
         section = Section(title="CV-Probes: MM-SHAP attributions (Table 6)", kind=NAME, runs=runs,
                           tables=[table6(runs)], figures=figures)
-        section.notes.append("Data: " + "; ".join(sorted({r.data for r in runs})))
+        section.notes.append(DATA_NOTE + "; ".join(sorted({r.data for r in runs})))
         for run in runs:
             r = run.results
             section.notes.append(
@@ -93,24 +94,37 @@ def table6(runs: Sequence[Run]) -> Table:
                 s = splits.get(split) or {}
                 first = not values or values[-1]["run"] != run.name  # the model is named once per run
                 rows.append([run.name if first else "", cell, label, str(s.get("n", 0)), _fmt(s.get("t_shap")),
-                             _fmt(s.get("v_shap")), _fmt(s.get("verb_shap"), "+.4f"), _fmt(s.get("verb_share"))])
+                             _fmt(s.get("v_shap")), _fmt(s.get("verb_shap"), "+.4f", 1.0), _fmt(s.get("verb_share"))])
                 values.append({"run": run.name, "cell": cell, "split": split,
                                **{k: s.get(k) for k in ("n", "t_shap", "v_shap", "verb_shap", "verb_share", "n_verb")}})
         rules.append(len(rows) - 1)  # a rule between runs
     threshold = runs[0].results.get("threshold", 0.5)
+    captions = captions_setting(runs)
     notes = [f"Split by the model's prediction on the unmasked pair: match when p(match) > {threshold}. "
-             "T-SHAP: the text's share of the total absolute Shapley value (V-SHAP = 1 − T-SHAP); verb φ: the "
-             "summed Shapley value of the verb's tokens; verb share: the verb's share of the text's absolute "
-             "attribution; means over pairs (verb columns over pairs whose verb was found)."]
-    return Table(key="explain-table6", title="Table 6: MM-SHAP per cell, split by predicted match", header=header,
+             "T-SHAP: the text's share of the total absolute Shapley value x 100 (V-SHAP = 100 − T-SHAP); verb φ: "
+             "the summed Shapley value of the verb's tokens (not a share: unscaled, as the paper prints it); "
+             "verb share: the verb's share of the text's absolute "
+             "attribution x 100; means over pairs (verb columns over pairs whose verb was found).",
+             f"Captions: {captions} (`connote explain` defaults to simplified, as the paper's Table 6; Tables 3/4 "
+             "name each probe run's captions, original by default, after its model)."]
+    return Table(key="explain-table6",
+                 title=f"Table 6: MM-SHAP per cell, split by predicted match ({captions} captions; T-SHAP, V-SHAP, "
+                       "verb share in %)",
+                 header=header,
                  rows=rows, notes=notes, values=values, rules_after=rules[:-1])
+
+
+def captions_setting(runs: Sequence[Run]) -> str:
+    """The captions the runs explained (``simplified``, ``original``, or both named when they differ)."""
+    settings = sorted({str((r.results.get("config") or {}).get("captions", "?")) for r in runs})
+    return " and ".join(settings)
 
 
 def cell_figure(runs: Sequence[Run]) -> Figure:
     """Bars of mean T-SHAP and mean verb share per cell (predicted match / non-match), one row of panels per run."""
     import numpy as np
 
-    from connote.report.plotting import png_bytes, pyplot
+    from connote.report.plotting import LABEL_COLOUR, LABEL_SIZE, png_bytes, pyplot
 
     plt = pyplot()
     fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.6 * len(runs)), squeeze=False)
@@ -119,24 +133,25 @@ def cell_figure(runs: Sequence[Run]) -> Figure:
         res = run.results
         groups = [*cell_order(res), "overall"]
         xs = np.arange(len(groups))
-        for ax, key, label in ((row[0], "t_shap", "mean T-SHAP"), (row[1], "verb_share", "mean verb share")):
+        for ax, key, label in ((row[0], "t_shap", "mean T-SHAP (%)"), (row[1], "verb_share", "mean verb share (%)")):
             for j, split in enumerate(("match", "non_match")):
                 vals, ns = [], []
                 for g in groups:
                     s = (res["overall"] if g == "overall" else res["cells"][g]).get(split) or {}
                     vals.append(s.get(key))
                     ns.append(s.get("n", 0) if key == "t_shap" else s.get("n_verb", 0))
-                heights = [0.0 if v is None else v for v in vals]
+                heights = [0.0 if v is None else 100.0 * v for v in vals]
                 bars = ax.bar(xs + (j - 0.5) * 0.38, heights, 0.36, color=colours[split],
                               label=split.replace("_", "-"))
                 for b, v, n in zip(bars, vals, ns):
-                    ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.015, f"n={n}",
-                            ha="center", va="bottom", fontsize=7, rotation=90)
+                    ax.text(b.get_x() + b.get_width() / 2, 100.0 * (v or 0) + 1.5, f"n={n}",
+                            ha="center", va="bottom", fontsize=LABEL_SIZE, color=LABEL_COLOUR)
             ax.set_xticks(xs, groups)
-            ax.set_ylim(0, 1.2)
+            ax.set_ylim(0, 120)
+            ax.set_yticks(range(0, 101, 20))
             ax.set_ylabel(label)
             if key == "t_shap":
-                ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+                ax.axhline(50, color="grey", lw=0.8, ls=":")
             ax.legend(fontsize=8, loc="upper right", ncol=2, frameon=False)
         row[0].set_title(run.name, fontsize=9, loc="left")
     fig.suptitle("MM-SHAP per cell, split by predicted match", fontsize=10)

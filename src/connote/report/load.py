@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,19 @@ def find_data(recorded: str | None, folder: Path) -> Path | None:
     return None
 
 
+def shown_path(path: Path, folder: Path) -> str:
+    """``path`` as the report shows it: relative to the run folder (``../data/probes.csv``), so a report reads the
+    same whichever machine or working directory made it; absolute only where no relative path exists."""
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), Path(folder).resolve())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return str(Path(path).resolve())
+
+
+#: How the sections' "Data:" notes introduce the paths of :func:`shown_path`.
+DATA_NOTE = "Data (path from the run folder): "
+
+
 def data_identity(recorded: str | None, folder: Path) -> tuple[str, str]:
     """``(key, label)`` of a probe manifest: the key hashes the manifest's and its local images' bytes
     (the recorded path when the file is gone); the label is the path and a short digest, for people."""
@@ -174,4 +188,4 @@ def data_identity(recorded: str | None, folder: Path) -> tuple[str, str]:
         except OSError:
             digest.update(f"\0{image}\0missing".encode())
     short = digest.hexdigest()[:12]
-    return f"data {short}", f"{recorded} ({short})"
+    return f"data {short}", f"{shown_path(path, folder)} ({short})"

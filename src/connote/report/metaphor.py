@@ -33,8 +33,16 @@ from connote.report.storytelling import fmt, read_scored_run, unique_names
 
 CAPTIONS_KIND = "vmc-captioning"
 HUMAN_EVAL_KIND = "vmc-human-eval"
-#: Table 1's columns in the paper's order, with the printed digits (x100 columns: 2, the others 3).
-TABLE1 = {"BLEU-4": 2, "ROUGE-L": 2, "CIDEr": 2, "BERT-F1": 3, "ACS": 3, "ACD": 3, "template": 3}
+#: Table 1's columns in the paper's order, with the printed digits.
+TABLE1 = {"BLEU-4": 2, "ROUGE-L": 2, "CIDEr": 2, "BERT-F1": 2, "ACS": 2, "ACD": 2, "template": 2}
+#: What a stored column is multiplied by in the report, so that every column reads x 100 (BLEU-4, ROUGE-L and
+#: CIDEr are stored x 100 already; the others on 0-1). Stored and JSON values keep the stored scale.
+DISPLAY_SCALE = {"BERT-F1": 100.0, "ACS": 100.0, "ACD": 100.0, "template": 100.0}
+
+
+def _scaled(value: float | None, column: str) -> float | None:
+    """A stored Table 1 value on the report's x 100 scale."""
+    return None if value is None else float(value) * DISPLAY_SCALE.get(column, 1.0)
 
 
 def _how_to_score(folder: Path, meta: dict[str, Any]) -> str:
@@ -117,15 +125,16 @@ class CaptionRunKind:
         columns = [c for c in TABLE1 if any(s["table"].get(c) is not None for s in stores)]
         rows, values = [], []
         for name, run, s in zip(names, scored, stores, strict=True):
-            rows.append([name, *[fmt(s["table"].get(c), s["intervals"].get(c), TABLE1[c]) for c in columns],
+            rows.append([name, *[fmt(s["table"].get(c), s["intervals"].get(c), TABLE1[c],
+                                        DISPLAY_SCALE.get(c, 1.0)) for c in columns],
                          str(s.get("n"))])
             values.append({"run": name, "folder": str(run.folder), "scores_file": run.results["scores_file"],
                            **{c: s["table"].get(c) for c in columns},
                            **{f"{c} ci": s["intervals"].get(c) for c in columns}, "n": s.get("n")})
         sig = stores[0].get("signature") or {}
         refs, split = stores[0].get("refs") or {}, stores[0].get("split")
-        notes = ["BLEU-4, ROUGE-L and CIDEr x 100 (as the paper prints them); BERT-F1, ACS, ACD and the template share "
-                 "(captions in the form '<primary> is as <property> as <secondary>') on a 0-1 scale.",
+        notes = ["Every column x 100 (the paper prints BERT-F1, ACS and ACD on 0-1); template: the share of captions "
+                 "in the form '<primary> is as <property> as <secondary>'.",
                  f"95% percentile bootstrap intervals over videos of the per-video mean ({sig.get('n_boot')} "
                  "resamples, "
                  f"seed {sig.get('seed')}); for BLEU-4 and CIDEr (corpus statistics) that of the per-video mean.",
@@ -153,12 +162,14 @@ class CaptionRunKind:
 
         section.figures.append(Figure(
             key="vmc-table1-metrics", title="VMC automatic metrics",
-            png=metric_panels("VMC Table 1 (95% intervals)", names, columns,
-                              {c: [s["table"].get(c) for s in stores] for c in columns},
-                              {c: [tuple(s["intervals"][c]) if s["intervals"].get(c) and None not in s["intervals"][c]
-                                   else None for s in stores] for c in columns},
-                              digits=TABLE1),
-            caption="Bars: Table 1 metrics; error bars: 95% bootstrap intervals."))
+            png=metric_panels("VMC Table 1 (x 100, 95% intervals)", names, columns,
+                              {c: [_scaled(s["table"].get(c), c) for s in stores] for c in columns},
+                              {c: [tuple(_scaled(x, c) for x in s["intervals"][c])
+                                   if s["intervals"].get(c) and None not in s["intervals"][c] else None
+                                   for s in stores] for c in columns},
+                              digits={c: 1 for c in columns}),
+            caption="Bars: Table 1 metrics x 100 on one axis shared by every panel; error bars: 95% bootstrap "
+                    "intervals."))
         if unscored:
             section.notes += [f"{r.name}: not scored yet; {r.results['how_to_score']}" for r in unscored]
         return section
@@ -178,16 +189,17 @@ def _paired_table(names: list[str], stores: list[dict[str, Any]], columns: list[
             if not common:
                 continue
             t = paired_bootstrap([va[v] for v in common], [vb[v] for v in common], n_boot=n_boot, seed=seed)
-            d = TABLE1[c]
-            rows.append([names[i], names[j], c, f"{t['delta']:+.{d}f}",
-                         f"[{t['ci_low']:+.{d}f}, {t['ci_high']:+.{d}f}]",
+            d, k = TABLE1[c], DISPLAY_SCALE.get(c, 1.0)
+            rows.append([names[i], names[j], c, f"{t['delta'] * k:+.{d}f}",
+                         f"[{t['ci_low'] * k:+.{d}f}, {t['ci_high'] * k:+.{d}f}]",
                          f"{t['p_value']:.4g}", str(t["n"])])
             values.append({"run_a": names[i], "run_b": names[j], "metric": c, **t})
     return Table(key="vmc-paired", title="Paired bootstrap test between runs (B - A), per-video scores",
                  header=["Run A", "Run B", "Metric", "Difference (B - A)", "95% CI", "p", "n"], rows=rows,
                  notes=[f"Paired bootstrap over the videos both runs scored ({n_boot} resamples, seed {seed}): "
                         "two-sided "
-                        "p for no difference. BLEU-4 and CIDEr are tested on their per-video scores; for runs with "
+                        "p for no difference; differences x 100. BLEU-4 and CIDEr are tested on their per-video "
+                        "scores; for runs with "
                         "several samples per video, on the first sample's."],
                  values=values)
 

@@ -1,7 +1,7 @@
 """Bar plots with interval error bars, as PNG bytes (matplotlib, Agg).
 
-Value labels sit above each bar's error bar (turned upright when bars are narrow), so labels of
-neighbouring bars never run into each other; ``bbox_inches="tight"`` keeps axis labels inside the image.
+Value labels stand horizontal in dark text above each bar's error bar, so they never cross a bar;
+``bbox_inches="tight"`` keeps axis labels inside the image.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import io
 import math
 from collections.abc import Sequence
 
+from connote.report.plotting import LABEL_COLOUR, LABEL_SIZE
+
 Interval = tuple[float, float] | None
 
 DPI = 120
 
 
-def _png(fig) -> bytes:  # noqa: ANN001
+def to_png(fig) -> bytes:  # noqa: ANN001
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -34,7 +36,7 @@ def _pyplot():  # noqa: ANN202
 
 
 def _bars(ax, xs: Sequence[float], values: Sequence[float | None], intervals: Sequence[Interval], width: float,  # noqa: ANN001
-          label: str | None, digits: int, upright: bool, colour: str | None = None) -> float:
+          label: str | None, digits: int, colour: str | None = None) -> float:
     """Draw one series of bars; returns the highest point drawn (bar top or interval end)."""
     top = 0.0
     heights = [0.0 if v is None or not math.isfinite(v) else float(v) for v in values]
@@ -46,8 +48,8 @@ def _bars(ax, xs: Sequence[float], values: Sequence[float | None], intervals: Se
         text = _label(v, digits)
         y = h + up
         top = max(top, y)
-        ax.annotate(text, (x, y), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=7, rotation=90 if upright else 0)
+        ax.annotate(text, (x, y), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=LABEL_SIZE, color=LABEL_COLOUR)
     return top
 
 
@@ -60,10 +62,15 @@ def _label(value: float | None, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
-def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
-                  values: dict[str, Sequence[float | None]], intervals: dict[str, Sequence[Interval]],
-                  digits: dict[str, int] | None = None) -> bytes:
-    """One panel per metric (metrics have different scales), one bar per run, 95% intervals as error bars."""
+def metric_panels_figure(title: str, runs: Sequence[str], metrics: Sequence[str],
+                         values: dict[str, Sequence[float | None]], intervals: dict[str, Sequence[Interval]],
+                         digits: dict[str, int] | None = None, *, ylabel: str = "score x 100"):  # noqa: ANN201
+    """One panel per metric, one bar per run, 95% intervals as error bars; the matplotlib figure.
+
+    Every panel shares one value axis from 0 (to 100 when every bar and interval fits under it, else to the
+    highest of them all), labelled ``ylabel``: a panel never rescales, so a BLEU-4 of 0.06 (x 100) is drawn
+    as the sliver it is beside a METEOR of 16, not as a full bar.
+    """
     plt = _pyplot()
     n = len(metrics)
     cols = min(4, n)
@@ -71,20 +78,23 @@ def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
     width_in = max(2.2 * cols, 0.45 * len(runs) * cols)
     fig, axes = plt.subplots(rows, cols, figsize=(width_in, 2.9 * rows), squeeze=False)
     colours = [plt.get_cmap("tab10")(i % 10) for i in range(len(runs))]
-    upright = len(runs) > 3
+    highest = max([0.0] + [ci[1] for m in metrics for ci in intervals[m] if ci] +
+                  [v for m in metrics for v in values[m] if v is not None and math.isfinite(v)])
+    top = 100.0 if highest <= 100.0 else highest
     for k, metric in enumerate(metrics):
         ax = axes[k // cols][k % cols]
         xs = list(range(len(runs)))
         for i in xs:  # one call per run: a colour per run, shared by every panel
             _bars(ax, [i], [values[metric][i]], [intervals[metric][i]], 0.7, None, (digits or {}).get(metric, 3),
-                  upright, colour=colours[i])
-        highest = max([0.0] + [ci[1] for ci in intervals[metric] if ci] +
-                      [v for v in values[metric] if v is not None and math.isfinite(v)])
-        ax.set_ylim(0, highest * (1.45 if upright else 1.22) or 1.0)
+                  colour=colours[i])
+        ax.set_ylim(0, top * 1.15)  # the same axis in every panel; room for the labels
+        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top])
         ax.set_title(metric, fontsize=9)
         ax.set_xticks(xs)
         ax.set_xticklabels([f"r{i + 1}" for i in xs], fontsize=8)
-        ax.tick_params(axis="y", labelsize=7)
+        ax.tick_params(axis="y", labelsize=8)
+        if k % cols == 0:
+            ax.set_ylabel(ylabel, fontsize=8)
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].axis("off")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[i]) for i in range(len(runs))]
@@ -93,7 +103,14 @@ def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
     fig.suptitle(title, fontsize=10)
     legend_rows = len(runs) if len(runs) > 2 else 1
     fig.tight_layout(rect=(0, min(0.5, (0.09 + 0.04 * legend_rows) / rows), 1, 0.95))
-    return _png(fig)
+    return fig
+
+
+def metric_panels(title: str, runs: Sequence[str], metrics: Sequence[str],
+                  values: dict[str, Sequence[float | None]], intervals: dict[str, Sequence[Interval]],
+                  digits: dict[str, int] | None = None, *, ylabel: str = "score x 100") -> bytes:
+    """:func:`metric_panels_figure` as PNG bytes."""
+    return to_png(metric_panels_figure(title, runs, metrics, values, intervals, digits, ylabel=ylabel))
 
 
 def grouped_bars(title: str, categories: Sequence[str], series: Sequence[str],
@@ -104,11 +121,10 @@ def grouped_bars(title: str, categories: Sequence[str], series: Sequence[str],
     n = max(1, len(series))
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(categories) * max(1.0, n / 2.5)), 3.6))
-    upright = n > 1
     top = 0.0
     for s, name in enumerate(series):
         xs = [c + (s - (n - 1) / 2) * width for c in range(len(categories))]
-        top = max(top, _bars(ax, xs, values[s], intervals[s], width * 0.95, name, digits, upright))
+        top = max(top, _bars(ax, xs, values[s], intervals[s], width * 0.95, name, digits))
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels([c.replace(" ", "\n", 1) if len(c) > 11 else c for c in categories], fontsize=8)
     ax.set_ylabel(ylabel)
@@ -120,4 +136,4 @@ def grouped_bars(title: str, categories: Sequence[str], series: Sequence[str],
     if len(series) > 1:
         ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    return _png(fig)
+    return to_png(fig)

@@ -5,6 +5,11 @@ from __future__ import annotations
 import io
 from typing import Any
 
+#: Font size of the value labels over bars (points): the size of the tick labels, readable on the page.
+LABEL_SIZE = 8
+#: Colour of the value labels: dark text, set on the light background above each bar (never inside it).
+LABEL_COLOUR = "#1f2328"
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the headless Agg backend."""

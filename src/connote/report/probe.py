@@ -16,7 +16,7 @@ from typing import Any
 from connote.errors import InputError
 from connote.records import CELLS
 from connote.report.document import Figure, Run, Section, Table
-from connote.report.load import data_identity, read_results
+from connote.report.load import DATA_NOTE, data_identity, read_results
 from connote.tasks.probe import format_interval, format_pct, format_r
 
 NAME = "cv-probes"
@@ -49,7 +49,7 @@ class ProbeKind:
         section = Section(title="CV-Probes: image-text matching (Tables 3-5)", kind=NAME, runs=runs,
                           tables=[accuracy_table(runs), correlation_table(runs)],
                           figures=[accuracy_figure(runs)])
-        section.notes.append("Data: " + "; ".join(sorted({r.data for r in runs})))
+        section.notes.append(DATA_NOTE + "; ".join(sorted({r.data for r in runs})))
         return section
 
 
@@ -89,6 +89,9 @@ def accuracy_table(runs: Sequence[Run]) -> Table:
              "Wilson score interval; n: scored pairs, err: errored pairs."]
     if human:
         notes.append("Human: the majority of the annotators' votes against the label (a tie counts as wrong).")
+    settings = sorted({str(r.results.get("captions", "original")) for r in runs})
+    notes.append(f"Captions: {' and '.join(settings)}, named after each model (Table 3: original, Table 4: "
+                 "simplified); `connote explain` (Table 6) uses simplified captions unless told otherwise.")
     return Table(key="probe-accuracy", title="Tables 3/4: accuracy per cell (%)", header=header, rows=rows,
                  notes=notes, values=values, rules_after=rules)
 
@@ -111,12 +114,23 @@ def correlation_table(runs: Sequence[Run]) -> Table:
 
 
 def accuracy_figure(runs: Sequence[Run]) -> Figure:
+    """:func:`accuracy_plot` as the report's figure."""
+    from connote.report.plotting import png_bytes
+
+    return Figure(key="probe-accuracy", title="Accuracy per cell with 95% intervals",
+                  png=png_bytes(accuracy_plot(runs)),
+                  caption="Accuracy (%) per image kind / caption kind cell and the harmonic mean; error bars are "
+                          "the 95% Wilson score intervals; dashed line: chance (50%).")
+
+
+def accuracy_plot(runs: Sequence[Run]):  # noqa: ANN201
     """Grouped bars of accuracy per cell and harmonic mean, one colour per run (and the Human row), with the
-    95% Wilson intervals as error bars. Value labels sit inside the bars' feet, upright, so neighbouring
-    labels never run together and never cross an error bar."""
+    95% Wilson intervals as error bars (the matplotlib figure). Value labels (whole per cent; the table has the
+    decimals) stand horizontal, in dark text, above each bar's error bar, so they never cross a bar or an
+    error bar and read at the axis labels' size."""
     import numpy as np
 
-    from connote.report.plotting import png_bytes, pyplot
+    from connote.report.plotting import LABEL_COLOUR, LABEL_SIZE, pyplot
 
     plt = pyplot()
     series: list[tuple[str, dict[str, Any], float | None]] = [
@@ -142,17 +156,15 @@ def accuracy_figure(runs: Sequence[Run]) -> Figure:
         ax.bar(pos, heights, width * 0.92, label=label, color=colour, yerr=[lows, highs], capsize=2,
                error_kw={"elinewidth": 0.8, "ecolor": "#222222"})
         for px, h, up, a in zip(pos, heights, highs, accs):
-            text = "—" if a is None else f"{h:.1f}"
-            inside = h >= 22  # room for the label inside the bar; else above the error bar's top
-            ax.text(px, 2 if inside else h + np.nan_to_num(up) + 1.5, text, rotation=90, ha="center", va="bottom",
-                    fontsize=7, color="white" if inside else "black")
+            text = "—" if a is None else f"{h:.0f}"
+            ax.text(px, h + np.nan_to_num(up) + 1.0, text, ha="center", va="bottom", fontsize=LABEL_SIZE,
+                    color=LABEL_COLOUR)
     ax.axhline(50, color="grey", lw=0.8, ls="--")
     ax.set_xticks(x, ["SG img\nSG cap", "SG img\nPG cap", "PG img\nSG cap", "PG img\nPG cap", "harmonic\nmean"])
     ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 112)  # room for a label above a bar at 100
+    ax.set_yticks(range(0, 101, 20))
     columns = 1 if max(len(label) for label, _, _ in series) > 40 else min(3, len(series))
     ax.legend(fontsize=8, loc="upper center", ncol=columns, bbox_to_anchor=(0.5, -0.2), frameon=False)
     ax.set_title("CV-Probes image-text matching accuracy (bars: 95% Wilson intervals)", fontsize=10)
-    return Figure(key="probe-accuracy", title="Accuracy per cell with 95% intervals", png=png_bytes(fig),
-                  caption="Accuracy (%) per image kind / caption kind cell and the harmonic mean; error bars are "
-                          "the 95% Wilson score intervals; dashed line: chance (50%).")
+    return fig

@@ -86,21 +86,46 @@ def comparisons(table: PublishedTable, runs: Sequence[Run]) -> list[dict[str, An
     return out
 
 
+#: Columns a published table prints on 0-1 that the report shows x 100, by the table's kind, so a published table
+#: reads on the scale of the run's own table beside it (``*``: every column). Values in JSON keep the paper's scale.
+SHOWN_X100 = {"vist-storytelling": ("*",), "vmc-captioning": ("BERT-F1", "ACS", "ACD")}
+
+
+def _factors(table: PublishedTable) -> dict[str, float]:
+    """Per column, what the report multiplies the table's values by (1 or 100)."""
+    cols = SHOWN_X100.get(table.kind, ())
+    return {c: 100.0 if "*" in cols or c in cols else 1.0 for c in table.columns}
+
+
+def _times(value: Any, k: float) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [None if v is None else v * k for v in value]
+    return value * k
+
+
 def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
     """The published rows, then each run (values with intervals) and, for a matched run, its differences."""
     header = ["Row", *table.columns]
-    rows = [[f"paper: {r.row}", *(_cell(r.values.get(c)) for c in table.columns)] for r in table.rows]
+    k = _factors(table)
+    rows = [[f"paper: {r.row}", *(_cell(_times(r.values.get(c), k[c])) for c in table.columns)] for r in table.rows]
     rules = [len(rows) - 1] if rows else []
     notes = [f"Published: {table.source} ({table.paper}). Setting: {table.setting}",
              "A run matched to a row is followed by its difference (run - paper) per column, marked (inside) or "
              "(outside) when the run has a 95% interval: whether the published value lies in it."]
+    scaled = [c for c in table.columns if k[c] != 1.0]
+    if scaled:
+        notes.append(f"Shown x 100, as the report's own tables: {', '.join(scaled)} (the paper prints "
+                     f"{'them' if len(scaled) > 1 else 'it'} on 0-1).")
     if not table.recomputable:
         notes.append("Not recomputable from the seed" + (f": {table.note}" if table.note else "."))
     elif table.note:
         notes.append(table.note)
     entries = comparisons(table, runs)
     for e in entries:
-        rows.append([f"run: {e['run']}", *(_cell(e["values"].get(c), e["intervals"].get(c)) for c in table.columns)])
+        rows.append([f"run: {e['run']}", *(_cell(_times(e["values"].get(c), k[c]), _times(e["intervals"].get(c), k[c]))
+                                            for c in table.columns)])
         if e["row"] is None:
             rows_with_models = [f"{r.row} ({' / '.join(r.models)})" for r in table.rows if r.models]
             notes.append(f"{e['run']}: no published row for this model"
@@ -109,7 +134,7 @@ def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
             continue
         by_col = {c["column"]: c for c in e["columns"]}
         rows.append([f"  vs {e['row']}: difference",
-                     *(_difference(by_col.get(c)) for c in table.columns)])
+                     *(_difference(by_col.get(c), k[c]) for c in table.columns)])
     if not entries:
         notes.append("No run of this section has values for this table"
                      + (" in its setting" if table.match else "") + f"; it needs: {table.needs}")
@@ -117,11 +142,11 @@ def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
                  rows=rows, notes=notes, values=[{"table": table.id, **e} for e in entries], rules_after=rules)
 
 
-def _difference(c: dict[str, Any] | None) -> str:
+def _difference(c: dict[str, Any] | None, k: float = 1.0) -> str:
     if c is None or c["difference"] is None:
         return "—"
     inside = "" if c["inside"] is None else (" (inside)" if c["inside"] else " (outside)")
-    return f"{c['difference']:+.2f}{inside}"
+    return f"{c['difference'] * k:+.2f}{inside}"
 
 
 def add_published(section: Section) -> None:

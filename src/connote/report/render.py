@@ -63,12 +63,25 @@ def _figure_files(sections: Sequence[Section]) -> dict[int, str]:
 # ------------------------------------------------------------------------------------------ Markdown
 
 _MD_SPECIAL = re.compile(r"([\\|*_`\[\]])")
+#: Inline code in a note or cell: a backtick-quoted span, e.g. `connote vist score RUN`.
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _spans(text: str) -> list[tuple[bool, str]]:
+    """``(is_code, text)`` pieces of ``text``, whitespace folded; code spans without their backticks."""
+    text = " ".join(str(text).split())
+    out, at = [], 0
+    for m in _CODE.finditer(text):
+        out += [(False, text[at:m.start()]), (True, m.group(1))]
+        at = m.end()
+    return [p for p in [*out, (False, text[at:])] if p[1]]
 
 
 def md_escape(text: str) -> str:
-    """Text that Markdown shows as written: markup characters backslash-escaped, ``<``/``>`` as entities."""
-    text = " ".join(str(text).split())
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("<", "&lt;").replace(">", "&gt;")
+    """Text that Markdown shows as written: markup characters backslash-escaped, ``<``/``>`` as entities;
+    backtick-quoted code stays a code span (only ``|`` escaped in it, so a table cell is not split)."""
+    return "".join(f"`{t.replace('|', chr(92) + '|')}`" if code else
+                   _MD_SPECIAL.sub(r"\\\1", t).replace("<", "&lt;").replace(">", "&gt;") for code, t in _spans(text))
 
 
 def markdown_table(table: Table) -> list[str]:
@@ -111,8 +124,12 @@ _TEX_SPECIAL = re.compile("|".join(re.escape(k) for k in _TEX))
 
 
 def tex_escape(text: str) -> str:
-    """Text safe in LaTeX's text mode."""
-    return _TEX_SPECIAL.sub(lambda m: _TEX[m.group(0)], " ".join(str(text).split()))
+    """Text safe in LaTeX's text mode; backtick-quoted code in ``\\texttt``."""
+    return "".join(rf"\texttt{{{_tex(t)}}}" if code else _tex(t) for code, t in _spans(text))
+
+
+def _tex(text: str) -> str:
+    return _TEX_SPECIAL.sub(lambda m: _TEX[m.group(0)], text)
 
 
 def latex_table(table: Table) -> list[str]:
@@ -223,6 +240,8 @@ td.num, th.num { text-align: right; }
 tr.rule td { border-bottom: 2px solid var(--fg); }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 figure { margin: 1.2rem 0; }
+code { font: .85em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: var(--head);
+  border: 1px solid var(--line); border-radius: 4px; padding: 0 .25em; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
 """
 
@@ -236,10 +255,15 @@ def _slug(text: str, taken: set[str]) -> str:
     return slug
 
 
+def html_text(text: str) -> str:
+    """Text escaped for HTML, backtick-quoted code as ``<code>``."""
+    return "".join(f"<code>{html.escape(t)}</code>" if code else html.escape(t) for code, t in _spans(text))
+
+
 def _html_cell(text: str) -> str:
     """A cell's text, escaped; an interval (``value [low, high]``) goes under its value, so a table of
     several metrics with intervals fits the page instead of running past it."""
-    return html.escape(text).replace(" [", "<br>[")
+    return html_text(text).replace(" [", "<br>[")
 
 
 def html_table(table: Table) -> str:
@@ -252,7 +276,7 @@ def html_table(table: Table) -> str:
         cells = list(row) + [""] * (len(table.header) - len(row))
         tds = "".join(f'<td{" class=num" if n else ""}>{cell(c)}</td>' for c, n in zip(cells, numeric))
         body.append(f'<tr{" class=rule" if i in table.rules_after else ""}>{tds}</tr>')
-    notes = "".join(f'<p class="table-notes">{esc(n)}</p>' for n in table.notes)
+    notes = "".join(f'<p class="table-notes">{html_text(n)}</p>' for n in table.notes)
     return (f'<h3 id="{esc(table.key)}">{esc(table.title)}</h3>\n<table>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{notes}")
 
@@ -271,11 +295,11 @@ def to_html(sections: Sequence[Section], *, title: str = "connote report") -> st
         parts.append(f'<nav class="toc"><strong>Contents</strong><ol>{items}</ol></nav>')
     for section, slug in zip(sections, slugs):
         parts.append(f'<section id="{slug}"><h2>{esc(section.title)}</h2>')
-        parts += [f'<p class="note">{esc(n)}</p>' for n in section.notes]
+        parts += [f'<p class="note">{html_text(n)}</p>' for n in section.notes]
         parts += [html_table(t) for t in section.tables]
         for figure in section.figures:
             data = base64.b64encode(figure.png).decode("ascii")
-            caption = f"<figcaption>{esc(figure.caption or figure.title)}</figcaption>"
+            caption = f"<figcaption>{html_text(figure.caption or figure.title)}</figcaption>"
             parts.append(f'<figure id="{esc(figure.key)}"><img alt="{esc(figure.title)}" '
                          f'src="data:image/png;base64,{data}">{caption}</figure>')
         parts.append("</section>")

@@ -188,7 +188,8 @@ class StorytellingKind:
             section.tables.append(paired_table(names, stores, protocol))
         section.figures.append(Figure(key=f"vist-{protocol}-metrics", title=f"VIST {protocol} protocol scores",
                                       png=_figure(names, stores, metrics, protocol),
-                                      caption="Bars: scores x 100; error bars: 95% bootstrap intervals."))
+                                      caption="Bars: scores x 100 on one axis shared by every panel; error bars: 95% "
+                                              "bootstrap intervals."))
         if unscored:
             section.notes += [f"{r.name}: not scored yet; {r.results['how_to_score']}" for r in unscored]
         return section
@@ -233,14 +234,21 @@ def paired_table(names: list[str], stores: list[dict[str, Any]], protocol: str) 
                  values=values)
 
 
-def _figure(names: list[str], stores: list[dict[str, Any]], metrics: list[str], protocol: str) -> bytes:
-    from connote.report.metric_bars import metric_panels
+def metrics_figure(names: list[str], stores: list[dict[str, Any]], metrics: list[str], protocol: str):  # noqa: ANN201
+    """The metric panels (matplotlib figure): scores x 100 on one value axis shared by every panel."""
+    from connote.report.metric_bars import metric_panels_figure
 
     values = {m: [None if s["scores"].get(m) is None else s["scores"][m] * SCALE for s in stores] for m in metrics}
     intervals = {m: [None if not (s.get("ci") or {}).get(m) or None in s["ci"][m]
                      else (s["ci"][m][0] * SCALE, s["ci"][m][1] * SCALE) for s in stores] for m in metrics}
-    return metric_panels(f"VIST {protocol} protocol (x 100, 95% intervals)", names, metrics, values, intervals,
-                         digits={m: 1 for m in metrics})
+    return metric_panels_figure(f"VIST {protocol} protocol (x 100, 95% intervals)", names, metrics, values, intervals,
+                                digits={m: 1 for m in metrics}, ylabel=f"score x {SCALE:g}")
+
+
+def _figure(names: list[str], stores: list[dict[str, Any]], metrics: list[str], protocol: str) -> bytes:
+    from connote.report.metric_bars import to_png
+
+    return to_png(metrics_figure(names, stores, metrics, protocol))
 
 
 KIND = StorytellingKind()

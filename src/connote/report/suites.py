@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.report.document import Run, Section, Table
-from connote.report.load import find_data, read_results
+from connote.report.load import DATA_NOTE, find_data, read_results, shown_path
 from connote.suites.base import headline_value, pct
 
 
@@ -36,7 +36,7 @@ def data_key(recorded: str | None, folder: Path) -> tuple[str, str]:
     for f in files:
         digest.update(f"{f.name}\0".encode() + f.read_bytes())
     short = digest.hexdigest()[:12]
-    return f"data {short}", f"{recorded} ({short})"
+    return f"data {short}", f"{shown_path(path, folder)} ({short})"
 
 
 class SuiteKind:
@@ -75,7 +75,7 @@ class SuiteKind:
             h, body = task.table(r.results)
             tables.append(Table(key=f"{self.name}-{len(tables)}", title=f"{task.name}: {r.name}", header=h, rows=body))
         section = Section(title=task.title.split(":")[0], kind=self.name, runs=runs, tables=tables)
-        section.notes.append("Data: " + "; ".join(sorted({r.data for r in runs})))
+        section.notes.append(DATA_NOTE + "; ".join(sorted({r.data for r in runs})))
         return section
 
 

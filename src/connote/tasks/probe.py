@@ -230,8 +230,10 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     if any(cells[c]["errors"] for c in CELLS):
         lines.append("| Errored (excluded) | " + " | ".join(str(cells[c]["errors"]) for c in CELLS) + " | |")
     lines.append("| Pearson r vs human votes | " + " | ".join(format_r(cells[c]) for c in CELLS) + " | |")
-    lines += ["", "Accuracy excludes errored items; * p < 0.05; — no value (no items or no human votes). "
-              "Human: the majority of the annotators' votes against the label (a tie counts as wrong)."]
+    note = "Accuracy excludes errored items; * p < 0.05; — no value (no items or no human votes)."
+    if human:  # explain the Human row only where there is one
+        note += " Human: the majority of the annotators' votes against the label (a tie counts as wrong)."
+    lines += ["", note]
     return "\n".join(lines) + "\n"
 
 
