@@ -50,6 +50,9 @@ def test_make_writes_a_complete_project_and_names_what_it_left_out(tmp_path, cap
     assert (status["done"], status["in_progress"], status["left"]) == (0, 0, len(made["items"]))
     report = import_study(out, tmp_path / "votes.csv")
     assert len(report.incomplete) == len(made["items"]) and report.imported == 0
+    capsys.readouterr()
+    assert main(["collect", "import", str(out), "--out", str(tmp_path / "votes.csv")]) == 1  # a finding, not 0
+    assert "nothing was imported" in capsys.readouterr().err
 
 
 def test_bad_input_exits_2(tmp_path, capsys):

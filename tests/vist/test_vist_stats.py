@@ -133,3 +133,13 @@ def test_cli_stats(tmp_path: Path, sis_file: Path, tiny_lm: Path, capsys) -> Non
     assert rows["gen"]["pct_abstract"] is None  # no noun: NaN printed as null
     assert rows["SIS"]["perplexity"] > 1 and rows["SIS"]["yngve"] is not None
     assert out["table3"]["gen"][0][0] in {"we", "ran", "are", "happy"}
+
+
+def test_two_files_of_one_tier_are_labelled_by_their_files(tmp_path: Path, sis_file: Path, capsys) -> None:
+    other = tmp_path / "val.story-in-sequence.json"
+    other.write_bytes(sis_file.read_bytes())
+    assert main(["vist", "stats", str(sis_file), str(other), "--no-parse", "--json", "--min-count", "1"]) == 0
+    tiers = [r["tier"] for r in json.loads(capsys.readouterr().out)["table2"]]
+    assert tiers == [f"SIS ({sis_file.name})", "SIS (val.story-in-sequence.json)"]
+    assert main(["vist", "stats", str(sis_file), str(sis_file), "--no-parse", "--json"]) == 2
+    assert "the same file is given twice" in capsys.readouterr().err

@@ -132,9 +132,12 @@ def import_cmd(
 
     report = import_study(folder, out, scores=scores or None)
     data = report.to_dict()
+    nothing = report.imported == 0  # exit 1: a finding, not a success - no annotator has finished an answer yet
+    if nothing:
+        print(f"no complete answer in {folder / 'annotation_output'} yet: nothing was imported", file=sys.stderr)
     if as_json:
         print(json.dumps(data, indent=1))
-        return 0
+        return 1 if nothing else 0
     print(f"{report.study}: {report.imported} complete answer(s), {report.items_complete} item(s) complete, "
           f"{len(report.incomplete)} incomplete")
     for path in report.outputs:
@@ -151,7 +154,7 @@ def import_cmd(
                   for c in row["cohen"]))
     for key, value in report.extra.items():
         print(f"  {key}: {json.dumps(value)}")
-    return 0
+    return 1 if nothing else 0
 
 
 def register(app: typer.Typer) -> None:

@@ -307,15 +307,21 @@ def stats_cmd(
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Table 2 (pairs, vocabulary, tokens, % abstract, Frazier, Yngve, perplexity) and Table 3 (NPMI)."""
+    from connote.errors import InputError
     from connote.progress import progress_bar
     from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats, tier_work
 
-    tiers: dict[str, list[str]] = {}
+    seen: set[Path] = set()
     for f in files:
-        name, texts = _tier_texts(f)
-        while name in tiers:
-            name += "'"
-        tiers[name] = texts
+        if f.resolve() in seen:
+            raise InputError("the same file is given twice", path=f)
+        seen.add(f.resolve())
+    read = [(f, *_tier_texts(f)) for f in files]
+    names = [name for _, name, _ in read]
+    tiers: dict[str, list[str]] = {}
+    for f, name, texts in read:  # two files of one tier are labelled by their files, not SIS and SIS'
+        label = f"{name} ({f.name})" if names.count(name) > 1 else name
+        tiers[label if label not in tiers else f"{name} ({f})"] = texts
     nlp = load_spacy(spacy_model) if parse else None
     lex = load_lexicon(lexicon) if lexicon else None
     work = sum(tier_work(texts, parse=parse, lm=lm is not None, max_parse=max_parse) for texts in tiers.values())
