@@ -243,14 +243,19 @@ def test_trickled_headers_end_at_the_deadline(serve: Callable[[list], Server]) -
     assert time.monotonic() - t0 < 8  # the headers alone would take a minute
 
 
+def send_json(h: http.server.BaseHTTPRequestHandler, obj: object) -> None:
+    """Answer 200 with ``obj`` as JSON (NaN is written as the bare word NaN, as sloppy servers do)."""
+    data = json.dumps(obj).encode()
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
 def _json_reply(obj: object) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
     def reply(h: http.server.BaseHTTPRequestHandler) -> None:
-        data = json.dumps(obj).encode()  # NaN is written as the bare word NaN, as sloppy servers do
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        send_json(h, obj)
 
     return reply
 

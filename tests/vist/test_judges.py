@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("openai")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from test_chat_client import Server, serve, status  # noqa: E402,F401  (serve: the fixture)
+from test_chat_client import Server, send_json, serve, status  # noqa: E402,F401  (serve: the fixture)
 
 from connote.cli import main  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
@@ -32,13 +32,8 @@ def answer_by_prompt(server: Server, fn):
     def reply(h) -> None:
         body = server.requests[-1]["body"]
         prompt = next(c["text"] for c in body["messages"][0]["content"] if c["type"] == "text")
-        data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"], "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": fn(prompt)}, "finish_reason": "stop"}]}).encode()
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        send_json(h, {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": fn(prompt)}, "finish_reason": "stop"}]})
 
     return reply
 

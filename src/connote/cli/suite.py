@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -40,27 +40,37 @@ def run(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Score a matching model on a probe suite with the suite's own published metrics."""
-    import json
-
-    from connote.embedded import quiet_transformers
-    from connote.models.registry import check_spec, load_model
     from connote.suites import target
 
     cls = target(suite, 0)
     task = cls(_data(suite, data, out), images=images, allow_network=allow_network, progress=not quiet)
+    results = _run(task, model, out, seed, json_out)
+    if not results:
+        return
+    print(f"run folder: {out} (results.json, items.jsonl, results.md)")
+    if results["n_errors"]:
+        print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
+
+
+def _run(task: Any, model: str, out: Path, seed: int, json_out: bool) -> dict | None:
+    """Check the spec, load the model and run the task; print results.json (``--json``, then None) or the
+    results table. None also off rank 0 of a distributed run."""
+    import json
+
+    from connote.embedded import quiet_transformers
+    from connote.models.registry import check_spec, load_model
+
     check_spec(model)
     quiet_transformers()
     _seed(seed)
     results, _ = task.run(load_model(model), out, seed=seed, extra_results={"model": model})
     if not results:
-        return
+        return None
     if json_out:
         print(json.dumps(results, indent=2, default=str))
-        return
+        return None
     print((out / "results.md").read_text(encoding="utf-8"))
-    print(f"run folder: {out} (results.json, items.jsonl, results.md)")
-    if results["n_errors"]:
-        print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
+    return results
 
 
 def explain(
@@ -83,11 +93,7 @@ def explain(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """MM-SHAP on a probe suite's pairs, crediting the word the suite changed (verb, swapped or foiled word)."""
-    import json
-
-    from connote.embedded import quiet_transformers
     from connote.explain.shapley import ESTIMATORS
-    from connote.models.registry import check_spec, load_model
     from connote.suites import target
 
     if estimator is not None and estimator not in ESTIMATORS:
@@ -98,16 +104,9 @@ def explain(
     cls = target(suite, 1)
     task = cls(_data(suite, data, out), images=images, estimator=estimator, budget=budget, sample=sample,
                seed=seed, grid=grid, compat=compat, allow_network=allow_network, progress=not quiet)
-    check_spec(model)
-    quiet_transformers()
-    _seed(seed)
-    results, _ = task.run(load_model(model), out, seed=seed, extra_results={"model": model})
+    results = _run(task, model, out, seed, json_out)
     if not results:
         return
-    if json_out:
-        print(json.dumps(results, indent=2, default=str))
-        return
-    print((out / "results.md").read_text(encoding="utf-8"))
     print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors; "
           f"run folder: {out}")
 
