@@ -66,7 +66,8 @@ def test_vist_correlate_and_stats_print_aligned_tables_within_80_columns(tmp_pat
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve",
                                 "perplexity"]
-    assert lines[1].split()[:3] == ["SIS", "15", "22"] and max(map(len, lines)) <= 80
+    assert lines[1].split()[:3] == ["SIS:train", "15", "22"] and max(map(len, lines)) <= 80  # labelled by file
+    assert lines[2].split()[0] == "SIS:test"
 
 
 def test_story_backends_wraps_at_80_columns(monkeypatch, capsys) -> None:

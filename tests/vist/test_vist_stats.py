@@ -140,6 +140,6 @@ def test_two_files_of_one_tier_are_labelled_by_their_files(tmp_path: Path, sis_f
     other.write_bytes(sis_file.read_bytes())
     assert main(["vist", "stats", str(sis_file), str(other), "--no-parse", "--json", "--min-count", "1"]) == 0
     tiers = [r["tier"] for r in json.loads(capsys.readouterr().out)["table2"]]
-    assert tiers == [f"SIS ({sis_file.name})", "SIS (val.story-in-sequence.json)"]
+    assert tiers == [f"SIS:{sis_file.name.split('.')[0]}", "SIS:val"]
     assert main(["vist", "stats", str(sis_file), str(sis_file), "--no-parse", "--json"]) == 2
     assert "the same file is given twice" in capsys.readouterr().err

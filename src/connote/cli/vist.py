@@ -319,9 +319,9 @@ def stats_cmd(
     read = [(f, *_tier_texts(f)) for f in files]
     names = [name for _, name, _ in read]
     tiers: dict[str, list[str]] = {}
-    for f, name, texts in read:  # two files of one tier are labelled by their files, not SIS and SIS'
-        label = f"{name} ({f.name})" if names.count(name) > 1 else name
-        tiers[label if label not in tiers else f"{name} ({f})"] = texts
+    for f, name, texts in read:  # two files of one tier are labelled by their files (SIS:train), not SIS and SIS'
+        label = f"{name}:{f.name.split('.')[0]}" if names.count(name) > 1 else name
+        tiers[label if label not in tiers else f"{name}:{f.name}"] = texts
     nlp = load_spacy(spacy_model) if parse else None
     lex = load_lexicon(lexicon) if lexicon else None
     work = sum(tier_work(texts, parse=parse, lm=lm is not None, max_parse=max_parse) for texts in tiers.values())
