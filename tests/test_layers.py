@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "connote"
 
 #: Lowest first. A module may import its own layer's packages and any layer below.
 LAYERS: list[set[str]] = [
-    {"errors", "registry", "progress", "records", "published", "assets", "__init__"},
+    {"errors", "registry", "progress", "records", "published", "cachedir", "assets", "__init__"},
     {"runs"},
     {"data", "video", "embedded", "metrics", "vist", "metaphor"},
     {"train"},

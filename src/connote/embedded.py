@@ -69,7 +69,7 @@ def label_cache_path(labels: Sequence[str], batch_size: int, device: str) -> Pat
     import sentence_transformers
     import torch
 
-    from connote.metrics.cache import cache_root
+    from connote.cachedir import cache_root
 
     key = hashlib.sha256("\n".join([MINILM_SHA256, str(batch_size), str(device).split(":")[0],
                                      sentence_transformers.__version__, torch.__version__, *labels]).encode())

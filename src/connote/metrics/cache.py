@@ -9,18 +9,14 @@ the embedded encoder's ImageNet label embeddings (``<root>/embedded/*.npy``, 1.5
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
+
+from connote.cachedir import cache_root  # noqa: F401 - the root this module lists and clears
 
 SUBDIRS = ("meteor", "wordnet", "embedded")
 
 
-def cache_root() -> Path:
-    """The root of connote's caches."""
-    root = os.environ.get("CONNOTE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "connote")
-    return Path(root)
 
 
 def _size(path: Path) -> int:
