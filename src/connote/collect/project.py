@@ -106,6 +106,14 @@ class MediaFolder:
         self._by_source[source] = name
         return "/media/" + name
 
+    def admit(self, source: Path, hint: str = "", *, what: str) -> str | None:
+        """:meth:`add`, or ``None`` with the refusal recorded in the study's ``left_out`` as ``what: why``."""
+        try:
+            return self.add(source, hint)
+        except ItemError as exc:
+            self.study.left_out.append(f"{what}: {exc}")
+            return None
+
 
 #: Container formats a study's video may have (FFmpeg also "decodes" text files as video, by its tty demuxer).
 VIDEO_CONTAINERS = frozenset({"mov", "mp4", "m4a", "3gp", "matroska", "webm", "avi", "mpeg", "mpegts", "flv",

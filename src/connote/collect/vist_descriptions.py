@@ -19,7 +19,7 @@ from typing import Any
 from connote.collect.answers import Answer, ImportReport, collect, finish, text
 from connote.collect.project import MediaFolder, Study, example_block, safe_name, textbox, write_project
 from connote.collect.vist_storytelling import IMAGE_EXTENSIONS, find_photo, load_vist, tokenize
-from connote.errors import InputError, ItemError
+from connote.errors import InputError
 
 NAME = "vist-descriptions"
 SCHEMA = "description"
@@ -103,10 +103,8 @@ def make(source: str | Path | list[str | Path], out: str | Path, *, images: str 
                 continue
             if iid in study.sources:
                 continue  # the same photo in another album's sequence: described once
-            try:
-                url = media.add(path, safe_name(pid))
-            except ItemError as exc:  # the media gate: not an image, a link, or too large
-                study.left_out.append(f"album {seq['album_id']}: photo {pid}: {exc}")
+            url = media.admit(path, safe_name(pid), what=f"album {seq['album_id']}: photo {pid}")
+            if url is None:
                 continue
             study.items.append({"id": iid, "text": "Describe this photo.", "image": url})
             study.sources[iid] = {"photo_id": pid, "album_id": seq["album_id"], "order": order}
@@ -145,10 +143,8 @@ def _make_from_folder(source: Path, out: str | Path, *, per_item: int, completio
         if iid in study.sources:
             study.left_out.append(f"{path.name}: another file already has photo id {photo_id!r}")
             continue
-        try:
-            url = media.add(path, photo_id)
-        except ItemError as exc:
-            study.left_out.append(f"{path.name}: {exc}")
+        url = media.admit(path, photo_id, what=path.name)
+        if url is None:
             continue
         study.items.append({"id": iid, "text": "Describe this photo.", "image": url})
         study.sources[iid] = {"photo_id": photo_id, "file": path.name}

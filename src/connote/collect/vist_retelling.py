@@ -35,7 +35,7 @@ from connote.collect.vist_storytelling import (
     story_scheme,
     write_sis,
 )
-from connote.errors import InputError, ItemError
+from connote.errors import InputError
 
 NAME = "vist-retelling"
 
@@ -115,11 +115,9 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
         photos = []
         for pid in album["photos"]:
             path = find_photo(folder, pid)
-            if path is not None:
-                try:
-                    photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
-                except ItemError as exc:  # not an image, a link, or too large: the media gate refuses it
-                    study.left_out.append(f"album {aid}: photo {pid}: {exc}")
+            url = None if path is None else media.admit(path, f"{aid}-{pid}", what=f"album {aid}: photo {pid}")
+            if url is not None:
+                photos.append({"id": pid, "url": url})
         iid = f"album-{safe_name(aid, 60)}"
         title = (meta["albums"].get(aid) or {}).get("title") or aid
         which = "its photo sequence" if len(usable) == 1 else f"one of its {len(usable)} photo sequences"

@@ -25,7 +25,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, Collected, ImportReport, collect, finish, text
 from connote.collect.project import PLUGIN, MediaFolder, Study, example_block, write_project
-from connote.errors import InputError, ItemError
+from connote.errors import InputError
 
 NAME = "vist-storytelling"
 SCHEMA = "story"
@@ -176,11 +176,8 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
             path = find_photo(folder, pid)
             if path is None:
                 study.left_out.append(f"album {aid}: photo {pid}: no image file {folder}/{pid}.*")
-            else:
-                try:
-                    photos.append({"id": pid, "url": media.add(path, f"{aid}-{pid}")})
-                except ItemError as exc:
-                    study.left_out.append(f"album {aid}: photo {pid}: {exc}")
+            elif (url := media.admit(path, f"{aid}-{pid}", what=f"album {aid}: photo {pid}")) is not None:
+                photos.append({"id": pid, "url": url})
         if len(photos) < STORY_PHOTOS:
             study.left_out.append(f"album {aid}: only {len(photos)} of its photos found; a story needs "
                                   f"{STORY_PHOTOS}")

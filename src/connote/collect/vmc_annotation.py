@@ -19,7 +19,6 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, text, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, textbox, write_project
-from connote.errors import ItemError
 
 NAME = "vmc-annotation"
 YES_NO = ("yes", "no")
@@ -88,10 +87,8 @@ def make(videos: str | Path, out: str | Path, *, per_item: int = 3, completion: 
         if iid in study.sources:
             study.left_out.append(f"{path.name}: another video already has id {iid!r}")
             continue
-        try:
-            url = media.add(path, iid)
-        except ItemError as exc:
-            study.left_out.append(f"{path.name}: {exc}")
+        url = media.admit(path, iid, what=path.name)
+        if url is None:
             continue
         study.items.append({"id": iid, "text": "Watch the video, then answer the questions below.", "video": url})
         study.sources[iid] = {"unique_id": vid, "file": path.name}

@@ -24,7 +24,7 @@ from typing import Any
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, write_project
 from connote.data.jsonio import read_json
-from connote.errors import InputError, ItemError
+from connote.errors import InputError
 
 NAME = "vmc-evaluation"
 YES_NO = ("yes", "no")
@@ -101,10 +101,8 @@ def make(runs: list[str | Path], videos: str | Path, out: str | Path, *, per_ite
                 study.left_out.append(f"{name}/{vid}: empty caption")
                 continue
             iid = f"{safe_name(vid)}_{name}"
-            try:
-                url = media.add(files[vid], safe_name(vid))
-            except ItemError as exc:
-                study.left_out.append(f"{name}/{vid}: {exc}")
+            url = media.admit(files[vid], safe_name(vid), what=f"{name}/{vid}")
+            if url is None:
                 continue
             study.items.append({"id": iid, "text": caption, "video": url})
             study.sources[iid] = {"video_id": vid, "run": name, "caption": caption}
