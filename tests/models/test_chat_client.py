@@ -54,13 +54,18 @@ class Server:
         self.httpd.server_close()
 
 
-def ok(h: http.server.BaseHTTPRequestHandler) -> None:
-    data = json.dumps(ANSWER).encode()
+def send_json(h: http.server.BaseHTTPRequestHandler, obj: object) -> None:
+    """Answer 200 with ``obj`` as JSON (NaN is written as the bare word NaN, as sloppy servers do)."""
+    data = json.dumps(obj).encode()
     h.send_response(200)
     h.send_header("Content-Type", "application/json")
     h.send_header("Content-Length", str(len(data)))
     h.end_headers()
     h.wfile.write(data)
+
+
+def ok(h: http.server.BaseHTTPRequestHandler) -> None:
+    send_json(h, ANSWER)
 
 
 def status(code: int, headers: dict[str, str] | None = None) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
@@ -241,16 +246,6 @@ def test_trickled_headers_end_at_the_deadline(serve: Callable[[list], Server]) -
     with pytest.raises(ApiError, match=r"within the 1\.5 s deadline.*still arriving"):
         client.chat([])
     assert time.monotonic() - t0 < 8  # the headers alone would take a minute
-
-
-def send_json(h: http.server.BaseHTTPRequestHandler, obj: object) -> None:
-    """Answer 200 with ``obj`` as JSON (NaN is written as the bare word NaN, as sloppy servers do)."""
-    data = json.dumps(obj).encode()
-    h.send_response(200)
-    h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", str(len(data)))
-    h.end_headers()
-    h.wfile.write(data)
 
 
 def _json_reply(obj: object) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
