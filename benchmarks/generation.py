@@ -97,9 +97,9 @@ def build_git_llava(size: str, folder: Path) -> Path:
         LlamaForCausalLM,
     )
 
-    from connote.metaphor.data import METAPHOR_PROMPT
-    from connote.train.config import ModelConfig
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.data import METAPHOR_PROMPT
+    from connote.vmc.train.config import ModelConfig
+    from connote.vmc.train.git_llava import GitLlava
 
     p = size_params(size)
     small = size != "real"
@@ -168,7 +168,7 @@ def naive_git_llava(folder: Path, device: str, dtype: Any, prompt: str):
     """The public GIT-LLaVA order per video: GIT forward (hidden states) -> projector -> LLM generate."""
     import torch
 
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.train.git_llava import GitLlava
 
     model = GitLlava.from_pretrained(folder, dtype=dtype).to(device).eval()
     tok = model.tokenizer
@@ -230,7 +230,7 @@ def worker(args: argparse.Namespace) -> None:
     from sides import quiet, report, timed
 
     from connote.models.engine import resolve_dtype
-    from connote.tasks.storytelling import STORY_PROMPT
+    from connote.vist.task import STORY_PROMPT
 
     quiet(args.threads)
     items = photos(args.items, PHOTOS[args.model])

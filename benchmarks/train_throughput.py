@@ -7,7 +7,7 @@ plus the instruction and a caption into a causal LM.
 * plain HF loop: GIT forward -> projector -> ``llm(inputs_embeds=..., labels=...)`` (full-sequence
   logits, HF's loss) -> backward -> step, fp32 or bf16 autocast like connote.
 * connote: ``GitLlava.forward`` (logits only at caption positions, summed token loss normalised by
-  the caption tokens) -> backward -> step, as ``connote.train.loop`` runs it.
+  the caption tokens) -> backward -> step, as ``connote.vmc.train.loop`` runs it.
 
 Prints, per side: seconds per step, LLM tokens/s, and model FLOPs utilisation (MFU: the model FLOPs
 of a step, 6 x trainable LLM params x LLM tokens + 2 x frozen GIT params x GIT tokens
@@ -64,8 +64,8 @@ def configs(size: str) -> tuple[Any, Any]:
 def build(size: str, device: str, folder: Path) -> Any:
     from transformers import GitForCausalLM, LlamaForCausalLM
 
-    from connote.train.config import ModelConfig
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.train.config import ModelConfig
+    from connote.vmc.train.git_llava import GitLlava
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tiny tokenizer sources
     from tiny_sources import make_tiny_sources

@@ -135,7 +135,7 @@ def score(t: Path, *extra: str) -> list[str]:
 
 
 CASES = [
-    # ---- probe manifests (connote.data.probes)
+    # ---- probe manifests (connote.cv_probes.manifest)
     case(lambda t: probe(t, "m.csv", f'{MANIFEST_HEADER}\na,x.png,SG,"a man begs,SG\nb,x.png,SG,a dog,SG\n'),
          "m.csv, line 2, column caption: unbalanced quote", id="csv-unbalanced-quote"),
     case(lambda t: probe(t, "m.csv", f"{MANIFEST_HEADER},caption\na,x.png,SG,one,SG,two\n"),
@@ -158,7 +158,7 @@ CASES = [
          "probes.csv: is a directory, expected a manifest", id="manifest-is-a-directory"),
     case(lambda t: ["probe", "--data", str(t / "missing.csv"), "--out", str(t / "r")],
          "missing.csv: manifest not found", id="manifest-missing"),
-    # ---- JSON inputs of `connote score` and `connote vist` (connote.data.jsonio)
+    # ---- JSON inputs of `connote score` and `connote vist` (connote.core.jsonio)
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", deep_json())), "--ref", str(write(t, "r.json", "{}"))],
          "h.json: JSON nested too deeply", id="score-deep-json"),
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", b'{"a": "caf\xe9"}')),
@@ -206,7 +206,7 @@ CASES = [
                     "--gold", str(write(t, "gold.json", json.dumps({"output_stories": [
                         {"album_id": "1", "photo_sequence": ["a", "b"], "story_text_normalized": ""}]})))],
          "no gold stories", id="vist-gold-without-stories"),
-    # ---- duplicate JSON keys (connote.data.jsonio): the last value silently won before
+    # ---- duplicate JSON keys (connote.core.jsonio): the last value silently won before
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a cat", "a": "a dog"}')),
                     "--ref", str(write(t, "r.json", '{"a": ["a cat"]}'))],
          "h.json: duplicate key(s) 'a' in one JSON object", id="score-duplicate-keys"),
@@ -279,7 +279,7 @@ CASES = [
     # ---- weights that are a pickle with code in it (torch.load(weights_only=True) refuses them)
     case(lambda t: ["story", "generate", "--out", str(t / "run"), "--no-progress", "--model", crafted_seq2seq(t)],
          "refused: not a safe weights file", id="weights-crafted-pickle"),
-    # ---- training config (connote.train.config)
+    # ---- training config (connote.vmc.train.config)
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "train:\n  lr: 0.1\n  lrr: 2\n"))],
          "c.yaml, line 3: unknown config field(s) train.lrr", id="train-config-unknown-field"),
     case(lambda t: ["metaphor", "train", "--config", str(write(t, "c.yaml", "model:\n  clips: four\n"))],
@@ -393,7 +393,7 @@ def probe_images(t: Path, model: str, image: Path) -> list[str]:
 
 
 def caption_videos(t: Path, model: str, video: Path) -> list[str]:
-    from connote.video.synthetic import write_video
+    from connote.media.synthetic import write_video
 
     (t / "videos").mkdir(exist_ok=True)
     write_video(t / "videos" / "ok.mp4", [], size=(32, 32), colours=[(200, 40, 40)] * 8)
@@ -459,7 +459,7 @@ def test_a_stored_row_that_is_not_json_says_the_store_is_damaged(tmp_path: Path,
 def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) -> None:
     """SQLite's own "database or disk is full" (a page limit stands in for the disk): an ``InputError`` naming
     the store; the batch committed before it is still there."""
-    from connote.errors import InputError
+    from connote.core.errors import InputError
     from connote.runs.store import RunStore
 
     with RunStore(tmp_path / "run") as store:
@@ -491,7 +491,7 @@ def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> N
     script.write_text(textwrap.dedent("""
         import os, signal, sys, time
         import torch, torch.distributed as dist
-        from connote.errors import InputError
+        from connote.core.errors import InputError
         import connote.cli as cli
 
         def job():

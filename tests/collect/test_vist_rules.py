@@ -9,9 +9,9 @@ from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import OUTPUT_DIR, read_manifest
 from connote.collect.samples import write_sample_album
-from connote.collect.vist_descriptions import majority_sequences
-from connote.collect.vist_storytelling import text_problems
 from connote.vist.data import read_official
+from connote.vist.studies.descriptions import majority_sequences
+from connote.vist.studies.storytelling import text_problems
 
 STORY = ["The rocket was ready at dawn.", "The astronaut smiled for one last photo.",
          "A photographer caught the moment.", "Back home we all needed a coffee.", "Even the cat was tired."]

@@ -11,8 +11,8 @@ from potato_driver import Annotator, browser_login, chrome, click, shoot
 from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
-from connote.metaphor.agreement import cohen_kappa, fleiss_kappa
-from connote.metaphor.data import read_caption_table
+from connote.metrics.agreement import cohen_kappa, fleiss_kappa
+from connote.vmc.data import read_caption_table
 
 pytestmark = pytest.mark.browser
 RATERS = ("alice", "bob", "carol")

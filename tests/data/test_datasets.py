@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
-from connote.data.catalog import DATASETS, FORMATS, check_copy
+from connote.datasets.catalog import DATASETS, FORMATS, check_copy
 
 NAMES = {"vist", "cv-probes", "vmc", "haivmet", "coco-captions", "svo-probes", "valse", "winoground", "sugarcrepe"}
 
@@ -189,7 +189,7 @@ def test_check_a_probe_manifest_whose_images_are_missing(tmp_path, capsys):
 
 def _wide_release(folder: Path, names: tuple[str, ...]) -> Path:
     """Sample photos in the wide shape the paper describes (one row per image: SG and PG captions, votes)."""
-    from connote.data.sample import SAMPLE
+    from connote.media.sample import SAMPLE
 
     (folder / "images").mkdir(parents=True)
     src = folder / "cv_probes_release.tsv"
@@ -212,7 +212,7 @@ def test_convert_cv_probes_wide_table_runs_through_probe_with_the_embedded_defau
     assert code == 0, err
     assert "4 items; 2 SG captions; 2 PG captions; 4 items with human votes" in stdout
 
-    from connote.data.probes import read_probe_manifest
+    from connote.cv_probes.manifest import read_probe_manifest
 
     items = read_probe_manifest(out)
     assert len(items) == 4 and not any(it.error for it in items)
@@ -250,7 +250,7 @@ def test_convert_cv_probes_long_table_reports_a_bad_row_with_its_line(tmp_path, 
     assert f"{src}: line 4: vote 'maybe' is not one of" in err
     assert f"{src}: line 6: empty caption" in err
     assert f"{src}: line 7: duplicate item id 'p2' (first on line 3)" in err
-    from connote.data.probes import read_probe_manifest
+    from connote.cv_probes.manifest import read_probe_manifest
 
     items = read_probe_manifest(out)
     assert [(it.item_id, it.image_kind, it.caption_kind, it.human_votes) for it in items] == [
@@ -279,7 +279,7 @@ def test_convert_cv_probes_unreadable_input_exits_2_naming_the_file(tmp_path, ca
 
 
 def test_convert_vmc_from_the_authors_files(tmp_path, capsys):
-    from connote.metaphor.data import read_caption_table, read_split, read_video_list
+    from connote.vmc.data import read_caption_table, read_split, read_video_list
 
     rel = tmp_path / "release"
     (rel / "videos").mkdir(parents=True)
@@ -336,7 +336,7 @@ def test_convert_vmc_from_the_authors_files(tmp_path, capsys):
 
 
 def test_convert_vmc_captions_from_answers_when_there_is_no_table(tmp_path, capsys):
-    from connote.metaphor.data import read_caption_table
+    from connote.vmc.data import read_caption_table
 
     (tmp_path / "test_questions.jsonl").write_text("".join(
         json.dumps({"question_id": q, "video": f"v/{vid}.mp4", "text": "q", "true_answer": cap}) + "\n"

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from connote.data.images import DEFAULT_MAX_SIDE, load_image
-from connote.errors import ItemError
+from connote.core.errors import ItemError
+from connote.media.images import DEFAULT_MAX_SIDE, load_image
 
 Handler = Callable[[http.server.BaseHTTPRequestHandler], None]
 

@@ -1,4 +1,4 @@
-"""connote.data.jsonio: every bad JSON/JSONL file is an InputError naming file, line and column."""
+"""connote.core.jsonio: every bad JSON/JSONL file is an InputError naming file, line and column."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from connote.data.jsonio import decode_utf8, read_json, read_jsonl
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.core.jsonio import decode_utf8, read_json, read_jsonl
 from connote.vist.data import load_json
 
 

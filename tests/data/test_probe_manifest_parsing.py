@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from connote.data.probes import read_probe_manifest
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.cv_probes.manifest import read_probe_manifest
 
 HEADER = "item_id,image,image_kind,caption,caption_kind,label"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from connote.tasks.probe import run_probe
+from connote.cv_probes.task import run_probe
 
 
 class MeanGreyMatcher:

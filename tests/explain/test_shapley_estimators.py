@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from connote.core.registry import UnknownNameError
 from connote.explain.shapley import (
     ESTIMATORS,
     BudgetError,
@@ -17,7 +18,6 @@ from connote.explain.shapley import (
     min_budget,
     permutation_calls,
 )
-from connote.registry import UnknownNameError
 
 # ----------------------------------------------------------------------------------- games
 

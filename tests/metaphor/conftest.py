@@ -50,7 +50,7 @@ def colour_set(tmp_path_factory: pytest.TempPathFactory) -> ColourSet:
     pytest.importorskip("transformers")
     from tiny_sources import make_tiny_sources
 
-    from connote.video.synthetic import write_video
+    from connote.media.synthetic import write_video
 
     root = tmp_path_factory.mktemp("colours")
     words = sorted({w for _, cap in COLOURS.values() for w in cap.split()})

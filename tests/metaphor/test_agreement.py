@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
-from connote.metaphor.agreement import (
+from connote.metrics.agreement import (
     agreement_table,
     cohen_kappa,
     fleiss_kappa,

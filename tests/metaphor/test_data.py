@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from connote.errors import InputError
-from connote.metaphor.data import (
+from connote.core.errors import InputError
+from connote.vmc.data import (
     LITERAL_PROMPT,
     METAPHOR_PROMPT,
     answers_for,

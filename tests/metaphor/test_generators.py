@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("torch")
 
 from connote.cli import main  # noqa: E402
+from connote.media.frames import read_frames  # noqa: E402
 from connote.models.protocols import GenerationRequest, Generator  # noqa: E402
 from connote.models.registry import backends_with  # noqa: E402
 from connote.models.registry import load_model as load_generator  # noqa: E402
-from connote.video.frames import read_frames  # noqa: E402
 
 
 class MeanColour:
@@ -28,8 +28,8 @@ class MeanColour:
 
 @pytest.fixture(scope="module")
 def trained(colour_set, stage2_config, tmp_path_factory) -> Path:  # noqa: ANN001
-    from connote.train.config import config_from_dict
-    from connote.train.loop import train
+    from connote.vmc.train.config import config_from_dict
+    from connote.vmc.train.loop import train
 
     out = tmp_path_factory.mktemp("gl") / "run"
     return Path(train(config_from_dict(stage2_config(out, max_steps=1))).final_dir)
@@ -120,14 +120,14 @@ def test_caption_run_resumes_and_records_errors(trained: Path, colour_set, tmp_p
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "videos: 4 item(s): 3 resumed, 1 computed now, 1 failed" in err
-    from connote.metaphor.captioning import read_run_captions
+    from connote.vmc.captioning import read_run_captions
 
     caps = read_run_captions(tmp_path / "run")
     assert caps["broken"] is None and isinstance(caps[colour_set.test_ids[0]], str)
 
 
 def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
-    from connote.metaphor.scoring import score_captions
+    from connote.vmc.scoring import score_captions
 
     # a "perfect" run (nearest caption by colour) and a run of fixed literal captions, one video unreadable
     perfect = load_generator(f"nearest:{colour_set.captions}?videos={colour_set.videos}"
@@ -142,7 +142,7 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
         def generate(self, reqs: list) -> list[str]:
             return ["a video of a colour"] * len(reqs)
 
-    from connote.tasks.metaphor import caption_videos
+    from connote.vmc.task import caption_videos
 
     manifest = tmp_path / "m.csv"
     manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n"
@@ -196,8 +196,8 @@ def test_nearest_with_embedded_encoders(colour_set) -> None:  # noqa: ANN001
 
 
 def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
-    from connote.metaphor.captioning import read_run_captions
-    from connote.tasks.metaphor import caption_videos
+    from connote.vmc.captioning import read_run_captions
+    from connote.vmc.task import caption_videos
 
     class Flaky:
         frame_spec = ("uniform", 1, 1)
@@ -220,9 +220,9 @@ def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) 
 
 def test_several_samples_per_video_are_scored_and_averaged(colour_set, tmp_path: Path, capsys) -> None:  # noqa: ANN001
     """The public evaluation's protocol: k captions per video at a temperature, scores averaged over samples."""
-    from connote.metaphor.captioning import read_run_samples
-    from connote.metaphor.scoring import score_captions
-    from connote.tasks.metaphor import caption_videos
+    from connote.vmc.captioning import read_run_samples
+    from connote.vmc.scoring import score_captions
+    from connote.vmc.task import caption_videos
 
     class Sampler:
         frame_spec = ("uniform", 1, 1)
@@ -261,7 +261,7 @@ def test_several_samples_per_video_are_scored_and_averaged(colour_set, tmp_path:
 
 def test_score_table_fits_80_columns(colour_set, tmp_path: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
     """Long run names and every column: nothing cut at 80 columns; runs are named in a legend."""
-    from connote.tasks.metaphor import caption_videos
+    from connote.vmc.task import caption_videos
 
     class Fixed:
         frame_spec = ("uniform", 1, 1)

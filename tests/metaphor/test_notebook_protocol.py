@@ -96,7 +96,7 @@ def notebook_scores(answers: Path, minilm: str) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def minilm() -> str:
-    from connote.embedded import minilm_path
+    from connote.media.embedded import minilm_path
 
     return minilm_path()
 

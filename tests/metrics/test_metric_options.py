@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.metrics import compute_scores
 from connote.metrics.options import OptionError
 from connote.metrics.registry import METRICS, SCORE_NAMES, display_name, register, score_keys
@@ -79,8 +79,8 @@ def test_a_metric_is_one_module_plus_one_registration():
 
 
 def test_score_name_table_serves_vist_and_vmc():
-    from connote.metaphor.scoring import COLUMNS
     from connote.vist.protocols import ALBUM_NAMES, metric_name
+    from connote.vmc.scoring import COLUMNS
 
     assert ALBUM_NAMES == ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D")
     assert metric_name is display_name

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.metrics import METRICS, compute_scores
 
 

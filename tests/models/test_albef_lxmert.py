@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tiny_models  # noqa: E402
 
 from connote.cli import main  # noqa: E402
-from connote.data.images import load_image  # noqa: E402
-from connote.errors import InputError, ItemError  # noqa: E402
+from connote.core.errors import InputError, ItemError  # noqa: E402
 from connote.explain.shapley import estimate  # noqa: E402
+from connote.media.images import load_image  # noqa: E402
 from connote.models.albef import pre_caption, pre_caption_map  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
 

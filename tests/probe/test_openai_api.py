@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from connote.cv_probes.task import run_probe
 from connote.models import load_model
-from connote.tasks.probe import run_probe
 
 from .conftest import random_image
 

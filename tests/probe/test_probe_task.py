@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import pearsonr
 
 from connote.cli import main
-from connote.tasks.probe import harmonic_mean, run_probe
+from connote.cv_probes.task import harmonic_mean, run_probe
 
 from .conftest import ROWS, write_manifest
 

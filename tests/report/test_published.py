@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
-from connote.published import PublishedRow, compare, table, tables
+from connote.core.published import PublishedRow, compare, table, tables
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 

@@ -11,8 +11,8 @@ import pytest
 from report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
 
 from connote.cli import main
-from connote.records import CELLS
-from connote.tasks.probe import format_interval, format_pct, format_r
+from connote.cv_probes.records import CELLS
+from connote.cv_probes.task import format_interval, format_pct, format_r
 
 
 def _results(folder: Path) -> dict:
@@ -93,7 +93,7 @@ def test_explain_table6_and_heatmaps(runs, capsys) -> None:
 
 
 def test_agreement_section(runs, capsys) -> None:
-    from connote.metaphor.agreement import agreement_table, read_labels
+    from connote.metrics.agreement import agreement_table, read_labels
 
     for target in (runs["labels"], runs["labels"].parent):  # the file itself, or the folder holding it
         (section,) = _report_json(capsys, str(target))
@@ -123,7 +123,7 @@ def test_a_kind_not_written_yet_is_skipped_but_a_broken_one_is_not(monkeypatch, 
     monkeypatch.setitem(document.RUN_KINDS, "not-yet", "connote.report.not_written_yet:KIND")
     (run,) = load_runs([runs["original"]])
     assert run.kind == "cv-probes"
-    monkeypatch.setitem(document.RUN_KINDS, "broken", "connote.report.probe:NO_SUCH_ATTRIBUTE")
+    monkeypatch.setitem(document.RUN_KINDS, "broken", "connote.cv_probes.report:NO_SUCH_ATTRIBUTE")
     with pytest.raises(AttributeError):
         load_runs([runs["labels"]])
 
@@ -154,7 +154,7 @@ def test_markdown_renders_one_table_per_table(report_dir) -> None:
     tables = [t for s in sections for t in s["tables"]]
     html = MarkdownIt("commonmark").enable("table").render((report_dir / "report.md").read_text())
     rendered = re.findall(r"<table>(.*?)</table>", html, flags=re.S)
-    assert len(rendered) == len(tables) == 10  # 5 of the sections' own, 5 published (connote.published)
+    assert len(rendered) == len(tables) == 10  # 5 of the sections' own, 5 published (connote.core.published)
     for table, body in zip(tables, rendered):
         assert body.count("<tr>") == 1 + len(table["rows"])  # exactly one header row
         assert body.count("</th>") == len(table["header"])

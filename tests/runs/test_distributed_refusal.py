@@ -18,7 +18,7 @@ pytest.importorskip("accelerate")
 
 SCRIPT = """
 import sys
-from connote.errors import ConnoteError
+from connote.core.errors import ConnoteError
 from connote.runs.runner import WorkItem, run_items
 
 items = [WorkItem(item_id=str(i), key=str(i), payload=i) for i in range(4)]

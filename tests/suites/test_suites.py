@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 COLOURS = {"red": (220, 30, 30), "green": (30, 200, 40), "blue": (30, 40, 220), "grey": (128, 128, 128),
            "yellow": (230, 220, 20), "black": (0, 0, 0)}
@@ -372,7 +372,7 @@ def test_tasks_and_catalogue_list_the_suites(tmp_path: Path, capsys) -> None:
     assert main(["tasks", "--json"]) == 0
     names = {t["name"] for t in json.loads(capsys.readouterr().out)}
     assert {"svo-probes", "valse", "winoground", "sugarcrepe", "valse-mmshap"} <= names
-    from connote.data.catalog import check_copy
+    from connote.datasets.catalog import check_copy
     from connote.suites.winoground.data import write_sample
 
     write_sample(tmp_path / "wg")

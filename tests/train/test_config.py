@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
-from connote.errors import InputError
-from connote.train.config import ModelConfig, TrainConfig, config_from_dict, load_config
+from connote.core.errors import InputError
+from connote.vmc.train.config import ModelConfig, TrainConfig, config_from_dict, load_config
 
 YAML = """\
 stage: 2

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import connote.train
-from connote.train.config import load_config
+import connote.vmc.train
+from connote.vmc.train.config import load_config
 
-RECIPES = Path(connote.train.__file__).parent / "recipes"
+RECIPES = Path(connote.vmc.train.__file__).parent / "recipes"
 
 
 @pytest.mark.parametrize("name", ["paper-stage1", "paper-stage2", "public-stage1", "public-stage2"])

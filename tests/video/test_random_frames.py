@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from connote.video.frames import random_frame_indices, read_frames
-from connote.video.synthetic import write_video
+from connote.media.frames import random_frame_indices, read_frames
+from connote.media.synthetic import write_video
 
 
 def test_segments_draw_two_frames_in_each_public_interval() -> None:

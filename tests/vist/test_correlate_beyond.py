@@ -13,16 +13,16 @@ import pytest
 from scipy import stats
 
 from connote.cli import main
-from connote.errors import InputError
-from connote.vist.correlate import (
+from connote.core.errors import InputError
+from connote.metrics.correlation import (
     paired_tests,
     pairwise_agreement,
     pairwise_dataset,
     ratings_kind,
     read_preferences,
-    read_vmc_labels,
     williams_test,
 )
+from connote.vmc.correlate import read_vmc_labels
 
 N = 40
 

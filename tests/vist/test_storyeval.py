@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.vist.storyeval import (
     GROOVIST,
     GROOVIST_THETA,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.vist.construct import (
     NameList,
     album_reasons,

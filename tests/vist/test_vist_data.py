@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from vist_fixtures import DATES, official, story_anns, write
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.vist.data import (
     order_photos,
     read_gold,

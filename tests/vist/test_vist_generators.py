@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.models.protocols import GenerationRequest
 from connote.models.registry import backends_with
 from connote.models.registry import load_model as load_generator
-from connote.models.retrieval import RetrievalStoryGenerator
-from connote.tasks.storytelling import STORY_PROMPT, load_sequences, normalize_story, run_generation
+from connote.vist.backend_retrieval import RetrievalStoryGenerator
 from connote.vist.data import read_official, read_submission
+from connote.vist.task import STORY_PROMPT, load_sequences, normalize_story, run_generation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tiny_models  # noqa: E402
@@ -277,7 +277,7 @@ class LabelEmbedder(ColourEmbedder):
 
 def test_story_features_cli_and_objects_grounding(tmp_path: Path, sis_file: Path, image_dir: Path, monkeypatch,
                                                   capsys) -> None:
-    import connote.embedded as embedded
+    import connote.media.embedded as embedded
     from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word, load_features
 
     monkeypatch.setattr(embedded, "EmbeddedEncoder", LabelEmbedder)

@@ -10,7 +10,7 @@ import pytest
 from vist_fixtures import official, story_anns, write
 
 from connote.cli import main
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.vist.data import read_official
 from connote.vist.grounding import (
     Captioner,
@@ -119,7 +119,7 @@ def test_captioner_nbest(world) -> None:
     (best,), (five,) = cap.captions(["11"], n_best=1), cap.captions(["11"], n_best=5)
     assert best == ["a dog on the grass"] and five[0] == best[0] and len(five) == len(set(five)) == 5
     assert cap.captions(["21"], n_best=1) == [["a dog on the grass"]]  # the same features as photo 11
-    from connote.errors import ItemError
+    from connote.core.errors import ItemError
 
     with pytest.raises(ItemError, match="photo 99"):
         cap.captions(["99"])

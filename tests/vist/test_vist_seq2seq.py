@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from connote.cli import main
-from connote.errors import ItemError
+from connote.core.errors import ItemError
 from connote.vist.data import read_official
 from connote.vist.seq2seq import (
     DECODERS,

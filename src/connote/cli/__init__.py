@@ -21,7 +21,7 @@ import typer.core
 import typer.main
 from typer.exceptions import TyperException
 
-from connote.errors import ConnoteError
+from connote.core.errors import ConnoteError
 
 
 class CommandEntry(NamedTuple):
@@ -38,27 +38,27 @@ class CommandEntry(NamedTuple):
 
 #: The top-level commands in the order ``connote --help`` lists them (commands, then groups).
 COMMANDS: dict[str, CommandEntry] = {
-    "probe": CommandEntry("connote.cli.probe",
+    "probe": CommandEntry("connote.cv_probes.cli.probe",
                           "Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."),
     "report": CommandEntry("connote.cli.report",
                            "Put result folders side by side: the paper's tables (and figures) per task and data."),
     "score": CommandEntry("connote.cli.score", "Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, "
                                                "CIDEr-D (pycocoevalcap's numbers)."),
     "explain": CommandEntry("connote.cli.explain", "Explain image-text matching decisions with MM-SHAP (Table 6)."),
-    "agreement": CommandEntry("connote.cli.metaphor", "Pairwise Cohen's kappa and Fleiss' kappa per "
+    "agreement": CommandEntry("connote.vmc.cli", "Pairwise Cohen's kappa and Fleiss' kappa per "
                                                       "human-evaluation criterion (paper Table 3)."),
     "models": CommandEntry("connote.cli.catalog",
                            "List the model backends with their capabilities (match, mask, generate)."),
     "tasks": CommandEntry("connote.cli.catalog", "List the tasks with their version, the model capability they "
                                                  "need and the data they read."),
-    "vist": CommandEntry("connote.cli.vist", "Visual storytelling (VIST): read, validate, score and analyse."),
-    "story": CommandEntry("connote.cli.vist",
+    "vist": CommandEntry("connote.vist.cli", "Visual storytelling (VIST): read, validate, score and analyse."),
+    "story": CommandEntry("connote.vist.cli",
                           "Visual storytelling models: train the seq2seq baseline, generate stories."),
-    "metaphor": CommandEntry("connote.cli.metaphor", "Video metaphor captioning: parse the template, caption "
+    "metaphor": CommandEntry("connote.vmc.cli", "Video metaphor captioning: parse the template, caption "
                                                      "videos, score runs, train GIT-LLaVA."),
     "collect": CommandEntry("connote.cli.collect",
                             "Collect the papers' human data with Potato: make a study, serve it, import it."),
-    "suite": CommandEntry("connote.cli.suite",
+    "suite": CommandEntry("connote.suites.cli",
                           "The field's probe suites: SVO-Probes, VALSE, Winoground, SugarCrepe/ARO."),
     "reproduce": CommandEntry("connote.cli.reproduce", "List the papers' published tables, or measure runs against "
                                                        "one: measured | published | difference."),

@@ -13,7 +13,7 @@ def models(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the model backends with their capabilities (match, mask, generate)."""
-    from connote.errors import InputError
+    from connote.core.errors import InputError
     from connote.models.registry import CAPABILITIES, MODELS
 
     if capability is not None and capability not in CAPABILITIES:
@@ -59,7 +59,7 @@ def convert(
     Nothing in the file is run: each object that is not a tensor is read as a stand-in and dropped; the
     command says what it dropped and what it kept.
     """
-    from connote.errors import InputError
+    from connote.core.errors import InputError
 
     if kind != "albef":
         raise InputError(f"connote models convert: unknown kind {kind!r}; valid: albef")

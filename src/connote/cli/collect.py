@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 collect_app = typer.Typer(help="Collect the papers' human data with Potato: make a study, serve it, import it.",
                           no_args_is_help=True)
@@ -85,8 +85,8 @@ def sample_cmd(
     folder: Annotated[Path, typer.Argument(help="Folder to write the sample inputs into.")],
 ) -> int:
     """Write the bundled sample photos as inputs: probes.csv, images/, and a VIST album (SIS JSON)."""
-    from connote.cli.checks import folder as folder_option
     from connote.collect.samples import write_sample_album
+    from connote.commands.checks import folder as folder_option
 
     folder_option("FOLDER", folder)
     album = write_sample_album(folder)

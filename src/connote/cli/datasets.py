@@ -31,7 +31,7 @@ def list_datasets(
     """List the datasets (name, what it is, how many files connote expects); see `datasets show NAME`."""
     if ctx.invoked_subcommand is not None:
         return
-    from connote.data.catalog import DATASETS
+    from connote.datasets.catalog import DATASETS
 
     if as_json:
         print(json.dumps([d.as_dict() for d in DATASETS], indent=2))
@@ -54,7 +54,7 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Everything about one dataset: sources, licence, release status, expected files and formats."""
-    from connote.data.catalog import FORMATS, get
+    from connote.datasets.catalog import FORMATS, get
 
     ds = get(name)
     if as_json:
@@ -108,7 +108,7 @@ def check_cmd(
 ) -> None:
     """Verify a local copy: files present or missing, sizes, checksums, and format (parsed by connote's
     readers). Exit 0 when complete, 1 when something is missing or differs."""
-    from connote.data.catalog import check_copy
+    from connote.datasets.catalog import check_copy
 
     report = check_copy(name, path, entry=entry)
     if as_json:
@@ -155,7 +155,7 @@ def check_cmd(
 
 
 def _print_report(report, as_json: bool) -> None:  # noqa: ANN001 - ConvertReport, imported lazily
-    from connote.data.convert import iter_bad
+    from connote.datasets.convert import iter_bad
 
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
@@ -188,7 +188,7 @@ def convert_cv_probes_cmd(
                                                    "relative to (default: SRC's folder).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    from connote.data.convert import convert_cv_probes
+    from connote.datasets.convert import convert_cv_probes
 
     _print_report(convert_cv_probes(src, out, images=images), as_json)
 
@@ -207,7 +207,7 @@ def convert_vmc_cmd(
     videos: Annotated[Optional[Path], typer.Option("--videos", help="Also look for <id>.mp4 videos here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    from connote.data.convert import convert_vmc
+    from connote.datasets.convert import convert_vmc
 
     _print_report(convert_vmc(src, out, videos=videos), as_json)
 

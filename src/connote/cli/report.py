@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 FORMATS = ("terminal", "markdown", "latex", "csv", "html", "json")
 
@@ -39,7 +39,7 @@ def report(
         raise InputError(f"--format must be one of {', '.join(FORMATS[1:])}; got {fmt!r}")
     if plot is not None and plot.suffix.lower() != ".png":
         raise InputError("--plot writes a PNG; give a file name ending in .png", path=plot)
-    from connote.report.suites import overview
+    from connote.suites.report import overview
 
     loaded = load_runs(runs)
     sections = build_sections(loaded, allow_mixed=allow_mixed)

@@ -8,12 +8,12 @@ from typing import Any, Optional
 
 import typer
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 
 def _file_entry(table: Any, path: Path, gold: Path | None) -> dict[str, Any]:
     """Score a released output file for ``table`` (VIST album predictions or submissions; VMC answer files)."""
-    from connote.published import compare
+    from connote.core.published import compare
 
     if table.kind == "vist-storytelling":
         if gold is None:
@@ -24,7 +24,7 @@ def _file_entry(table: Any, path: Path, gold: Path | None) -> dict[str, Any]:
         res = score(table.match.get("protocol", "album"), read_submission(path), read_gold(gold), n_boot=1000)
         values, intervals = res.scores, {k: list(v) for k, v in res.ci.items()}
     elif table.kind == "vmc-captioning":
-        from connote.metaphor.scoring import score_runs
+        from connote.vmc.scoring import score_runs
 
         (res,) = score_runs([str(path)], None, n_boot=1000)
         values, intervals = res.table, {k: list(v) for k, v in res.intervals.items() if v}
@@ -45,8 +45,8 @@ def reproduce(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the papers' published tables, or measure runs against one: measured | published | difference."""
-    from connote.published import table as get_table
-    from connote.published import tables
+    from connote.core.published import table as get_table
+    from connote.core.published import tables
 
     if list_tables or table_id is None:
         listed = [{"table": t.id, "title": t.title, "source": t.source, "rows": len(t.rows),

@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from connote.cli.config import config_option
-from connote.errors import InputError
+from connote.commands.config import config_option
+from connote.core.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -77,11 +77,11 @@ def register(app: typer.Typer) -> None:
                 return
         if hyp is None or ref is None:
             raise InputError("--hyp and --ref are both needed (or --clear-cache alone)")
+        from connote.core.registry import UnknownNameError
         from connote.metrics._core import compute_scores, metric_options
         from connote.metrics._inputs import read_json_mapping
         from connote.metrics.options import OptionError, option_names
         from connote.metrics.registry import METRICS
-        from connote.registry import UnknownNameError
 
         names = [m.strip() for m in metrics.split(",") if m.strip()]
         if not names:

@@ -22,20 +22,20 @@ import importlib
 from types import ModuleType
 
 STUDIES = {
-    "probes-validation": "connote.collect.probes_validation",
-    "probes-votes": "connote.collect.probes_votes",
-    "vist-storytelling": "connote.collect.vist_storytelling",
-    "vist-retelling": "connote.collect.vist_retelling",
-    "vist-descriptions": "connote.collect.vist_descriptions",
-    "vist-descriptions-in-sequence": "connote.collect.vist_dis",
-    "vmc-annotation": "connote.collect.vmc_annotation",
-    "vmc-evaluation": "connote.collect.vmc_evaluation",
+    "probes-validation": "connote.cv_probes.studies.validation",
+    "probes-votes": "connote.cv_probes.studies.votes",
+    "vist-storytelling": "connote.vist.studies.storytelling",
+    "vist-retelling": "connote.vist.studies.retelling",
+    "vist-descriptions": "connote.vist.studies.descriptions",
+    "vist-descriptions-in-sequence": "connote.vist.studies.dis",
+    "vmc-annotation": "connote.vmc.studies.annotation",
+    "vmc-evaluation": "connote.vmc.studies.evaluation",
 }
 
 
 def study_module(name: str) -> ModuleType:
     """The module that makes and imports study ``name``."""
-    from connote.errors import InputError
+    from connote.core.errors import InputError
 
     if name not in STUDIES:
         raise InputError(f"unknown study {name!r}; choose one of {', '.join(STUDIES)}")

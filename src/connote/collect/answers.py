@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.collect.project import OUTPUT_DIR
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 # schema -> label -> value
 Answer = dict[str, dict[str, str]]
@@ -189,7 +189,7 @@ def write_labels(path: Path, rows: list[tuple[str, str, str, str]]) -> list[dict
     return the agreement that command reports for it, computed by reading the file back."""
     import csv
 
-    from connote.metaphor.agreement import COLUMNS, agreement_table, read_labels
+    from connote.metrics.agreement import COLUMNS, agreement_table, read_labels
 
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")

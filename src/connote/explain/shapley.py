@@ -56,7 +56,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from connote.registry import Registry
+from connote.core.registry import Registry
 
 ValueFn = Callable[[np.ndarray], np.ndarray]
 

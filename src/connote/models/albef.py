@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.core.registry import require
 from connote.models.engine import TensorMatcher
-from connote.registry import require
 
 #: ALBEF's image normalisation (the CLIP statistics) and input size.
 MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -491,8 +491,8 @@ class AlbefItmMatcher(TensorMatcher):
         return cls(weights, **options)
 
     def describe(self) -> dict[str, Any]:
+        from connote.core.files import file_sha256
         from connote.models.hf_itm import weights_identity
-        from connote.runs.store import file_sha256
 
         d = super().describe()
         tok = weights_identity(self.tokenizer_id, None, None)

@@ -9,11 +9,11 @@ from typing import Any
 
 from PIL import Image
 
-from connote.errors import ItemError
+from connote.core.errors import ItemError
+from connote.core.registry import require
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.hf_itm import weights_identity
 from connote.models.protocols import GenerationRequest
-from connote.registry import require
 
 #: The default template; ``{captions}`` is replaced by the numbered captions.
 CAPTION_STORY_PROMPT = ("Photo captions, in order:\n{captions}\nWrite a short story about these photos, "

@@ -32,8 +32,8 @@ from typing import Any
 
 from PIL import Image
 
+from connote.core.registry import require
 from connote.models.concurrency import ConcurrencyLimit
-from connote.registry import require
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 """Statuses worth retrying; any other 5xx is retried as well."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 
 class MatcherEmbedder:
@@ -54,7 +54,7 @@ class MatcherEmbedder:
 def embedder_from_spec(spec: str | None) -> Any:
     """``embedded`` (default) or a model spec of a dual encoder (``hf-clip:openai/clip-vit-base-patch32``)."""
     if not spec or spec == "embedded":
-        from connote.embedded import EmbeddedEncoder
+        from connote.media.embedded import EmbeddedEncoder
 
         return EmbeddedEncoder()
     from connote.models.registry import load_model

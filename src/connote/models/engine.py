@@ -31,7 +31,7 @@ from typing import Any
 
 from PIL import Image
 
-from connote.registry import require
+from connote.core.registry import require
 
 
 def resolve_device(device: str | None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.hf_itm import weights_identity
 from connote.models.protocols import GenerationRequest

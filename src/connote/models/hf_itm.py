@@ -18,8 +18,8 @@ from typing import Any
 
 from PIL import Image
 
+from connote.core.registry import require
 from connote.models.engine import TensorMatcher
-from connote.registry import require
 from connote.runs.store import file_sha256, file_stamp
 
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).

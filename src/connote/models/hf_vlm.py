@@ -15,11 +15,11 @@ from typing import Any
 
 from PIL import Image
 
+from connote.core.registry import require
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.hf_itm import weights_identity
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
 from connote.models.protocols import greedy_batches
-from connote.registry import require
 
 
 def answer_token_ids(tokenizer: Any, word: str) -> list[int]:

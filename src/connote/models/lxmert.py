@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from connote.data.images import SOURCE_KEY
-from connote.errors import InputError, ItemError
+from connote.core.errors import InputError, ItemError
+from connote.core.registry import require
+from connote.media.images import SOURCE_KEY
 from connote.models.engine import TensorMatcher
 from connote.models.hf_itm import weights_identity
 from connote.models.masking import MMSHAP_MASKED_ID, MaskGame, _span, check_compat
-from connote.registry import require
 
 TSV_LXMERT = ["img_id", "img_h", "img_w", "objects_id", "objects_conf", "attrs_id", "attrs_conf", "num_boxes",
               "boxes", "features"]
@@ -111,7 +111,7 @@ class RegionFeatures:
         return [self.path]
 
     def describe(self) -> dict[str, Any]:
-        from connote.runs.store import file_sha256
+        from connote.core.files import file_sha256
 
         root = self.path.resolve()
         return {"path": str(root), "layout": self.layout,

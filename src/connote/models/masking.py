@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 #: Feature definitions a masking game accepts; see the module docstring.
 COMPAT_MODES = ("mmshap", "connote")

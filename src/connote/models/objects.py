@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from connote.embedded import EmbeddedEncoder
+from connote.media.embedded import EmbeddedEncoder
 
 
 class ObjectsMatcher:

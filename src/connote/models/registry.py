@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from connote.errors import InputError
-from connote.registry import Registry, import_target
+from connote.core.errors import InputError
+from connote.core.registry import Registry, import_target
 
 CAPABILITIES = ("match", "mask", "generate")
 
@@ -322,15 +322,15 @@ _BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
      {"max_side": "512", "text_first": "true"}),
     ("git-video", "connote.models.git:GitVideoCaptioner.from_spec", ("generate",), "hf",
      "GIT video/image captioning (GitForCausalLM, e.g. microsoft/git-large-vatex).", {}),
-    ("git-llava", "connote.models.git_llava:GitLlavaGenerator.from_spec", ("generate",), "folder",
+    ("git-llava", "connote.vmc.backend_git_llava:GitLlavaGenerator.from_spec", ("generate",), "folder",
      "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote metaphor train).", {}),
     ("caption-llm", "connote.models.caption_llm:CaptionLlmGenerator.from_spec", ("generate",), "hf",
      "Captioner per image, then a causal LM writes the text from the numbered captions (option llm=...).", {}),
-    ("retrieval", "connote.models.retrieval:retrieval_from_spec", ("generate",), "file",
+    ("retrieval", "connote.vist.backend_retrieval:retrieval_from_spec", ("generate",), "file",
      "Offline story baseline: nearest training story in the embedded encoders' space (train=SIS.json).", {}),
-    ("seq2seq", "connote.models.seq2seq:Seq2SeqStoryGenerator.from_spec", ("generate",), "folder",
+    ("seq2seq", "connote.vist.backend_seq2seq:Seq2SeqStoryGenerator.from_spec", ("generate",), "folder",
      "The VIST paper's GRU baseline (connote story train), option features=F.npz.", {}),
-    ("nearest", "connote.models.nearest:NearestCaptionGenerator.from_spec", ("generate",), "file",
+    ("nearest", "connote.vmc.backend_nearest:NearestCaptionGenerator.from_spec", ("generate",), "file",
      "Offline metaphor default: caption of the nearest training video (embedded encoders).", {}),
 ]
 for _name, _target, _caps, _weights, _help, _defaults in _BUILTIN:

@@ -3,7 +3,7 @@
 Reads a ``labels.csv`` (``item_id, rater, criterion, label``, as written by ``connote collect import`` of the
 VMC evaluation study and the probe studies' ``*.labels.csv``), given as the file itself or as the folder that
 holds it, and reports Fleiss' kappa and pairwise Cohen's kappa per criterion (and pooled over criteria),
-computed by :func:`connote.metaphor.agreement.agreement_table`. Each labels file is its own table, so
+computed by :func:`connote.metrics.agreement.agreement_table`. Each labels file is its own table, so
 several studies can be reported together.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from connote.metaphor.agreement import COLUMNS, agreement_table, read_labels
+from connote.metrics.agreement import COLUMNS, agreement_table, read_labels
 from connote.report.document import Run, Section, Table
 
 NAME = "agreement"

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from connote.data.jsonio import read_json
+from connote.core.jsonio import read_json
 from connote.report.document import Run, Section, Table
 
 NAME = "metric-correlation"

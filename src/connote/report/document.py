@@ -3,7 +3,7 @@
 A *run kind* knows one kind of result folder (a probe run, a storytelling run, a VMC human evaluation, ...):
 
 - ``recognise(folder) -> Run | None``: the folder's results, or None when the folder is not of this kind
-  (raise :class:`~connote.errors.InputError` when it is of this kind but broken);
+  (raise :class:`~connote.core.errors.InputError` when it is of this kind but broken);
 - ``section(runs) -> Section``: the paper's tables and figures for runs that share a :attr:`Run.group`.
 
 Kinds are registered by name in :data:`RUN_KINDS` as lazy ``"module:attr"`` targets (an object with
@@ -91,15 +91,15 @@ class Section:
 #: a folder is the first kind whose ``recognise`` returns a run. A kind may also carry ``expects`` (a few
 #: words on the files it reads), quoted when no kind recognises a folder.
 RUN_KINDS: dict[str, str] = {
-    "cv-probes": "connote.report.probe:KIND",
-    "cv-probes-explain": "connote.report.explain:KIND",
-    "vist-storytelling": "connote.report.storytelling:KIND",
-    "vmc-captioning": "connote.report.metaphor:CAPTIONS",
-    "vmc-human-eval": "connote.report.metaphor:HUMAN_EVAL",
+    "cv-probes": "connote.cv_probes.report:KIND",
+    "cv-probes-explain": "connote.cv_probes.report_explain:KIND",
+    "vist-storytelling": "connote.vist.report:KIND",
+    "vmc-captioning": "connote.vmc.report:CAPTIONS",
+    "vmc-human-eval": "connote.vmc.report:HUMAN_EVAL",
     "metric-correlation": "connote.report.correlation:KIND",
     "agreement": "connote.report.agreement:KIND",
-    "svo-probes": "connote.report.suites:SVO",
-    "valse": "connote.report.suites:VALSE",
-    "winoground": "connote.report.suites:WINOGROUND",
-    "sugarcrepe": "connote.report.suites:SUGARCREPE",
+    "svo-probes": "connote.suites.report:SVO",
+    "valse": "connote.suites.report:VALSE",
+    "winoground": "connote.suites.report:WINOGROUND",
+    "sugarcrepe": "connote.suites.report:SUGARCREPE",
 }

@@ -6,27 +6,25 @@
 * :func:`build_sections` groups runs by ``(kind, Run.group)``. Runs of one kind on different data or task
   versions never share a table: by default they are refused (exit 2, naming each group); with
   ``allow_mixed`` each group becomes its own section, titled with its data and version.
-* :func:`data_identity` is the probe tasks' notion of "the same data": the manifest's bytes and the bytes
-  of every local image it names, so two copies of the sample set (each run writes its own) are one group
-  and a manifest whose image changed is another.
+* :func:`find_data` and :func:`shown_path` locate a run's recorded data from its folder; what counts as "the
+  same data" is each paper's (e.g. :func:`connote.cv_probes.report.data_identity`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from connote.data.jsonio import read_json
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.core.jsonio import read_json
 from connote.report.document import RUN_KINDS, Run, Section
 
 
 def kind_object(name: str) -> Any | None:
     """The kind object registered as ``name``; None when its module does not exist (yet)."""
-    from connote.registry import import_target
+    from connote.core.registry import import_target
 
     target = RUN_KINDS[name]
     module = target.split(":", 1)[0]
@@ -112,7 +110,7 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
         for members in groups.values():
             distinguish_names(members)
             section = kinds[kind].section(list(members))
-            add_published(section)  # each run beside the paper's matching row (connote.published)
+            add_published(section)  # each run beside the paper's matching row (connote.core.published)
             if len(groups) > 1:
                 section.title = f"{section.title} — {describe_group(members)}"
             sections.append(section)
@@ -166,26 +164,3 @@ def shown_path(path: Path, folder: Path) -> str:
 
 #: How the sections' "Data:" notes introduce the paths of :func:`shown_path`.
 DATA_NOTE = "Data (path from the run folder): "
-
-
-def data_identity(recorded: str | None, folder: Path) -> tuple[str, str]:
-    """``(key, label)`` of a probe manifest: the key hashes the manifest's and its local images' bytes
-    (the recorded path when the file is gone); the label is the path and a short digest, for people."""
-    path = find_data(recorded, folder)
-    if path is None:
-        return f"path {recorded}", f"{recorded} (not found; compared by path)"
-    from connote.data.probes import read_probe_manifest
-    from connote.runs.store import file_sha256
-
-    digest = hashlib.sha256(file_sha256(path).encode())
-    try:
-        images = sorted({it.image for it in read_probe_manifest(path)})
-    except InputError:  # a manifest that no longer parses: its bytes alone identify it
-        images = []
-    for image in images:
-        try:
-            digest.update(f"\0{Path(image).name}\0{file_sha256(image)}".encode())
-        except OSError:
-            digest.update(f"\0{image}\0missing".encode())
-    short = digest.hexdigest()[:12]
-    return f"data {short}", f"{shown_path(path, folder)} ({short})"

@@ -1,4 +1,4 @@
-"""Runs beside the papers' published rows (:mod:`connote.published`): one table per published table of the
+"""Runs beside the papers' published rows (:mod:`connote.core.published`): one table per published table of the
 section's kind, in every report section and in ``connote reproduce``.
 
 A run is matched to a published row by its model spec (the row's ``models`` patterns) and, for tables that
@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from connote.published import PublishedTable, compare, for_kind
+from connote.core.published import PublishedTable, compare, for_kind
 from connote.report.document import Run, Section, Table
 
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from connote.registry import require
+from connote.core.registry import require
 
 
 @dataclass

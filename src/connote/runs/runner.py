@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connote.errors import ConnoteError
-from connote.progress import progress_bar
+from connote.core.errors import ConnoteError
+from connote.core.progress import progress_bar
 from connote.runs.distributed import Dist, init_distributed
 from connote.runs.store import RunStore
 
@@ -59,7 +59,7 @@ class RunOutcome:
 
 def error_message(exc: BaseException) -> str:
     """How an exception is recorded in an item's ``error`` field."""
-    from connote.errors import ConnoteError
+    from connote.core.errors import ConnoteError
 
     return str(exc) if isinstance(exc, ConnoteError) else f"{type(exc).__name__}: {exc}"
 
@@ -110,11 +110,11 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
         dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
-        from connote.errors import InputError
+        from connote.core.errors import InputError
 
         raise InputError(f"item id {dup!r} occurs more than once; ids must be unique")
     if Path(out).exists() and not Path(out).is_dir():
-        from connote.errors import InputError
+        from connote.core.errors import InputError
 
         raise InputError("the run folder is an existing file, not a folder", path=out)
     store = None
@@ -126,7 +126,7 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         except ConnoteError as exc:  # another run holds the folder, or its store is damaged
             refusal = exc
         except OSError as exc:  # the folder cannot be made
-            from connote.errors import InputError
+            from connote.core.errors import InputError
 
             refusal = InputError(f"the run folder cannot be created ({exc.strerror})", path=out)
     # every rank learns of rank 0's refusal and stops with it, instead of waiting at a barrier for a rank
@@ -135,7 +135,7 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
     if refusal is not None:
         raise refusal
     if message is not None:
-        from connote.errors import InputError
+        from connote.core.errors import InputError
 
         raise InputError(f"rank 0 refused the run folder: {message}")
     if store is None:

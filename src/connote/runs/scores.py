@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.runs.store import fingerprint, write_json
 
 SCORES_DIR = "scores"

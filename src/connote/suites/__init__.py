@@ -28,8 +28,8 @@ def suite_names() -> list[str]:
 
 def target(suite: str, which: int):
     """The class or function ``which`` (0 task, 1 explain task, 2 sample writer) of ``suite``."""
-    from connote.errors import InputError
-    from connote.registry import import_target
+    from connote.core.errors import InputError
+    from connote.core.registry import import_target
 
     if suite not in SUITES:
         raise InputError(f"unknown suite {suite!r}; valid: {', '.join(SUITES)}")

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from connote.data.images import is_url, load_image
-from connote.data.jsonio import read_text
-from connote.errors import InputError, ItemError
+from connote.core.errors import InputError, ItemError
+from connote.core.jsonio import read_text
+from connote.media.images import is_url, load_image
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl, write_text
 from connote.tasks.api import Task
@@ -162,7 +162,7 @@ def ratio(k: int, n: int) -> float | None:
 
 
 def wilson(k: int, n: int) -> list[float] | None:
-    from connote.tasks.probe import accuracy_interval
+    from connote.metrics.statistics import accuracy_interval
 
     return accuracy_interval(k, n)
 
@@ -190,7 +190,7 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]], title: str | 
 def _load(path: str, crop: tuple[float, float, float, float] | None, allow_network: bool) -> Any:
     if crop is None:
         return load_image(path, allow_network=allow_network)
-    from connote.data.images import DEFAULT_MAX_SIDE
+    from connote.media.images import DEFAULT_MAX_SIDE
 
     image = load_image(path, allow_network=allow_network, max_side=None)
     x, y, w, h = crop
@@ -200,7 +200,7 @@ def _load(path: str, crop: tuple[float, float, float, float] | None, allow_netwo
 
 
 def image_identity(path: str) -> dict[str, Any]:
-    from connote.tasks.probe import image_identity as identity
+    from connote.media.images import image_identity as identity
 
     return identity(path)
 
@@ -365,8 +365,8 @@ class SuiteExplainTask(Task):
                  compat: str | None = None, allow_network: bool = False, progress: bool = True) -> None:
         import random
 
+        from connote.explain.mmshap import default_estimator
         from connote.models.masking import DEFAULT_COMPAT, check_compat
-        from connote.tasks.explain import default_estimator
 
         self.compat = check_compat(compat or DEFAULT_COMPAT)
         self.estimator = estimator or default_estimator(self.compat)
@@ -478,8 +478,8 @@ def _shap_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def sample_photo(name: str, path: Path) -> Path:
-    """Write one of the packaged sample photos (``connote.data.sample``) to ``path`` (kept if present)."""
-    from connote.data.sample import SAMPLE
+    """Write one of the packaged sample photos (``connote.media.sample``) to ``path`` (kept if present)."""
+    from connote.media.sample import SAMPLE
 
     loaders: dict[str, Callable[[], Any]] = {row[0]: row[1] for row in SAMPLE}
     path.parent.mkdir(parents=True, exist_ok=True)

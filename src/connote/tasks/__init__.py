@@ -3,16 +3,16 @@
 One module per task; each is registered here once, lazily, so ``connote tasks`` imports nothing heavy.
 """
 
-from connote.registry import Registry
+from connote.core.registry import Registry
 
 TASKS: Registry = Registry("task")
-TASKS.register("cv-probes", "connote.tasks.probe:ProbeTask",
+TASKS.register("cv-probes", "connote.cv_probes.task:ProbeTask",
                help="Contextual verb probes: image-text matching accuracy per SG/PG cell (Tables 3-5).")
-TASKS.register("cv-probes-mmshap", "connote.tasks.explain:ExplainTask",
+TASKS.register("cv-probes-mmshap", "connote.cv_probes.explain:ExplainTask",
                help="MM-SHAP: T-SHAP/V-SHAP and the verb's share per probe pair (Table 6).")
-TASKS.register("vist-storytelling", "connote.tasks.storytelling:StorytellingTask",
+TASKS.register("vist-storytelling", "connote.vist.task:StorytellingTask",
                help="Visual storytelling: a story per photo sequence in the VIST challenge format.")
-TASKS.register("vmc-captioning", "connote.tasks.metaphor:MetaphorCaptionTask",
+TASKS.register("vmc-captioning", "connote.vmc.task:MetaphorCaptionTask",
                help="Video metaphor captioning: a template caption per video.")
 # the field's probe suites (connote.suites): one matching task and one MM-SHAP task per suite
 TASKS.register("svo-probes", "connote.suites.svo.task:SvoTask",

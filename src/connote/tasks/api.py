@@ -97,7 +97,7 @@ class Task(ABC):
     # ---- running --------------------------------------------------------------------------
     def check_model(self, model: Any) -> None:
         """Refuse (exit 2) a model that lacks this task's capability."""
-        from connote.errors import InputError
+        from connote.core.errors import InputError
         from connote.models.registry import require_capability
 
         require_capability(model, self.capability, task=self.name)

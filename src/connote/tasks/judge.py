@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Task
@@ -150,7 +150,7 @@ class JudgeInput:
 
 
 def _digest(path: Path) -> str:
-    from connote.runs.store import file_sha256
+    from connote.core.files import file_sha256
 
     return file_sha256(path)[:16]
 
@@ -177,7 +177,7 @@ class JudgeTask(Task):
         return {"temperature": self.temperature, "seed": self.seed, "frames": self.frames}
 
     def _media_key(self, it: JudgeInput) -> list[Any]:
-        from connote.vist.photos import find_image
+        from connote.media.photos import find_image
 
         out: list[Any] = []
         for pid in it.photo_ids:
@@ -205,11 +205,11 @@ class JudgeTask(Task):
 
     def _images(self, it: JudgeInput) -> list[Any]:
         if it.photo_ids and self.image_dir is not None:
-            from connote.vist.photos import load_sequence_images
+            from connote.media.photos import load_sequence_images
 
             return load_sequence_images(self.image_dir, it.photo_ids)
         if it.video:
-            from connote.video.frames import read_frames
+            from connote.media.frames import read_frames
 
             sampled = read_frames(it.video, "segments", k=self.frames, per_clip=self.frames)
             return [im for clip in sampled.images for im in clip]

@@ -6,7 +6,7 @@ Submodules (import what you need; heavy dependencies load lazily):
 * :mod:`connote.vist.validate` -- submission validation against the challenge template;
 * :mod:`connote.vist.protocols` -- ``challenge`` and ``album`` scoring, bootstrap intervals and tests;
 * :mod:`connote.vist.stats` -- the paper's Table 2 and Table 3 (NPMI);
-* :mod:`connote.vist.correlate` -- metric vs human-rating correlation;
+* :mod:`connote.metrics.correlation` -- metric vs human-rating correlation;
 * :mod:`connote.vist.construct` -- album filters, anonymisation, 80/10/10 split;
 * :mod:`connote.vist.seq2seq` -- the paper's GRU baseline with its decoding heuristics;
 * :mod:`connote.vist.generators` -- story generators for photo sequences and ``generate``.

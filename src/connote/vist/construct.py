@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.vist.data import Album, Image
 
 CC_LICENSE_IDS = frozenset({"1", "2", "3", "4", "5", "6", "9"})

@@ -11,7 +11,7 @@ IDs are strings. Ordering rules:
 
 Stories with fewer or more than five storylets are kept and reported (``Problem``); bytes that are
 not UTF-8 are decoded with replacement characters and reported, never a crash. Malformed JSON
-raises :class:`connote.errors.InputError` naming the file, line and column (exit status 2).
+raises :class:`connote.core.errors.InputError` naming the file, line and column (exit status 2).
 
 The challenge submission format (also used by the challenge template and, with one or more
 stories per photo sequence, as a gold file) is::
@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 STORY_LENGTH = 5
@@ -265,7 +265,7 @@ def load_json(path: str | Path) -> tuple[Any, list[Problem]]:
     """Parse a JSON file; malformed or too deeply nested JSON, a missing file or a directory raise
     ``InputError`` (malformed JSON with line and column). Bytes that are not UTF-8 become U+FFFD and
     are reported as a problem with their line, so the rest of the file is still read."""
-    from connote.data.jsonio import decode_utf8, parse_json, read_bytes
+    from connote.core.jsonio import decode_utf8, parse_json, read_bytes
 
     text, bad = decode_utf8(read_bytes(path), path, replace=True)
     problems = [] if bad is None else [

@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from connote.errors import InputError, ItemError
+from connote.core.errors import InputError, ItemError
 from connote.vist.seq2seq import StoryModel, decode_nbest, is_content_word, load_features
 
 
@@ -50,7 +50,7 @@ def _tokens(text: str) -> list[str]:
 
 
 def _file_digest(path: str | Path) -> str:
-    from connote.runs.store import file_sha256
+    from connote.core.files import file_sha256
 
     return file_sha256(path)[:16]
 

@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.metrics.registry import display_name, display_names
+from connote.metrics.statistics import CI_METHODS, bootstrap_ci, paired_bootstrap  # noqa: F401 (the protocols' names)
 from connote.vist import TASK_VERSION
 from connote.vist.data import Gold, SeqKey, Submission, seq_id
 
@@ -137,77 +138,6 @@ def _flt(v: Any) -> float:
 
 
 # --------------------------------------------------------------------------- bootstrap
-
-
-CI_METHODS = ("percentile", "BCa", "basic")
-
-
-def _mean(sample: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(sample, axis=axis)
-
-
-def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(b - a, axis=axis)
-
-
-def _check_method(method: str) -> str:
-    if method not in CI_METHODS:
-        raise ValueError(f"unknown interval method {method!r}; valid: {', '.join(CI_METHODS)}")
-    return method
-
-
-def bootstrap_ci(values: Sequence[float], *, n_boot: int = 1000, alpha: float = 0.05,
-                 seed: int = 0, method: str = "percentile") -> tuple[float, float]:
-    """Bootstrap interval of the mean from ``scipy.stats.bootstrap`` (``nan`` when there are no values).
-
-    ``method``: ``percentile`` (default; the resampled means' quantiles), ``BCa`` (bias-corrected and
-    accelerated) or ``basic``. Seeded: the same ``seed`` gives the same resamples. One value (or all
-    values equal) gives the degenerate interval ``(mean, mean)``.
-    """
-    from scipy import stats
-
-    _check_method(method)
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return (float("nan"), float("nan"))
-    if x.size == 1 or np.ptp(x) == 0:  # scipy needs two distinct values; every resample has this mean
-        return (float(x.mean()), float(x.mean()))
-    res = stats.bootstrap((x,), _mean, n_resamples=n_boot, confidence_level=1 - alpha, method=method,
-                          vectorized=True, rng=np.random.default_rng(seed))
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
-
-
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, n_boot: int = 1000, alpha: float = 0.05,
-                     seed: int = 0, method: str = "percentile") -> dict[str, float]:
-    """Paired bootstrap test of ``mean(b) - mean(a)`` over the same items (``scipy.stats.bootstrap``, paired).
-
-    Items are resampled together in both runs. Returns the observed difference, its interval
-    (``method`` as in :func:`bootstrap_ci`), the share of resamples in which B beats A, and a two-sided
-    p-value for "no difference" computed on the resampled differences shifted to the null:
-    ``(#{|d* - d| >= |d|} + 1) / (n_boot + 1)``.
-    """
-    from scipy import stats
-
-    _check_method(method)
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError("paired bootstrap needs scores for the same items in both runs")
-    if x.size == 0:
-        return {"delta": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
-                "p_value": float("nan"), "b_wins": float("nan"), "n": 0}
-    d = y - x
-    obs = float(d.mean())
-    if d.size == 1 or np.ptp(d) == 0:  # every resample has the observed difference
-        boots = np.full(n_boot, obs)
-        lo = hi = obs
-    else:
-        res = stats.bootstrap((x, y), _mean_difference, n_resamples=n_boot, confidence_level=1 - alpha,
-                              method=method, paired=True, vectorized=True, rng=np.random.default_rng(seed))
-        boots = np.asarray(res.bootstrap_distribution, dtype=float)
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    p = (int(np.sum(np.abs(boots - obs) >= abs(obs) - 1e-15)) + 1) / (n_boot + 1)
-    return {"delta": obs, "ci_low": float(lo), "ci_high": float(hi), "p_value": float(min(1.0, p)),
-            "b_wins": float(np.mean(boots > 0)), "n": int(d.size)}
 
 
 # --------------------------------------------------------------------------- results
@@ -481,7 +411,7 @@ def score_signature(result: ProtocolResult, *, gold: str | Path, template: str |
     """What made ``result``'s numbers (hashed into the stored file's name): the protocol, the gold's and the
     template's sha256, missing-item handling, tokenisation and the protocol settings (metric, aggregation,
     task version, bootstrap resamples, seed and interval method). The submission is not part of it."""
-    from connote.runs.store import file_sha256
+    from connote.core.files import file_sha256
 
     return {"task": SCORES_TASK, "protocol": result.protocol, "gold_sha256": file_sha256(gold),
             "template_sha256": file_sha256(template) if template is not None else None,
@@ -495,8 +425,8 @@ def store_scores(run: str | Path, result: ProtocolResult, *, submission: str | P
     Returns (path, note); the note says when an earlier file of the same signature was replaced
     (see :func:`connote.runs.scores.save_scores`).
     """
+    from connote.core.files import file_sha256
     from connote.runs.scores import save_scores
-    from connote.runs.store import file_sha256
 
     def identity(p: str | Path | None) -> dict[str, Any] | None:
         return None if p is None else {"path": str(Path(p).resolve()), "sha256": file_sha256(p)}

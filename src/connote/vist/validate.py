@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.vist.data import Problem, SeqKey, Submission, read_submission, seq_id
 
 

@@ -420,7 +420,7 @@ def _file_digest(path: Path) -> str:
 
 
 def _not_a_table(path: Path, why: str) -> Exception:
-    from connote.errors import InputError
+    from connote.core.errors import InputError
 
     return InputError(f"not a METEOR paraphrase table ({why}); expected gzip text with three lines per entry: "
                       "probability, phrase, paraphrase (as pycocoevalcap's data/paraphrase-en.gz)", path=path)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from connote.errors import ConnoteError
+from connote.core.errors import ConnoteError
 from connote.metrics.options import OptionError, opt
 
 

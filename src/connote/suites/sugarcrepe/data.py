@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.suites.base import SuiteItem, find_image, first_difference, require_fields, sample_photo, top_level_entries
 
 CATEGORIES = ("add_obj", "add_att", "replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from connote.data.jsonio import read_text
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.core.jsonio import read_text
 from connote.suites.base import SuiteItem, find_image, sample_photo
 
 REQUIRED = ("sentence", "pos_triplet", "neg_triplet", "subj_neg", "verb_neg", "obj_neg", "pos_image_id",

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from connote.errors import InputError
+from connote.core.errors import InputError
 from connote.suites.base import SuiteItem, find_image, sample_photo, top_level_entries
 
 #: The MTurk validation rule of the VALSE README: at least 2 of 3 annotators chose the caption.

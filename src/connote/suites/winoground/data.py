@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from connote.data.jsonio import read_jsonl
-from connote.errors import InputError
+from connote.core.errors import InputError
+from connote.core.jsonio import read_jsonl
 from connote.suites.base import SuiteItem, find_image, first_difference, require_fields, sample_photo
 
 PAIRED = ("image_0", "image_1", "caption_0", "caption_1")

@@ -1,0 +1,90 @@
+"""What ``vist correlate`` and ``metaphor correlate`` add to precomputed scores: judges, the paired test
+between metrics, and pairwise / VMC-label human judgements. No command lives here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Sequence[str], *, out: Path,
+                 image_dir: Path | None, temperature: float, seed: int | None, progress: bool,
+                 ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Run each judge (a generation backend spec) with the rubrics; per-item scores and a signature each."""
+    from connote.models.registry import load_model
+    from connote.runs.store import fingerprint
+    from connote.tasks.judge import rubrics_from, run_judges
+
+    chosen = rubrics_from(rubrics, kinds)
+    scores: dict[str, dict[str, float]] = {}
+    sigs: dict[str, str] = {}
+    for spec in specs:
+        model = load_model(spec)
+        folder = out / fingerprint({"judge": spec})[:12]
+        per, summary = run_judges(model, items, chosen, folder, image_dir=image_dir, temperature=temperature,
+                                  seed=seed, progress=progress)
+        for item, row in per.items():
+            scores.setdefault(item, {}).update(row)
+        for name, sig in summary["signatures"].items():
+            sigs[f"{name}[{spec}]"] = sig
+        failures = summary["failures"]
+        typer.echo(f"judge {spec}: {summary['computed']} call(s) now, {summary['resumed']} cached, "
+                   f"{len(failures)} without a score (run folder {folder})", err=True)
+        for item, why in sorted(failures.items())[:5]:
+            typer.echo(f"  {item}: {why}", err=True)
+    return scores, sigs
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    return "nan" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+
+
+def echo_paired(tests: list[dict[str, Any]], echo_columns: Callable[[list[str], list[list[str]]], None]) -> None:
+    """The paired test table: difference of each coefficient (A - B), bootstrap p, Williams' p (Pearson)."""
+    if not tests:
+        return
+    typer.echo("paired tests (A - B; paired bootstrap p; Williams' test for Pearson):")
+    rows = []
+    for t in tests:
+        if "note" in t:
+            rows.append([t["a"], t["b"], str(t["n"]), t["note"], "", "", ""])
+            continue
+        rows.append([t["a"], t["b"], str(t["n"]),
+                     *(f"{_fmt(t[c + '_diff'])} (p {t[c + '_p']:.3g})" if not math.isnan(t[c + "_p"])
+                       else _fmt(t[c + "_diff"]) for c in ("pearson", "spearman", "kendall")),
+                     f"{t['williams_p']:.3g}" if not math.isnan(t["williams_p"]) else "nan"])
+    echo_columns(["A", "B", "n", "pearson", "spearman", "kendall", "williams p"], rows)
+
+
+def echo_signatures(sigs: Mapping[str, str]) -> None:
+    for name, sig in sigs.items():
+        typer.echo(f"signature {name}: {sig}")
+
+
+def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[str, Mapping[str, Any]],
+                     scores: Mapping[str, Mapping[str, float]], signatures: Mapping[str, str],
+                     settings: Mapping[str, Any]) -> Path:
+    """Write ``OUT/correlation.json`` (what ``connote report`` reads): per human criterion the correlations,
+    paired tests and pairwise agreement, each metric's mean over the scored items, the per-item scores (per story,
+    or per pair for preferences) and the signatures."""
+    import numpy as np
+
+    from connote.runs.scores import finite_json
+    from connote.runs.store import file_sha256, run_metadata, write_json
+
+    names = sorted({m for row in scores.values() for m in row})
+    means = {m: float(np.mean([row[m] for row in scores.values() if m in row])) for m in names}
+    record = {"kind": "metric-human-correlation", "ratings": {"path": str(ratings.resolve()),
+                                                              "sha256": file_sha256(ratings)[:16]
+                                                              if ratings.is_file() else None},
+              "ratings_kind": kind, "criteria": dict(criteria), "means": means, "signatures": dict(signatures),
+              "per_item": {k: dict(v) for k, v in scores.items()},
+              "settings": dict(settings), **run_metadata(dict(settings))}
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "correlation.json"
+    write_json(path, finite_json(record))
+    return path

@@ -1,0 +1,155 @@
+"""Reading JSON and JSON Lines files so that every failure is an ``InputError`` naming file, line and column.
+
+What is refused (exit status 2 through the CLI), and how it is reported:
+
+* a missing path, a directory, an unreadable file: the path and what was expected;
+* bytes that are not UTF-8: the line and column (1-based, in characters) of the first bad byte;
+  a UTF-8 byte-order mark is skipped;
+* malformed JSON: the parser's message with its line and column (as ``json`` reports them);
+* JSON nested too deeply for Python's parser (``RecursionError``): the file (and line for JSONL),
+  never a traceback;
+* an object with the same key twice (``json`` would keep the last silently): the file and the keys.
+
+``decode_utf8(..., replace=True)`` is the tolerant variant for readers whose format promises to go
+on with replacement characters (the VIST readers report the bad bytes as a problem instead).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connote.core.errors import InputError
+
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class BadUtf8:
+    """Where the first undecodable byte is, and how many characters were replaced."""
+
+    offset: int
+    line: int
+    column: int
+    reason: str
+    replaced: int
+
+
+def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
+    """The bytes of a regular file; missing paths, directories, FIFOs, devices and unreadable files are
+    ``InputError`` (read by the bounded reader :func:`connote.core.files.open_regular`: never blocks, never
+    reads past the file's size)."""
+    from connote.core.files import NotRegularFileError, open_regular, read_blocks
+
+    path = Path(path)
+    try:
+        with open_regular(path) as fh:
+            return b"".join(read_blocks(fh))
+    except NotRegularFileError:
+        if path.is_dir():
+            raise InputError(f"is a directory, expected a {what}", path=path) from None
+        raise InputError(f"not a regular file (a FIFO or a device), expected a {what}", path=path) from None
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path=path) from None
+    except IsADirectoryError:
+        raise InputError(f"is a directory, expected a {what}", path=path) from None
+    except OSError as exc:
+        if path.is_dir():  # some platforms report a directory as a permission error
+            raise InputError(f"is a directory, expected a {what}", path=path) from None
+        raise InputError(f"cannot read {what} ({exc.strerror or exc})", path=path) from None
+
+
+def _locate(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based (line, character column) of byte ``offset``; the bytes before it decode cleanly."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    line = data.count(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+    return line, column
+
+
+def decode_utf8(data: bytes, path: str | Path, *, replace: bool = False) -> tuple[str, BadUtf8 | None]:
+    """Decode UTF-8 (BOM skipped). Strict: bad bytes are an ``InputError`` with line and column.
+
+    With ``replace=True`` bad bytes become U+FFFD and the first one's position is returned.
+    """
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line, column = _locate(data, exc.start)
+        if not replace:
+            raise InputError(f"not UTF-8 text ({exc.reason}: byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                             path=path, line=line, column=column) from None
+        text = data.decode("utf-8", errors="replace")
+        return text, BadUtf8(exc.start, line, column, exc.reason, text.count("\ufffd"))
+
+
+def read_text(path: str | Path, *, what: str = "file") -> str:
+    """A file's text, strictly UTF-8 (see :func:`decode_utf8`)."""
+    return decode_utf8(read_bytes(path, what=what), path)[0]
+
+
+class _DuplicateKeys(ValueError):
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(keys)
+        self.keys = keys
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        from collections import Counter
+
+        raise _DuplicateKeys(sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1))
+    return obj
+
+
+def parse_json(text: str, path: str | Path, *, line: int | None = None, message: str = "malformed JSON") -> Any:
+    """``json.loads`` with failures as ``InputError``.
+
+    ``line`` is the file line ``text`` came from (JSON Lines); malformed JSON then reports that line
+    and the parser's column, else the parser's own line and column.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_object)
+    except _DuplicateKeys as exc:
+        keys = ", ".join(repr(k) for k in exc.keys[:5]) + (" ..." if len(exc.keys) > 5 else "")
+        raise InputError(f"duplicate key(s) {keys} in one JSON object (which value is meant is ambiguous)",
+                         path=path, line=line) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{message}: {exc.msg}", path=path, line=line if line is not None else exc.lineno,
+                         column=exc.colno) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to parse (thousands of levels of [ or {)", path=path,
+                         line=line) from None
+
+
+def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
+    """Parse a JSON file (strict UTF-8); every failure is an ``InputError`` naming file, line, column."""
+    return parse_json(read_text(path, what=what), path)
+
+
+def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:
+    """Parse a YAML file safely (no tags that build objects); returns (data, text). Every failure is an
+    ``InputError`` naming the file, and for bad YAML the line and column."""
+    import yaml
+
+    text = read_text(path, what=what)
+    try:
+        return yaml.safe_load(text), text
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark is not None else None,
+                         column=mark.column + 1 if mark is not None else None) from None
+
+
+def read_jsonl(path: str | Path, *, what: str = "JSON Lines file") -> list[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSON Lines file (strict UTF-8)."""
+    text = read_text(path, what=what)
+    # split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks at
+    return [(lineno, parse_json(raw, path, line=lineno, message="invalid JSON"))
+            for lineno, raw in enumerate(text.split("\n"), start=1) if raw.strip()]

@@ -1,0 +1,1 @@
+"""The CV-Probes commands: ``connote probe`` and ``connote explain``."""

@@ -1,1 +1,0 @@
-"""Readers and writers per format, and media loading."""

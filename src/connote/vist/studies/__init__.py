@@ -1,0 +1,1 @@
+"""The VIST annotation studies on Potato: storytelling, re-telling, descriptions (DII, DIS)."""

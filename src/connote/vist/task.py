@@ -1,0 +1,211 @@
+"""Visual storytelling (VIST): a story for every photo sequence, in the challenge's submission format.
+
+Any backend with the ``generate`` capability writes the stories (``retrieval``, the offline default;
+``hf-vlm``; ``caption-llm``; ``openai``; the paper's ``seq2seq`` baseline). Each request carries the
+sequence's photos (when the backend needs them) and photo ids; stories are normalised like the
+challenge's ``story_text_normalized`` (lower case, punctuation split off). A sequence's row is reused only
+when the run fingerprint and the sequence (album, photo ids, the photos' bytes) are unchanged. The run
+folder gets ``stories.jsonl``, the challenge-format ``submission.json`` (an errored sequence appears
+with an empty story and an ``error`` key, and is counted by ``connote vist score``) and ``run.json``.
+Scoring is ``connote vist score`` (the challenge and album protocols, :mod:`connote.vist.protocols`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connote.core.errors import InputError, ItemError
+from connote.models.protocols import GenerationRequest
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_json, write_jsonl
+from connote.tasks.api import Task
+from connote.vist.data import seq_id
+
+STORY_PROMPT_VERSION = 1
+STORY_PROMPT = ("These photos are in order. Write a short story about them, one sentence per photo, "
+                "as if sharing the experience with friends.")
+
+
+@dataclass
+class SequenceInput:
+    """One photo sequence to write a story for."""
+
+    album_id: str
+    photo_ids: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return seq_id(self.photo_ids)
+
+
+def normalize_story(text: str) -> str:
+    """Lower-case and split punctuation off words, like the challenge's ``story_text_normalized``.
+
+    >>> normalize_story("We went to the Beach! It was fun, really.")
+    'we went to the beach ! it was fun , really .'
+    """
+    text = text.replace("\n", " ").strip().lower()
+    text = re.sub(r"([.,!?;:\"()])", r" \1 ", text)
+    return " ".join(text.split())
+
+
+def load_sequences(path: str | Path) -> list[SequenceInput]:
+    """Photo sequences to generate for: a challenge template/submission or an official SIS/DIS file."""
+    from connote.vist.data import load_json, parse_submission, read_official
+
+    obj, _ = load_json(path)
+    seen: dict[tuple[str, ...], SequenceInput] = {}
+    if isinstance(obj, dict) and "output_stories" in obj:
+        for e in parse_submission(obj, path).entries:
+            seen.setdefault(e.key, SequenceInput(e.album_id, e.key))
+    else:
+        vf = read_official(path)
+        if not vf.stories:
+            raise InputError("no photo sequences (stories) in this file", path=path)
+        for st in vf.stories:
+            seen.setdefault(st.photo_ids, SequenceInput(st.album_id, st.photo_ids))
+    return list(seen.values())
+
+
+@dataclass
+class GenerationSummary:
+    n_sequences: int
+    n_generated_now: int
+    n_done_before: int
+    n_errors: int
+    n_empty: int
+    fingerprint: str
+    stories_path: str
+    submission_path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _row(s: SequenceInput, story: str, error: str | None) -> dict[str, Any]:
+    return {"item_id": s.id, "album_id": s.album_id, "photo_sequence": list(s.photo_ids), "story": story,
+            "error": error}
+
+
+class StorytellingTask(Task):
+    """A story per photo sequence with any ``generate`` backend (VIST; scored by ``connote vist score``)."""
+
+    name = "vist-storytelling"
+    version = 1
+    capability = "generate"
+    reads = "photo sequences (a VIST challenge template/submission or an official SIS file) and a photo folder"
+    title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
+    label = "stories"
+    results_file = "run.json"
+    inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
+
+    def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
+                 batch_size: int = 8, limit: int | None = None, prompt: str = STORY_PROMPT,
+                 max_new_tokens: int = 120, team_name: str = "connote", progress: bool = True,
+                 meta: dict[str, Any] | None = None) -> None:
+        seqs = list(sequences)
+        self.sequences = seqs[:limit] if limit else seqs
+        self.image_dir = Path(image_dir) if image_dir is not None else None
+        self.batch_size, self.prompt, self.max_new_tokens = int(batch_size), prompt, int(max_new_tokens)
+        self.team_name, self.progress, self.meta = team_name, progress, dict(meta or {})
+        self.needs_images = True
+        self._backend = ""
+
+    def settings(self) -> dict[str, Any]:
+        return {"prompt_version": STORY_PROMPT_VERSION,
+                "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest()[:12],
+                "max_new_tokens": self.max_new_tokens, "normalize": "vist-lower-split-punct"}
+
+    def config(self) -> dict[str, Any]:
+        return {**self.settings(), "images": str(self.image_dir) if self.image_dir else None,
+                "batch_size": self.batch_size, "team_name": self.team_name, **self.meta}
+
+    def _photo_identity(self, photo_id: str) -> Any:
+        if not self.needs_images or self.image_dir is None:
+            return None
+        from connote.core.files import file_sha256
+        from connote.media.photos import find_image
+
+        try:
+            return file_sha256(find_image(self.image_dir, photo_id))
+        except (ItemError, OSError) as exc:
+            return f"unreadable: {type(exc).__name__}"
+
+    def work_items(self) -> list[WorkItem]:
+        items = []
+        for s in self.sequences:
+            key = content_key({"album_id": s.album_id, "photos": [[p, self._photo_identity(p)] for p in s.photo_ids]})
+            error = None
+            if self.needs_images and self.image_dir is None:
+                error = "this generator needs photos: pass an image folder (--images)"
+            items.append(WorkItem(s.id, key, s, error))
+        return items
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        from connote.media.photos import load_sequence_images
+
+        rows: dict[str, dict[str, Any]] = {}
+        ready: list[WorkItem] = []
+        requests: list[GenerationRequest] = []
+        for w in batch:
+            s: SequenceInput = w.payload
+            try:
+                images = load_sequence_images(self.image_dir, s.photo_ids) if self.needs_images else []
+            except ItemError as exc:
+                rows[w.item_id] = _row(s, "", str(exc))
+                continue
+            ready.append(w)
+            requests.append(GenerationRequest(images=images, prompt=self.prompt, max_new_tokens=self.max_new_tokens,
+                                              image_ids=tuple(s.photo_ids)))
+        if requests:
+            texts = model.generate(requests)
+            for w, text in zip(ready, texts, strict=True):
+                if isinstance(text, BaseException):
+                    rows[w.item_id] = _row(w.payload, "", f"{type(text).__name__}: {text}")
+                else:
+                    rows[w.item_id] = _row(w.payload, normalize_story(str(text)), None)
+        return [rows[w.item_id] for w in batch]
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        return _row(item.payload, "", message)
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {"n_sequences": len(rows), "n_errors": sum(1 for r in rows if r.get("error")),
+                "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
+
+    def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
+        self.needs_images = bool(getattr(model, "needs_images", True))
+        self._backend = str(model.describe().get("backend"))
+        return super().run(model, out, **kw)
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        from connote.vist.data import submission_dict
+
+        write_jsonl(out / "stories.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
+        sub = submission_dict(((r["album_id"], r["photo_sequence"], r["story"]) for r in rows),
+                              team_name=self.team_name, description=f"connote story generate, {self._backend}")
+        for entry, r in zip(sub["output_stories"], rows, strict=True):
+            if r.get("error"):
+                entry["error"] = r["error"]
+        write_json(out / "submission.json", sub)
+        write_json(out / "run.json", results)
+
+
+def run_generation(generator: Any, sequences: Sequence[SequenceInput], out_dir: str | Path, *,
+                   image_dir: str | Path | None = None, batch_size: int = 8, limit: int | None = None,
+                   team_name: str = "connote", meta: dict[str, Any] | None = None,
+                   progress: bool = True) -> GenerationSummary:
+    """Generate a story for every sequence, resumably, then write ``stories.jsonl`` and ``submission.json``."""
+    task = StorytellingTask(sequences, image_dir=image_dir, batch_size=batch_size, limit=limit, team_name=team_name,
+                            progress=progress, meta=meta)
+    results, outcome = task.run(generator, out_dir)
+    out = Path(out_dir)
+    return GenerationSummary(n_sequences=outcome.total, n_generated_now=outcome.computed,
+                             n_done_before=outcome.resumed, n_errors=outcome.failed,
+                             n_empty=int(results.get("n_empty", 0)), fingerprint=outcome.fingerprint,
+                             stories_path=str(out / "stories.jsonl"), submission_path=str(out / "submission.json"))

@@ -1,0 +1,97 @@
+"""A trained GIT-LLaVA / GIT-LLaVA-X folder (written by ``connote metaphor train``) as a generator.
+
+The architecture and its training live in :mod:`connote.vmc.train.git_llava`; this backend only loads a
+saved folder and generates captions for requests of ``clips x frames_per_clip`` frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from connote.core.errors import InputError
+from connote.models.engine import resolve_device, resolve_dtype
+from connote.models.protocols import GenerationRequest, greedy_batches
+
+
+class GitLlavaGenerator:
+    """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote metaphor train`` output)."""
+
+    backend = "git-llava"
+    inputs = "video"
+
+    def __init__(self, weights: str, *, device: str | None = None, dtype: str | None = None,
+                 batch_size: int | str = 4) -> None:
+        from connote.vmc.train.git_llava import GitLlava
+
+        if not weights:
+            raise InputError("git-llava needs weights: the folder a training run wrote (…/final)")
+        self.weights = str(Path(weights).resolve())
+        self.device = resolve_device(device)
+        self.model = GitLlava.from_pretrained(weights, dtype=resolve_dtype(dtype, self.device)).to(self.device)
+        self.model.eval()
+        self.batch_size = int(batch_size)
+
+    @classmethod
+    def from_spec(cls, weights: str | None = None, **options: Any) -> GitLlavaGenerator:
+        return cls(weights or "", **options)
+
+    @property
+    def default_prompt(self) -> str:
+        """The instruction the model was trained with."""
+        from connote.vmc.data import METAPHOR_PROMPT
+
+        return self.model.cfg.prompt or METAPHOR_PROMPT
+
+    @property
+    def frame_spec(self) -> tuple[str, int, int]:
+        c = self.model.cfg
+        if c.clips > 1:
+            return ("clips", c.clips, c.frames_per_clip)
+        return ("segments", 6, 6) if c.frames_per_clip == 6 else ("uniform", c.frames_per_clip, c.frames_per_clip)
+
+    @property
+    def frame_sampling(self) -> tuple[str, int]:
+        """How the model's frames are drawn at evaluation (``random`` for models trained so) and the seed."""
+        c = self.model.cfg
+        return (getattr(c, "frame_sampling", "fixed"), int(getattr(c, "frame_seed", 0)))
+
+    def describe(self) -> dict[str, Any]:
+
+        from connote.core.files import file_sha256
+        from connote.models.hf_itm import weights_identity
+
+        folder = Path(self.weights)
+        digest = file_sha256(folder / "projector.safetensors")[:16]
+        llm = {sub: weights_identity(str(folder / sub), None, None)
+               for sub in ("llm", "llm_adapter") if (folder / sub).is_dir()}
+        return {"backend": "git-llava", **weights_identity(self.weights, None, None), "projector_sha256": digest,
+                "llm": llm, "model": dict(vars(self.model.cfg)), "dtype": str(self.model.projector[0].weight.dtype)}
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """Greedy requests in batches of ``batch_size``, grouped by ``max_new_tokens`` and sorted by prompt
+        (so a batch's rows have the same length and need no padding when the prompts agree); each video's
+        frames are encoded once, in one GIT pass per batch. Sampled requests go one at a time, each seeded."""
+        import torch
+
+        c = self.model.cfg
+        out: list[Any] = [None] * len(requests)
+        pvs = []
+        for req in requests:
+            frames = list(req.images)
+            if len(frames) != c.clips * c.frames_per_clip:
+                raise ValueError(f"GIT-LLaVA wants {c.clips} x {c.frames_per_clip} frames, got {len(frames)}")
+            clips = [frames[j * c.frames_per_clip:(j + 1) * c.frames_per_clip] for j in range(c.clips)]
+            pvs.append(self.model.pixel_values(clips))
+        prompts = [req.prompt or c.prompt for req in requests]
+        for i, req in enumerate(requests):
+            if req.temperature > 0:  # sampled: one request at a time, each with its seed
+                out[i] = self.model.generate(pvs[i][None], [prompts[i]], max_new_tokens=req.max_new_tokens,
+                                             **req.sampling())[0]
+        for chunk in greedy_batches(requests, lambda i: (len(prompts[i]), prompts[i]), self.batch_size):
+            texts = self.model.generate(torch.stack([pvs[i] for i in chunk]), [prompts[i] for i in chunk],
+                                        max_new_tokens=requests[chunk[0]].max_new_tokens)
+            for i, text in zip(chunk, texts):
+                out[i] = text
+        return out
