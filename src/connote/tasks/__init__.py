@@ -14,6 +14,8 @@ TASKS.register("vist-storytelling", "connote.tasks.storytelling:StorytellingTask
                help="Visual storytelling: a story per photo sequence in the VIST challenge format.")
 TASKS.register("vmc-captioning", "connote.tasks.metaphor:MetaphorCaptionTask",
                help="Video metaphor captioning: a template caption per video.")
+TASKS.register("vmc-synth", "connote.tasks.metaphor_synth:MetaphorSynthTask",
+               help="VMC A.5.2: image captions converted to template metaphors, those outside the template dropped.")
 # the field's probe suites (connote.suites): one matching task and one MM-SHAP task per suite
 TASKS.register("svo-probes", "connote.suites.svo.task:SvoTask",
                help="SVO-Probes: positive/negative/average accuracy per subject/verb/object negative.")
