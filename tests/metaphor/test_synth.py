@@ -38,8 +38,9 @@ KEPT = {"The clock is as punctual as a train.", "the bicycle is as swift as the 
 class Server:
     """A chat-completions server on 127.0.0.1 that answers from :data:`ANSWERS` and counts the prompts it got."""
 
-    def __init__(self) -> None:
+    def __init__(self, hang_after: int | None = None, port: int = 0) -> None:
         self.prompts: list[str] = []
+        self.release = threading.Event()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -49,6 +50,9 @@ class Server:
                 text = content if isinstance(content, str) else next(p["text"] for p in content
                                                                       if p["type"] == "text")
                 server.prompts.append(text)
+                if hang_after is not None and len(server.prompts) > hang_after:
+                    server.release.wait(60)  # never answers while the test runs: the client is killed meanwhile
+                    return
                 caption = text.split("Input: ", 1)[1]
                 data = json.dumps({"choices": [{"message": {"role": "assistant",
                                                             "content": ANSWERS.get(caption, "no idea")}}]}).encode()
@@ -61,12 +65,13 @@ class Server:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
         self.spec = f"openai:gpt-3.5-turbo?base_url=http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def close(self) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -216,3 +221,38 @@ def test_the_two_annotator_check_study(server: Server, tmp_path: Path, capsys: p
     assert shares["fluency"]["all_annotators_yes_share"] == round(2 / 3, 6)
     labels = (imported / "labels.csv").read_text().splitlines()
     assert labels[0] == "item_id,rater,criterion,label" and len(labels) == 1 + 12
+
+
+def test_a_killed_run_resumes_with_nothing_asked_again(tmp_path: Path) -> None:
+    """SIGKILL while the second batch waits for the server: the first batch's rows are kept and never asked again."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    captions, images = write_coco(tmp_path / "coco")
+    out = tmp_path / "synth"
+    args = ["metaphor", "synth", str(captions), "--images", str(images), "--out", str(out), "--batch-size", "2",
+            "--quiet"]
+    hanging = Server(hang_after=2)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "connote", *args, "--model", hanging.spec], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(hanging.prompts) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert len(hanging.prompts) >= 3, proc.stderr.read().decode() if proc.poll() is not None else "no request"
+        proc.kill()
+        proc.wait(30)
+    finally:
+        hanging.close()
+    first = {p.split("Input: ", 1)[1] for p in hanging.prompts[:2]}
+    again = Server(port=hanging.httpd.server_address[1])  # the same server address: the same model fingerprint
+    try:
+        assert main([*args, "--model", again.spec]) == 1  # the empty answer and the imageless row
+    finally:
+        again.close()
+    asked = {p.split("Input: ", 1)[1] for p in again.prompts}
+    assert len(again.prompts) == 4 and not asked & first  # 6 sendable captions, 2 answered before the kill
+    assert json.loads((out / "run.json").read_text())["n_resumed"] == 2
