@@ -256,3 +256,23 @@ def test_a_killed_run_resumes_with_nothing_asked_again(tmp_path: Path) -> None:
     asked = {p.split("Input: ", 1)[1] for p in again.prompts}
     assert len(again.prompts) == 4 and not asked & first  # 6 sendable captions, 2 answered before the kill
     assert json.loads((out / "run.json").read_text())["n_resumed"] == 2
+
+
+@pytest.mark.slow
+def test_an_hf_chat_vlm_converts_with_the_image(tmp_path: Path) -> None:
+    """Any generate backend: a tiny random LLaVA (hf-vlm, which needs an image: --send-image) answers every
+    sendable caption; random answers are filtered like any other."""
+    pytest.importorskip("torch")
+    from tiny_sources import make_tiny_llava
+
+    captions, images = write_coco(tmp_path / "coco")
+    vlm = make_tiny_llava(tmp_path / "llava", words=("clock", "bus", "sky", "sea", "blue", "the", "is", "as"))
+    out = tmp_path / "synth"
+    code = main(["metaphor", "synth", str(captions), "--model", f"hf-vlm:{vlm}?dtype=float32", "--images",
+                 str(images), "--send-image", "--max-new-tokens", "6", "--out", str(out), "--quiet"])
+    run = json.loads((out / "run.json").read_text())
+    assert code == (1 if run["failed"] else 0)
+    assert run["captions"] == 7 and run["failed_by_reason"].get("no image") == 1
+    assert run["kept"] + run["dropped"] + run["failed_by_reason"].get("no text", 0) == 6
+    rows = [json.loads(x) for x in (out / "synth.jsonl").read_text().splitlines()]
+    assert all(r["answer"] is not None for r in rows if r["id"] != "coco-200")
