@@ -39,7 +39,7 @@ def make_cmd(
     captions: Annotated[str, typer.Option(help="probes-*: simplified (the paper's validation) | original.")]
     = "simplified",
 ) -> int:
-    """Write a ready-to-serve Potato project for one of the eight studies."""
+    """Write a ready-to-serve Potato project for one of the studies."""
     from connote.collect import study_module
 
     module = study_module(study)
