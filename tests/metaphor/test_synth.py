@@ -41,6 +41,7 @@ class Server:
     def __init__(self, hang_after: int | None = None, port: int = 0) -> None:
         self.prompts: list[str] = []
         self.release = threading.Event()
+        self.images = 0
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -50,6 +51,7 @@ class Server:
                 text = content if isinstance(content, str) else next(p["text"] for p in content
                                                                       if p["type"] == "text")
                 server.prompts.append(text)
+                server.images += 0 if isinstance(content, str) else sum(p["type"] == "image_url" for p in content)
                 if hang_after is not None and len(server.prompts) > hang_after:
                     server.release.wait(60)  # never answers while the test runs: the client is killed meanwhile
                     return
@@ -142,6 +144,18 @@ def test_synth_keeps_exactly_the_template_answers_and_resumes(server: Server, tm
     # a rerun asks only for the failed row again (the empty answer); the kept rows are reused
     assert main(args) == 1
     assert len(server.prompts) == 7 and server.prompts[-1].endswith("A cat on a sofa.")
+
+
+def test_send_image_sends_each_image_and_an_unreadable_one_is_that_rows_error(server: Server, tmp_path: Path) -> None:
+    captions, images = write_coco(tmp_path / "coco")
+    (images / "COCO_train2014_000000000004.jpg").write_bytes(b"not a picture")  # the image of two captions
+    out = tmp_path / "synth"
+    assert main(["metaphor", "synth", str(captions), "--model", server.spec, "--images", str(images), "--send-image",
+                 "--out", str(out), "--quiet"]) == 1
+    assert len(server.prompts) == 4 and server.images == 4  # one image with each prompt
+    run = json.loads((out / "run.json").read_text())
+    assert run["failed_by_reason"] == {"no image": 1, "no text": 1, "unreadable image": 2}
+    assert run["kept"] == 2 and run["config"]["send_image"] is True
 
 
 def test_bad_caption_files_exit_2_naming_file_and_line(server: Server, tmp_path: Path,

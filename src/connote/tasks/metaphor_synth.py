@@ -40,7 +40,8 @@ from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Task
 
 ERROR_KINDS = (("no caption", "no caption"), ("no image for this caption", "no image"),
-               ("image file not found", "image not found"), (NO_TEXT, "no text"))
+               ("image file not found", "image not found"), ("unreadable image", "unreadable image"),
+               (NO_TEXT, "no text"))
 
 
 def error_kind(message: str) -> str:
@@ -102,20 +103,30 @@ class MetaphorSynthTask(Task):
     def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
         from PIL import Image
 
-        requests = []
+        requests, unreadable = [], {}
         for w in batch:
             images = []
             if self.send_image:
                 assert self.images is not None
-                with Image.open(self.images / str(w.payload.image)) as im:
-                    images = [im.convert("RGB")]
+                path = self.images / str(w.payload.image)
+                try:
+                    with Image.open(path) as im:
+                        images = [im.convert("RGB")]
+                except (OSError, ValueError) as exc:  # not an image, truncated: this row's error, not the batch's
+                    unreadable[w.item_id] = f"{w.payload.where}: unreadable image {path} ({type(exc).__name__}: {exc})"
+                    continue
             requests.append(GenerationRequest(images=images, prompt=synth_prompt(w.payload.caption, self.prompt),
                                               max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                               seed=0 if self.temperature > 0 else None))
-        answers = list(model.generate(requests))
+        answers = iter(model.generate(requests) if requests else [])
         rows = []
-        for w, answer in zip(batch, answers, strict=True):
+        for w in batch:
             base = {"image": w.payload.image, "source_caption": w.payload.caption}
+            if w.item_id in unreadable:
+                rows.append({**base, "answer": None, "metaphor": None, "dropped": None,
+                             "error": unreadable[w.item_id]})
+                continue
+            answer = next(answers)
             if isinstance(answer, BaseException):
                 rows.append({**base, "answer": None, "metaphor": None, "dropped": None,
                              "error": f"generation failed: {type(answer).__name__}: {answer}"})
