@@ -174,6 +174,7 @@ def test_bad_caption_files_exit_2_naming_file_and_line(server: Server, tmp_path:
     assert server.prompts == []
 
 
+@pytest.mark.slow  # ~5 s alone, over 20 s on the loaded shared machine
 def test_the_synth_table_trains_stage_1(server: Server, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("accelerate")
