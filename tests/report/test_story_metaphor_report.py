@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from potato_state import potato_state
 
 from connote.cli import main
 from connote.core.errors import InputError
@@ -320,16 +321,6 @@ def test_vmc_scores_keyed_by_split_and_reported(vmc, capsys) -> None:  # noqa: A
     assert err.value.exit_code == 2 and str(broken) in str(err.value)
 
 
-def _potato_state(folder: Path, name: str, answers: dict[str, dict[str, str]]) -> None:
-    """One annotator's ``annotation_output/<name>/user_state.json`` as Potato writes it (radio answers)."""
-    state = {"user_id": name, "instance_id_ordering": list(answers),
-             "instance_id_to_label_to_value": {iid: [[{"schema": c, "name": v}, v] for c, v in by.items()]
-                                               for iid, by in answers.items()}}
-    out = folder / "annotation_output" / name
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "user_state.json").write_text(json.dumps(state))
-
-
 def _judgement(rater: str, item: str, criterion: str) -> str:
     """Known answers: run cap-a mostly yes, cap-b mostly no, the raters disagreeing in places."""
     base = "cap-a" in item.replace("_", "-")
@@ -354,7 +345,7 @@ def test_vmc_human_evaluation_section(vmc, tmp_path, capsys) -> None:  # noqa: A
     items = list(manifest["items"])
     attention = {iid: {c: "no" for c in CRITERIA} for iid in manifest["attention"]}
     for rater in ("r1", "r2", "r3"):
-        _potato_state(study, rater, {**{i: {c: _judgement(rater, i, c) for c in CRITERIA} for i in items},
+        potato_state(study, rater, {**{i: {c: _judgement(rater, i, c) for c in CRITERIA} for i in items},
                                      **attention})
     out = tmp_path / "eval"
     report = import_study(study, out)

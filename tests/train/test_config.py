@@ -29,14 +29,15 @@ def test_defaults_are_kept() -> None:
     cfg = config_from_dict({})
     assert cfg.to_dict() == {
         "stage": 2, "output_dir": "runs/git-llava", "init_from": None, "resume": True,
-        "model": {"captioner": "microsoft/git-large-vatex", "llm": "lmsys/vicuna-13b-v1.5", "layer": -2, "clips": 1,
-                  "frames_per_clip": 6, "frame_sampling": "random", "frame_seed": 0,
+        "model": {"architecture": "git-llava", "captioner": "microsoft/git-large-vatex", "llm": "lmsys/vicuna-13b-v1.5",
+                  "layer": -2, "clips": 1, "frames_per_clip": 6, "frame_sampling": "random", "frame_seed": 0,
                   "prompt": "What caption can best describe the metaphor in the video?",
                   "template": "USER: <video>\n{prompt} ASSISTANT:", "max_caption_tokens": 48,
                   "projector_hidden": None},
         "data": {"captions": None, "videos": None, "train_split": None, "val_split": None, "metaphor_images": None,
                  "literal_images": None, "image_dir": None, "literal_image_dir": None, "val_fraction": 0.0,
-                 "frame_size": None},
+                 "frame_size": None, "haivmet": None, "coco": None, "coco_split": "train2014", "synth": None,
+                 "synth_image_dir": None},
         "train": {"epochs": 1.0, "max_steps": None, "batch_size": 4, "grad_accum": 1, "lr": 2e-6,
                   "weight_decay": 0.0, "warmup_ratio": 0.03, "scheduler": "cosine", "bf16": "auto", "seed": 0,
                   "train_llm": None, "lora": None, "early_stopping_patience": 2, "eval_every": None,

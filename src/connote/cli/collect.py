@@ -19,7 +19,7 @@ collect_app = typer.Typer(help="Collect the papers' human data with Potato: make
 def make_cmd(
     study: Annotated[str, typer.Argument(help="probes-validation | probes-votes | vist-storytelling | "
                                          "vist-retelling | vist-descriptions | vist-descriptions-in-sequence | "
-                                         "vmc-annotation | vmc-evaluation")],
+                                         "vmc-annotation | vmc-evaluation | vmc-synth-check")],
     more: Annotated[Optional[list[Path]], typer.Argument(help="More sources after --from (caption runs).",
                                                          show_default=False)] = None,
     out: Annotated[Path, typer.Option("--out", help="New study folder.")] = Path("study"),
@@ -39,7 +39,7 @@ def make_cmd(
     captions: Annotated[str, typer.Option(help="probes-*: simplified (the paper's validation) | original.")]
     = "simplified",
 ) -> int:
-    """Write a ready-to-serve Potato project for one of the eight studies."""
+    """Write a ready-to-serve Potato project for one of the studies."""
     from connote.collect import study_module
 
     module = study_module(study)
@@ -61,6 +61,10 @@ def make_cmd(
             raise InputError(f"{study} needs --from SIS.json [SIS.json ...] (the first stage's imports)"
                              + (" or --from PHOTO_FOLDER" if study == "vist-descriptions" else ""))
         folder = module.make(srcs, out, images=images, **common)
+    elif study == "vmc-synth-check":
+        if len(srcs) != 1:
+            raise InputError("vmc-synth-check needs one --from (a `metaphor synth` run folder or its metaphors.json)")
+        folder = module.make(srcs[0], out, images=images, **common)
     elif study == "vmc-annotation":
         if videos is None:
             raise InputError("vmc-annotation needs --videos FOLDER")

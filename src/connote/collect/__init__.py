@@ -13,6 +13,7 @@ vist-descriptions              one caption per photo in isolation (DII)
 vist-descriptions-in-sequence  one caption per photo of a storyboard (DIS)
 vmc-annotation                 questions a-h of the VMC paper's appendix A.1 per video
 vmc-evaluation                 four binary labels per generated caption (+ kappa, ACD)
+vmc-synth-check                fluency and creativity yes/no per synthetic metaphor caption (A.5.2)
 ============================== ==================================================================
 """
 
@@ -30,6 +31,7 @@ STUDIES = {
     "vist-descriptions-in-sequence": "connote.vist.studies.dis",
     "vmc-annotation": "connote.vmc.studies.annotation",
     "vmc-evaluation": "connote.vmc.studies.evaluation",
+    "vmc-synth-check": "connote.vmc.studies.synth_check",
 }
 
 

@@ -14,6 +14,8 @@ TASKS.register("vist-storytelling", "connote.vist.task:StorytellingTask",
                help="Visual storytelling: a story per photo sequence in the VIST challenge format.")
 TASKS.register("vmc-captioning", "connote.vmc.task:MetaphorCaptionTask",
                help="Video metaphor captioning: a template caption per video.")
+TASKS.register("vmc-synth", "connote.vmc.synth_task:MetaphorSynthTask",
+               help="VMC A.5.2: image captions converted to template metaphors, those outside the template dropped.")
 # the field's probe suites (connote.suites): one matching task and one MM-SHAP task per suite
 TASKS.register("svo-probes", "connote.suites.svo.task:SvoTask",
                help="SVO-Probes: positive/negative/average accuracy per subject/verb/object negative.")

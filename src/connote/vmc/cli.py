@@ -432,5 +432,8 @@ def _letters(k: int) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add ``metaphor`` (sub-commands) and ``agreement`` to the ``connote`` app."""
+    from connote.vmc.cli_synth import register_synth
+
+    register_synth(metaphor_app)
     app.add_typer(metaphor_app, name="metaphor")
     app.command("agreement")(agreement_cmd)

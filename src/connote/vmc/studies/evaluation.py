@@ -18,10 +18,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from connote.collect.answers import Answer, ImportReport, choice, collect, finish, write_labels
+from connote.collect.answers import Answer, Collected, ImportReport, choice, collect, finish, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, write_project
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
@@ -153,23 +154,27 @@ def _acd(manifest: dict[str, Any], scores: list[Path] | None) -> dict[str, dict[
     return found
 
 
+def import_yes_no(folder: Path, manifest: dict[str, Any], out: Path, study: str, criteria: Mapping[str, str],
+                  columns: Sequence[str]) -> tuple[ImportReport, Collected]:
+    """The complete answers of a yes/no study: ``labels.csv`` (one 1/0 row per judgement and criterion, with the
+    agreement ``connote agreement`` reports) and ``captions.csv`` (``item_id`` + the items' source ``columns``)."""
+    collected = collect(folder, manifest, lambda a: all(choice(a, c) in YES_NO for c in criteria))
+    out.mkdir(parents=True, exist_ok=True)
+    labels = [(iid, rater, c, "1" if choice(a, c) == "yes" else "0")
+              for iid, by in collected.by_item.items() for rater, a in by.items() for c in criteria]
+    with open(out / "captions.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(["item_id", *columns])
+        writer.writerows([iid, *(manifest["sources"][iid][k] for k in columns)] for iid in manifest["items"])
+    report = ImportReport(study=study, outputs=[str(out / "labels.csv"), str(out / "captions.csv")])
+    report.agreement = write_labels(out / "labels.csv", labels)
+    return report, collected
+
+
 def import_answers(folder: Path, manifest: dict[str, Any], out: Path,
                    scores: list[Path] | None = None) -> ImportReport:
     """Write ``labels.csv`` and ``captions.csv`` into ``out`` and report kappa and the ACD correlation."""
-    collected = collect(folder, manifest, is_complete)
-    out.mkdir(parents=True, exist_ok=True)
-    labels = []
-    for iid, by in collected.by_item.items():
-        for rater, a in by.items():
-            labels += [(iid, rater, c, "1" if choice(a, c) == "yes" else "0") for c in CRITERIA]
-    with open(out / "captions.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(["item_id", "video_id", "run", "caption"])
-        for iid in manifest["items"]:
-            src = manifest["sources"][iid]
-            writer.writerow([iid, src["video_id"], src["run"], src["caption"]])
-    report = ImportReport(study=NAME, outputs=[str(out / "labels.csv"), str(out / "captions.csv")])
-    report.agreement = write_labels(out / "labels.csv", labels)
+    report, collected = import_yes_no(folder, manifest, out, NAME, CRITERIA, ("video_id", "run", "caption"))
     acd = _acd(manifest, scores)
     if acd:
         per_label_x, per_label_y, mean_x, mean_y = [], [], [], []

@@ -50,6 +50,9 @@ StrictFloat = Annotated[float, Strict()]
 class ModelConfig:
     """The GIT-LLaVA architecture."""
 
+    architecture: str = "git-llava"
+    """``git-llava`` (GIT-LLaVA / GIT-LLaVA-X) or ``git``: the paper's fine-tuned GIT baseline (A.2; every GIT weight
+    trained on VMC, saved as a ``git-video`` folder; :mod:`connote.vmc.train.git_baseline`)."""
     captioner: str = "microsoft/git-large-vatex"
     """Frozen GIT video captioner: hub id or local directory (model + processor)."""
     llm: str = "lmsys/vicuna-13b-v1.5"
@@ -86,6 +89,15 @@ class DataConfig:
     """Stage 1: COCO captions JSON (literal captions)."""
     image_dir: str | None = None
     literal_image_dir: str | None = None
+    haivmet: str | None = None
+    """Stage 1: the catalogue's HAIVMet folder (haivmet.json + images/), metaphor pairs (train.stage1)."""
+    coco: str | None = None
+    """Stage 1: an MSCOCO folder (annotations/captions_<coco_split>.json + <coco_split>/), literal pairs."""
+    coco_split: str = "train2014"
+    synth: str | None = None
+    """Stage 1: a ``connote metaphor synth`` run folder or its metaphors.json (synthetic metaphor pairs, A.5.2)."""
+    synth_image_dir: str | None = None
+    """The synthetic table's image folder (default: the synth run's --images)."""
     val_fraction: StrictFloat = 0.0
     """Stage 1 without a validation set: hold out this share of the pairs."""
     frame_size: StrictInt | None = None
@@ -245,6 +257,12 @@ def config_from_dict(data: dict[str, Any], path: str | Path | None = None, *, te
         raise fail("model.clips and model.frames_per_clip must be at least 1", "model", "clips")
     if "<video>" not in cfg.model.template:
         raise fail("model.template must contain <video>", "model", "template")
+    if cfg.model.architecture not in ("git-llava", "git"):
+        raise fail(f"model.architecture must be git-llava or git, not {cfg.model.architecture!r}",
+                   "model", "architecture")
+    if cfg.model.architecture == "git" and (cfg.stage != 2 or cfg.init_from or cfg.train.lora):
+        raise fail("the GIT baseline (model.architecture: git) is fine-tuned whole on videos: stage 2, no "
+                   "init_from, no train.lora", "stage")
     if cfg.train.scheduler not in ("cosine", "linear", "constant"):
         raise fail(f"train.scheduler must be cosine, linear or constant, not {cfg.train.scheduler!r}",
                    "train", "scheduler")

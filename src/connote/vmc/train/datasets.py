@@ -131,17 +131,9 @@ def _video_examples(data: DataConfig, cfg: ModelConfig,
 
 def _image_examples(data: DataConfig, cfg: ModelConfig, seed: int,
                     log: Callable[[str], None]) -> tuple[list[Example], list[Example]]:
-    from connote.vmc.data import balance_pretraining, read_image_captions
+    from connote.vmc.train.stage1 import stage1_items
 
-    if not data.metaphor_images and not data.literal_images:
-        raise InputError("stage 1 needs data.metaphor_images and/or data.literal_images")
-    image_dir = data.image_dir or "."
-    met = read_image_captions(data.metaphor_images, image_dir, "metaphor") if data.metaphor_images else []
-    lit = (read_image_captions(data.literal_images, data.literal_image_dir or image_dir, "literal")
-           if data.literal_images else [])
-    items = balance_pretraining(met, lit, seed) if met and lit else list(met or lit)
-    if met and lit and len(met) != len(lit):
-        log(f"pretraining set balanced to {len(items) // 2} metaphor + {len(items) // 2} literal pairs")
+    items = stage1_items(data, seed, log)  # HAIVMet / records / synth table + MSCOCO, balanced (paper §3.3)
     prompt_for = {"metaphor": cfg.prompt, "literal": "What caption can best describe the video?"}
     examples = [Example(f"{it.kind}:{it.image_id}", "image", it.path, prompt_for[it.kind], it.caption)
                 for it in items]

@@ -170,8 +170,14 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
             raise InputError("init_from is not a saved GIT-LLaVA model (git_llava.json missing)", path=init)
         if (init / "llm").is_dir():
             llm_source = str(init / "llm")
-    model = GitLlava.build(cfg.model, llm_source=llm_source)
-    if use_bf16:  # frozen parts (and a LoRA-adapted LLM's base) run in bf16; fully trained weights stay fp32
+    baseline = cfg.model.architecture == "git"  # the A.2 GIT baseline: every GIT weight trained, no LLM
+    if baseline:
+        from connote.vmc.train.git_baseline import GitBaseline
+
+        model = GitBaseline.build(cfg.model)
+    else:
+        model = GitLlava.build(cfg.model, llm_source=llm_source)
+    if use_bf16 and not baseline:  # frozen parts (and a LoRA LLM's base) run in bf16; trained weights stay fp32
         model.captioner.to(torch.bfloat16)
         if not train_llm or t.lora is not None:
             model.llm.to(torch.bfloat16)
@@ -190,8 +196,9 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
         model.llm = get_peft_model(model.llm, lcfg)
     trainable = model.set_trainable(llm=train_llm)
     n_train_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    info(f"stage {cfg.stage}: training {n_train_params:,} parameters in {len(trainable)} tensors "
-         f"({'projector + LLM' + (' (LoRA)' if t.lora else '') if train_llm else 'projector only'}); "
+    what = "GIT (all weights)" if baseline else \
+        'projector + LLM' + (' (LoRA)' if t.lora else '') if train_llm else 'projector only'
+    info(f"stage {cfg.stage}: training {n_train_params:,} parameters in {len(trainable)} tensors ({what}); "
          f"{world} process(es), {'bf16' if use_bf16 else 'fp32'}")
 
     # ---- data
@@ -304,7 +311,8 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None,
     losses: list[float] = []
     log_path = out / "train_log.jsonl"
     ddp_model.train()
-    core.captioner.eval()
+    if not baseline:
+        core.captioner.eval()
     steps_this_run = 0
     stopped_early = False
     t0 = time.time()

@@ -1,0 +1,179 @@
+"""``connote metaphor synth``: literal captions -> the A.5.2 prompt -> any ``generate`` backend -> template filter.
+
+One item per caption row (:func:`connote.vmc.synth.read_caption_rows`). Its row is reused only when the
+run fingerprint (task version, the backend's ``describe()``, prompt, temperature, length limit, filter version,
+whether images are sent) and the item's content (caption, image path, and the image's bytes when images are sent)
+are unchanged, so a killed run resumes where it stopped and a rerun asks nothing again. Rows without an image or
+caption, and (with an image folder) rows whose image file is missing, are recorded as errors without a model
+call; an answer with no text is an error too (retried by a rerun); an answer outside the template is *dropped*
+with its reason. The run folder gets:
+
+* ``metaphors.json``: the kept pairs as stage-1 records (``data.metaphor_images`` or ``data.synth`` of
+  ``connote metaphor train``);
+* ``synth.jsonl``: every row (source caption, answer, kept caption or the reason it was dropped, error);
+* ``run.json``: counts read / kept / dropped (by reason) / failed (by reason), the settings and the image folder;
+* ``store.sqlite``: the runner's rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from connote.core.errors import InputError
+from connote.models.protocols import GenerationRequest
+from connote.runs.runner import WorkItem
+from connote.runs.store import content_key, write_json, write_jsonl
+from connote.tasks.api import Task
+from connote.vmc.synth import (
+    FILTER_VERSION,
+    NO_TEXT,
+    NOT_TEMPLATE,
+    SYNTH_PROMPT,
+    CaptionRow,
+    filter_answer,
+    read_caption_rows,
+    stage1_records,
+    synth_prompt,
+)
+
+ERROR_KINDS = (("no caption", "no caption"), ("no image for this caption", "no image"),
+               ("image file not found", "image not found"), ("unreadable image", "unreadable image"),
+               (NO_TEXT, "no text"))
+
+
+def error_kind(message: str) -> str:
+    """The reason a row failed, as counted in ``run.json``."""
+    return next((kind for marker, kind in ERROR_KINDS if marker in message), "generation failed")
+
+
+class MetaphorSynthTask(Task):
+    """Synthetic metaphor captions for images (VMC A.5.2), filtered by the template."""
+
+    name = "vmc-synth"
+    version = 1
+    capability = "generate"
+    reads = "captions: MSCOCO captions_*.json, a JSON/JSONL list of {image, caption} or a CSV/TSV image,caption"
+    title = "VMC A.5.2: literal captions converted to '<primary> is as <property> as <secondary>' and filtered."
+    label = "captions"
+    results_file = "run.json"
+
+    def __init__(self, captions: str | Path, *, images: str | Path | None = None, prompt: str = SYNTH_PROMPT,
+                 temperature: float = 0.0, max_new_tokens: int = 64, batch_size: int = 16,
+                 limit: int | None = None, send_image: bool = False, progress: bool = True) -> None:
+        if temperature < 0:
+            raise InputError(f"--temperature must be >= 0, got {temperature}")
+        synth_prompt("x", prompt)  # a prompt without {caption} is refused before anything loads
+        self.source = Path(captions)
+        self.rows: list[CaptionRow] = read_caption_rows(captions, limit)
+        self.images = Path(images) if images is not None else None
+        if self.images is not None and not self.images.is_dir():
+            raise InputError("image folder not found", path=self.images)
+        if send_image and self.images is None:
+            raise InputError("--send-image needs --images (the folder the table's image paths are relative to)")
+        self.prompt, self.temperature, self.max_new_tokens = prompt, float(temperature), int(max_new_tokens)
+        self.batch_size, self.send_image, self.progress = int(batch_size), bool(send_image), progress
+
+    def settings(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+                "filter_version": FILTER_VERSION, "send_image": self.send_image}
+
+    def config(self) -> dict[str, Any]:
+        return {**self.settings(), "captions": str(self.source),
+                "images": str(self.images.resolve()) if self.images else None, "batch_size": self.batch_size}
+
+    def work_items(self) -> list[WorkItem]:
+        from connote.runs.store import file_sha256
+
+        items = []
+        for row in self.rows:
+            error = row.error
+            content: dict[str, Any] = {"caption": row.caption, "image": row.image}
+            if error is None and self.images is not None:
+                path = self.images / str(row.image)
+                if not path.is_file():
+                    error = f"{row.where}: image file not found: {path}"
+                elif self.send_image:
+                    content["image_sha256"] = file_sha256(path)
+            items.append(WorkItem(row.row_id, content_key(content), row, error=error))
+        return items
+
+    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        from PIL import Image
+
+        requests, unreadable = [], {}
+        for w in batch:
+            images = []
+            if self.send_image:
+                assert self.images is not None
+                path = self.images / str(w.payload.image)
+                try:
+                    with Image.open(path) as im:
+                        images = [im.convert("RGB")]
+                except (OSError, ValueError) as exc:  # not an image, truncated: this row's error, not the batch's
+                    unreadable[w.item_id] = f"{w.payload.where}: unreadable image {path} ({type(exc).__name__}: {exc})"
+                    continue
+            requests.append(GenerationRequest(images=images, prompt=synth_prompt(w.payload.caption, self.prompt),
+                                              max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                              seed=0 if self.temperature > 0 else None))
+        answers = iter(model.generate(requests) if requests else [])
+        rows = []
+        for w in batch:
+            base = {"image": w.payload.image, "source_caption": w.payload.caption}
+            if w.item_id in unreadable:
+                rows.append({**base, "answer": None, "metaphor": None, "dropped": None,
+                             "error": unreadable[w.item_id]})
+                continue
+            answer = next(answers)
+            if isinstance(answer, BaseException):
+                rows.append({**base, "answer": None, "metaphor": None, "dropped": None,
+                             "error": f"generation failed: {type(answer).__name__}: {answer}"})
+                continue
+            text = "" if answer is None else str(answer)
+            if not text.strip():
+                rows.append({**base, "answer": text, "metaphor": None, "dropped": None,
+                             "error": f"{w.payload.where}: {NO_TEXT}"})
+                continue
+            kept, parsed = filter_answer(text)
+            rows.append({**base, "answer": text, "metaphor": kept, "parsed": parsed,
+                         "dropped": None if kept else NOT_TEMPLATE, "error": None})
+        return rows
+
+    def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
+        row = item.payload
+        return {"image": row.image, "source_caption": row.caption, "answer": None, "metaphor": None,
+                "dropped": None, "error": message}
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        failed = Counter(error_kind(r["error"]) for r in rows if r.get("error"))
+        dropped = Counter(r["dropped"] for r in rows if not r.get("error") and r.get("dropped"))
+        kept = sum(1 for r in rows if not r.get("error") and r.get("metaphor"))
+        answered = kept + sum(dropped.values())
+        return {"captions": len(rows), "kept": kept, "dropped": sum(dropped.values()),
+                "dropped_by_reason": dict(sorted(dropped.items())), "failed": sum(failed.values()),
+                "failed_by_reason": dict(sorted(failed.items())),
+                "kept_share_of_answers": round(kept / answered, 6) if answered else None,
+                "captions_file": str(self.source), "images": str(self.images.resolve()) if self.images else None,
+                "table": "metaphors.json"}
+
+    def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        write_json(out / "metaphors.json", stage1_records(rows))
+        write_jsonl(out / "synth.jsonl", ({"id": r["item_id"], "image": r.get("image"),
+                                           "source_caption": r.get("source_caption"), "answer": r.get("answer"),
+                                           "metaphor": r.get("metaphor"), "dropped": r.get("dropped"),
+                                           "error": r.get("error")} for r in rows))
+        write_json(out / "run.json", results)
+
+
+def synthesize(captions: str | Path, model: str | Any, out: str | Path, **options: Any) -> dict[str, Any]:
+    """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``run.json``."""
+    from connote.models.registry import check_spec, load_model
+
+    task = MetaphorSynthTask(captions, **options)
+    if isinstance(model, str):
+        check_spec(model)
+        model = load_model(model)
+    results, _ = task.run(model, out)
+    return results
