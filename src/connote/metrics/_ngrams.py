@@ -86,10 +86,6 @@ def _runs(sorted_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sorted_key[starts], counts
 
 
-def distinct_count(sorted_key: np.ndarray) -> int:
-    return len(_runs(sorted_key)[0])
-
-
 def build(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int) -> PairNgrams:
     """Index the k-grams (k = 1..n) of every distinct hypothesis and reference text."""
     index: dict[str, int] = {}

@@ -118,7 +118,7 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
             # document frequency: in how many items' reference sets the k-gram occurs
             cnt = o.rows_of[r_text + 1] - o.rows_of[r_text]
             rows = _arrays.ranges(o.rows_of[r_text], cnt)
-            item_gram, _ = _ngrams._runs(np.sort(np.repeat(r_item, cnt) * g_count + g_of[rows]))
+            item_gram = _arrays.distinct(np.repeat(r_item, cnt) * g_count + g_of[rows])
             df = np.bincount(item_gram % g_count, minlength=g_count).astype(np.float64)
         else:  # a fixed corpus: look each distinct k-gram up once
             flat = ix.flat
