@@ -127,7 +127,7 @@ def whole_process(res, gts, repeat: int, compare: list[Path] | None = None) -> i
         print(f"  {name:<15}{best[name]:>8.2f} s   {' '.join(Path(c).name if i < 2 else c for i, c in enumerate(cmd))}")
     for name in commands:
         if name != "pycocoevalcap":
-            label = "ratio" if name == "connote score" else f"ratio ({name[len('connote score '):]})"
+            label = "ratio" if name == "connote score" else f"ratio {name[len('connote score '):]}"
             print(f"  {label:<15}{best['pycocoevalcap'] / best[name]:>8.1f}x")
     for name in commands:
         if name == "pycocoevalcap":

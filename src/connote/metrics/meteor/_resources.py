@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -121,6 +122,10 @@ class _SortedSynsets(Mapping):
         if got is None:
             raise KeyError(word)
         return got
+
+    def get(self, word: object, default: Any = None) -> Any:  # Mapping.get would raise and catch a KeyError
+        got = self._find(word) if isinstance(word, str) else None
+        return default if got is None else got
 
     def __contains__(self, word: object) -> bool:
         return isinstance(word, str) and self._find(word) is not None
