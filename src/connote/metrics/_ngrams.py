@@ -146,8 +146,9 @@ def shared(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int) -> PairNg
     the same texts once. A kept index is reused only for equal texts and the same ``n``."""
     h = tuple(hyps)
     r = tuple(tuple(x) for x in refs)
-    if _LAST and _LAST[0][2] == n and _LAST[0][0] == h and _LAST[0][1] == r:
-        return _LAST[0][3]
+    last = _LAST[0] if _LAST else None  # one read: another thread may replace it meanwhile
+    if last is not None and last[2] == n and last[0] == h and last[1] == r:
+        return last[3]
     got = build(h, r, n)
     _LAST[:] = [(h, r, n, got)]
     return got
