@@ -230,6 +230,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--tolerance", default="0.01,0.005",
                     help="adaptive estimator's T-SHAP tolerance(s), comma-separated: one row each (0.01 is "
                          "explain_pair's default)")
+    ap.add_argument("--adaptive-permutations", default="10",
+                    help="call caps of the adaptive rows, in permutations (comma-separated; 10 = its default cap, "
+                         "the MM-SHAP setting's calls): one row per tolerance and cap")
     ap.add_argument("--exact-up-to", type=int, default=14,
                     help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
     ap.add_argument("--ref-permutations", type=int, default=400)
@@ -253,8 +256,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ap.error("--connote-permutations needs at least one count >= 1")
     try:
         tolerances = [float(t) for t in str(args.tolerance).split(",") if t.strip()]
+        caps = [int(c) for c in str(args.adaptive_permutations).split(",") if c.strip()]
     except ValueError:
-        ap.error(f"--tolerance must be numbers separated by commas, got {args.tolerance!r}")
+        ap.error("--tolerance and --adaptive-permutations must be numbers separated by commas")
 
     import inspect
 
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     from transformers.utils import logging
 
     from connote.explain.mmshap import mm_shap_scores
-    from connote.explain.shapley import DEFAULT_ESTIMATOR, ESTIMATORS
+    from connote.explain.shapley import DEFAULT_ESTIMATOR, ESTIMATORS, permutation_calls
 
     # the tolerance explain_pair's default estimator runs with
     default_tol = inspect.signature(ESTIMATORS.get(DEFAULT_ESTIMATOR)).parameters["tolerance"].default
@@ -318,8 +322,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                    public.forwards, public.forwards)
             estimators = [(f"connote permutation ({n} perms)", "permutation", {"n_permutations": n})
                           for n in permutations]
-            estimators += [(f"connote adaptive (tol {t:g}{', default' if t == default_tol else ''})", "adaptive",
-                            {"tolerance": t}) for t in tolerances]
+            n_players = public.n_text + public.p ** 2
+            estimators += [(f"connote adaptive (tol {t:g}{', default' if t == default_tol and cap == 10 else ''}"
+                            f"{'' if cap == 10 else f', <= {cap} perms'})", "adaptive",
+                            {"tolerance": t, "budget": permutation_calls(n_players, cap)})
+                           for cap in caps for t in tolerances]
             for (label, estimator, opts), dtype in itertools.product(estimators, fast):
                 label = label if dtype in ("fp32", "float32") else f"{label}, {dtype}"
                 start = time.perf_counter()
