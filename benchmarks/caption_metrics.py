@@ -11,12 +11,14 @@ table's cache). connote's one-time paraphrase-table cache build is done before t
 at install) unless CONNOTE_METEOR_COMPILED=0 or it is not built (then in pure Python; printed).
 
     python benchmarks/caption_metrics.py [--vist DIR] [--jobs N]
-    python benchmarks/caption_metrics.py --whole-process [--repeat 3]
+    python benchmarks/caption_metrics.py --whole-process [--repeat 3] [--compare /path/to/other/checkout]
 
 ``--whole-process`` times both tools as the shell runs them, each a fresh process from start to exit
 (interpreter start, imports, resources, the four metrics, output): ``connote score --hyp H --ref R
 --metrics bleu,meteor,rouge_l,cider --json`` against a script that runs pycocoevalcap's four scorers
-on the same JSON files (its JVM start included); best of ``--repeat`` runs each, then the ratio.
+on the same JSON files (its JVM start included); best of ``--repeat`` runs each, then the ratio, with the
+load average before and after. ``--compare DIR`` also times ``connote score`` from another checkout (say,
+main before a change) in the same run, each of its runs next to this tree's.
 """
 
 from __future__ import annotations
@@ -79,41 +81,60 @@ print(json.dumps({k: float(v) for k, v in out.items()}))
 """
 
 
-def whole_process(res, gts, repeat: int) -> int:
-    """Both tools as fresh processes from the shell: best wall-clock of ``repeat`` runs each, and the ratio."""
+def whole_process(res, gts, repeat: int, compare: list[Path] | None = None) -> int:
+    """Both tools as fresh processes from the shell: best wall-clock of ``repeat`` runs each, and the ratio.
+
+    ``compare``: other connote source trees (e.g. main's checkout) timed the same way in the same run, each
+    ``connote score`` run right after this tree's, so that both meet the same load on a shared machine."""
     import json
     import subprocess
     import tempfile
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
+    def env_for(root: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH", "")) if p)
+        return env
+
     with tempfile.TemporaryDirectory() as tmp:
         hyp, ref = Path(tmp) / "hyp.json", Path(tmp) / "ref.json"
         hyp.write_text(json.dumps({k: v[0] for k, v in res.items()}), encoding="utf-8")
         ref.write_text(json.dumps(gts), encoding="utf-8")
         script = Path(tmp) / "pycoco_score.py"
         script.write_text(_PYCOCO_SCRIPT, encoding="utf-8")
-        commands = {
-            "pycocoevalcap": [sys.executable, str(script), str(hyp), str(ref)],
-            "connote score": [sys.executable, "-m", "connote", "score", "--hyp", str(hyp), "--ref", str(ref),
-                              "--metrics", "bleu,meteor,rouge_l,cider", "--json"],
-        }
-        subprocess.run(commands["connote score"], env=env, check=True, capture_output=True)  # cache check/build
+        score = [sys.executable, "-m", "connote", "score", "--hyp", str(hyp), "--ref", str(ref),
+                 "--metrics", "bleu,meteor,rouge_l,cider", "--json"]
+        commands = {"pycocoevalcap": ([sys.executable, str(script), str(hyp), str(ref)], env_for(ROOT)),
+                    "connote score": (score, env_for(ROOT))}
+        for other in compare or []:
+            commands[f"connote score ({other})"] = (score, env_for(other))
+        for name, (cmd, env) in commands.items():
+            if name != "pycocoevalcap":
+                subprocess.run(cmd, env=env, check=True, capture_output=True)  # cache check/build
         best: dict[str, float] = {}
         scores: dict[str, dict[str, float]] = {}
-        for name, cmd in commands.items():
-            for _ in range(repeat):
+        load = [os.getloadavg()[0]]
+        for _ in range(repeat):
+            for name, (cmd, env) in commands.items():
                 t = time.perf_counter()
                 out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd=tmp)
                 best[name] = min(best.get(name, float("inf")), time.perf_counter() - t)
-            data = json.loads(out.stdout)
-            scores[name] = data.get("scores", data)
-    print(f"\nwhole process (best of {repeat}, wall clock, started from the shell):")
-    for name, cmd in commands.items():
+                data = json.loads(out.stdout)
+                scores[name] = data.get("scores", data)
+        load.append(os.getloadavg()[0])
+    print(f"\nwhole process (best of {repeat}, wall clock, started from the shell; load average (1 min) "
+          f"{load[0]:.1f} -> {load[1]:.1f}):")
+    for name, (cmd, _env) in commands.items():
         print(f"  {name:<15}{best[name]:>8.2f} s   {' '.join(Path(c).name if i < 2 else c for i, c in enumerate(cmd))}")
-    print(f"  ratio          {best['pycocoevalcap'] / best['connote score']:>8.1f}x")
-    diffs = {k: abs(scores["pycocoevalcap"][k] - scores["connote score"][k]) for k in scores["pycocoevalcap"]}
-    print("  largest score difference: " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
+    for name in commands:
+        if name != "pycocoevalcap":
+            label = "ratio" if name == "connote score" else f"ratio {name[len('connote score '):]}"
+            print(f"  {label:<15}{best['pycocoevalcap'] / best[name]:>8.1f}x")
+    for name in commands:
+        if name == "pycocoevalcap":
+            continue
+        diffs = {k: abs(scores["pycocoevalcap"][k] - scores[name][k]) for k in scores["pycocoevalcap"]}
+        print(f"  largest score difference{'' if name == 'connote score' else ' (' + name + ')'}: "
+              + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
     return 0
 
 
@@ -160,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--whole-process", action="store_true",
                     help="time both tools as fresh processes from the shell (start-up included)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool with --whole-process (best is kept)")
+    ap.add_argument("--compare", type=Path, action="append", default=[],
+                    help="with --whole-process: also time connote from this source tree (a checkout; repeatable)")
     args = ap.parse_args(argv)
     if not (args.vist / "example-submission-file.test.json").is_file():
         print(f"VIST stories not found under {args.vist}", file=sys.stderr)
@@ -170,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(res)} stories (avg {words:.1f} tokens), {n_refs} references "
           f"({n_refs / len(res):.1f} per story); cpus: {os.cpu_count()}")
     if args.whole_process:
-        return whole_process(res, gts, args.repeat)
+        return whole_process(res, gts, args.repeat, args.compare)
 
     t = time.perf_counter()
     from connote.metrics.meteor import Meteor

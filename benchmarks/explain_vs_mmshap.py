@@ -15,7 +15,13 @@ The connote path is ``masking_game(matcher, image, caption, compat="mmshap")`` (
 * ``permutation``: the same estimator (10 antithetic permutations: the same error in expectation, though
   each run's sampled permutations differ), and with 20 (``--connote-permutations``) for a lower error;
 * ``adaptive``: antithetic permutations drawn in rounds until T-SHAP's expected error is below
-  ``--tolerance``.
+  ``--tolerance`` (one row per tolerance given; 0.01 is ``explain_pair``'s default).
+
+With ``--seeds S`` every pair is explained S times per path (the public path's shap seed and connote's
+estimator seed both vary). The table gives each path's mean seconds per pair and mean |T-SHAP error| with
+standard errors over the pair-seeds and the wall ratio with its standard error (delta method); then, *at
+matched error*, each connote path's error minus the public path's on the same pair-seeds (mean +- s.e.) and
+the fastest connote path whose mean error is at or below the public path's.
 
 Reference T-SHAP per pair: exact enumeration of the same game (default: 3-word captions, 5 ids, 3x3
 patches, n = 14), or for larger games connote's permutation estimator with ``--ref-permutations``
@@ -174,6 +180,20 @@ class PublicMMSHAP:
 # ---------------------------------------------------------------------------------------- benchmark
 
 
+def se(values) -> float:
+    """Standard error of the mean (0 for one value)."""
+    v = np.asarray(values, dtype=float)
+    return float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
+
+
+def ratio_of_means(numerator, denominator) -> tuple[float, float]:
+    """``mean(numerator) / mean(denominator)`` and its standard error (delta method, the two taken as
+    independent)."""
+    a, b = float(np.mean(numerator)), float(np.mean(denominator))
+    ratio = a / b
+    return ratio, ratio * float(np.hypot(se(numerator) / a, se(denominator) / b))
+
+
 def mmshap_game(matcher, image, caption: str):
     """connote's masking game under ``compat="mmshap"`` (the public code's game)."""
     from connote.models.masking import masking_game
@@ -207,7 +227,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--image-size", type=int, default=None)
     ap.add_argument("--patch", type=int, default=None)
     ap.add_argument("--init-range", type=float, default=None)
-    ap.add_argument("--tolerance", type=float, default=0.005, help="adaptive estimator's T-SHAP tolerance")
+    ap.add_argument("--tolerance", default="0.01,0.005",
+                    help="adaptive estimator's T-SHAP tolerance(s), comma-separated: one row each (0.01 is "
+                         "explain_pair's default)")
+    ap.add_argument("--adaptive-permutations", default="10",
+                    help="call caps of the adaptive rows, in permutations (comma-separated; 10 = its default cap, "
+                         "the MM-SHAP setting's calls): one row per tolerance and cap")
     ap.add_argument("--exact-up-to", type=int, default=14,
                     help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
     ap.add_argument("--ref-permutations", type=int, default=400)
@@ -229,12 +254,23 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ap.error(f"--connote-permutations must be integers separated by commas, got {args.connote_permutations!r}")
     if not permutations or min(permutations) < 1:
         ap.error("--connote-permutations needs at least one count >= 1")
+    try:
+        tolerances = [float(t) for t in str(args.tolerance).split(",") if t.strip()]
+        caps = [int(c) for c in str(args.adaptive_permutations).split(",") if c.strip()]
+    except ValueError:
+        ap.error("--tolerance and --adaptive-permutations must be numbers separated by commas")
+
+    import inspect
 
     import torch
     from transformers import BlipForImageTextRetrieval, BlipProcessor
     from transformers.utils import logging
 
     from connote.explain.mmshap import mm_shap_scores
+    from connote.explain.shapley import DEFAULT_ESTIMATOR, ESTIMATORS, permutation_calls
+
+    # the tolerance explain_pair's default estimator runs with
+    default_tol = inspect.signature(ESTIMATORS.get(DEFAULT_ESTIMATOR)).parameters["tolerance"].default
     from connote.models.registry import load_model, parse_spec
 
     torch.set_num_threads(args.threads)
@@ -286,7 +322,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                    public.forwards, public.forwards)
             estimators = [(f"connote permutation ({n} perms)", "permutation", {"n_permutations": n})
                           for n in permutations]
-            estimators.append((f"connote adaptive (tol {args.tolerance})", "adaptive", {"tolerance": args.tolerance}))
+            n_players = public.n_text + public.p ** 2
+            estimators += [(f"connote adaptive (tol {t:g}{', default' if t == default_tol and cap == 10 else ''}"
+                            f"{'' if cap == 10 else f', <= {cap} perms'})", "adaptive",
+                            {"tolerance": t, "budget": permutation_calls(n_players, cap)})
+                           for cap in caps for t in tolerances]
             for (label, estimator, opts), dtype in itertools.product(estimators, fast):
                 label = label if dtype in ("fp32", "float32") else f"{label}, {dtype}"
                 start = time.perf_counter()
@@ -297,20 +337,46 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     base = results["public MM-SHAP (shap permutation, 10 perms)"]
     base_s = float(np.sum(base["seconds"]))
+    runs = len(base["err"])
     print(f"\n{args.pairs} pairs x {args.seeds} seeds; calls = mask rows answered per pair; vision passes = images "
-          f"encoded per pair (the public path re-encodes the image for every mask)")
-    head = (f"{'path':<46} {'calls':>7} {'vision':>7} {'s/pair':>8} {'mean|dT|':>9} {'max|dT|':>8} "
-            f"{'wall ratio':>10}")
+          f"encoded per pair (the public path re-encodes the image for every mask); +- = standard error over the "
+          f"{runs} pair-seeds")
+    head = (f"{'path':<46} {'calls':>7} {'vision':>7} {'s/pair':>16} {'mean|dT|':>17} {'max|dT|':>8} "
+            f"{'wall ratio':>15}")
     print(head)
     print("-" * len(head))
     table = []
     for label, r in results.items():
+        ratio, ratio_se = ratio_of_means(base["seconds"], r["seconds"])
         figures = {"path": label, "calls": float(np.mean(r["calls"])), "vision_passes": float(np.mean(r["forwards"])),
-                   "s_per_pair": float(np.mean(r["seconds"])), "mean_abs_dT": float(np.mean(r["err"])),
-                   "max_abs_dT": float(np.max(r["err"])), "wall_ratio": base_s / float(np.sum(r["seconds"]))}
+                   "s_per_pair": float(np.mean(r["seconds"])), "s_per_pair_se": se(r["seconds"]),
+                   "mean_abs_dT": float(np.mean(r["err"])), "mean_abs_dT_se": se(r["err"]),
+                   "max_abs_dT": float(np.max(r["err"])), "wall_ratio": base_s / float(np.sum(r["seconds"])),
+                   "wall_ratio_se": ratio_se,
+                   # connote's error minus the public path's on the same pair and seed (negative: lower)
+                   "dT_vs_public": float(np.mean(np.subtract(r["err"], base["err"]))),
+                   "dT_vs_public_se": se(np.subtract(r["err"], base["err"]))}
         table.append(figures)
-        print(f"{label:<46} {figures['calls']:>7.0f} {figures['vision_passes']:>7.0f} {figures['s_per_pair']:>8.3f} "
-              f"{figures['mean_abs_dT']:>9.4f} {figures['max_abs_dT']:>8.4f} {figures['wall_ratio']:>9.1f}x")
+        print(f"{label:<46} {figures['calls']:>7.0f} {figures['vision_passes']:>7.0f} "
+              f"{figures['s_per_pair']:>8.3f} +-{figures['s_per_pair_se']:<6.3f}"
+              f"{figures['mean_abs_dT']:>8.4f} +-{figures['mean_abs_dT_se']:<6.4f} {figures['max_abs_dT']:>8.4f} "
+              f"{figures['wall_ratio']:>8.1f}x +-{ratio_se:<4.1f}")
+    print(f"\nat matched error (the public path's mean |dT| {np.mean(base['err']):.4f} +- {se(base['err']):.4f}); "
+          "paired difference = connote's error minus the public path's on the same pair-seeds:")
+    matched = []
+    for f in table[1:]:
+        ok = f["mean_abs_dT"] <= float(np.mean(base["err"]))
+        if ok:
+            matched.append(f)
+        print(f"  {f['path']:<46} difference {f['dT_vs_public']:+.4f} +- {f['dT_vs_public_se']:.4f}  "
+              f"{'at or below the public error' if ok else 'above the public error'}; "
+              f"{f['wall_ratio']:.1f}x +- {f['wall_ratio_se']:.1f}")
+    if matched:
+        best = max(matched, key=lambda f: f["wall_ratio"])
+        print(f"  fastest connote path at or below the public path's mean error: {best['path']}, "
+              f"{best['wall_ratio']:.1f}x +- {best['wall_ratio_se']:.1f}")
+    else:
+        print("  no connote path reached the public path's mean error in this run")
     if args.json:
         settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         args.json.parent.mkdir(parents=True, exist_ok=True)

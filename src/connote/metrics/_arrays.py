@@ -17,3 +17,12 @@ def ranges(starts, counts) -> np.ndarray:
     starts = np.asarray(starts, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
     return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def distinct(values) -> np.ndarray:
+    """The sorted distinct values of an array: ``np.unique`` without its hash table (whose first use also
+    imports ``numpy.ma``; on int64 arrays of 10^5 values it costs ~40x a plain sort)."""
+    out = np.sort(values)
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out

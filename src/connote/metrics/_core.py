@@ -10,7 +10,6 @@ from connote.metrics._gc import gc_paused
 from connote.metrics._inputs import check_inputs
 from connote.metrics.options import check_known, option_names, parse_options
 from connote.metrics.registry import DEFAULT_METRICS, METRICS, MetricInput, MetricOutput, all_option_names
-from connote.metrics.tokenize import tokenize_corpus
 
 __all__ = ["ScoreResult", "compute_scores", "metric_options", "DEFAULT_METRICS", "METRICS"]
 
@@ -84,6 +83,8 @@ def compute_scores(hyps: Mapping[str, str | Sequence[str]], refs: Mapping[str, S
     ids, hyp_list, ref_list = check_inputs(hyps, refs, hyp_source=hyp_source, ref_source=ref_source)
     tok = tokenize or "none"
     if tok != "none":
+        from connote.metrics.tokenize import tokenize_corpus  # (its patterns cost an import where none is asked)
+
         hyp_list = [t[0] for t in tokenize_corpus({str(i): [h] for i, h in enumerate(hyp_list)}, tok).values()]
         ref_list = list(tokenize_corpus({str(i): r for i, r in enumerate(ref_list)}, tok).values())
     inp = MetricInput(ids, hyp_list, ref_list, tok, per_item, dict(settings))

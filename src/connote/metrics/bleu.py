@@ -124,7 +124,9 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]],
 
 def _corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int,
                  ngrams: NgramCache | None) -> tuple[list[float], list[list[float]]]:
-    if ngrams is None or ngrams.n != n:
+    if ngrams is None:
+        return _bleu_from_stats(*_corpus_stats(hyps, refs, n), n)
+    if ngrams.n != n:
         ngrams = NgramCache(n)
     get = ngrams.get
     tl_sum = 0
@@ -142,6 +144,49 @@ def _corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int,
             c_sum[k] += correct[k]
         items.append(_bleu_from(testlen, reflen, guess, correct, n))
     return _bleu_from(tl_sum, rl_sum, g_sum, c_sum, n), items
+
+
+def _corpus_stats(hyps: Sequence[str], refs: Sequence[Sequence[str]],
+                  n: int) -> tuple[list[int], list[int], list[list[int]], list[list[int]]]:
+    """Per item: hypothesis length, closest reference length, guesses and clipped matches per order, from
+    the shared n-gram arrays (:mod:`connote.metrics._ngrams`): the counts :func:`_stats_from_counts` takes
+    from Counters, all integers, so every number that follows is the same."""
+    import numpy as np
+
+    from connote.metrics import _arrays, _ngrams
+
+    if any(len(rs) == 0 for rs in refs):
+        raise ValueError("BLEU needs at least one reference per item")
+    ix = _ngrams.shared(hyps, refs, n)
+    n_items = len(ix.h_text)
+    testlen = ix.lengths[ix.h_text]
+    # the closest reference length, ties to the shorter: the least (|r - h|, r), one sortable number per pair
+    rl = ix.lengths[ix.r_text]
+    span = int(rl.max(initial=0)) + 1
+    closest = np.abs(rl - testlen[ix.r_item]) * span + rl
+    pair_starts = _arrays.offsets(ix.n_refs)[:-1]
+    reflen = (np.minimum.reduceat(closest, pair_starts) % span if n_items else closest)
+    correct = np.zeros((n, n_items), dtype=np.int64)
+    for k, o in enumerate(ix.orders):
+        cnt = o.rows_of[ix.h_text + 1] - o.rows_of[ix.h_text]  # distinct k-grams of each item's hypothesis
+        h_rows = _arrays.ranges(o.rows_of[ix.h_text], cnt)
+        # a pair's hypothesis k-grams are its item's, in the same order: their place in h_rows
+        slot = _arrays.ranges(_arrays.offsets(cnt)[:-1][ix.r_item], cnt[ix.r_item])
+        maxref = np.zeros(len(h_rows), dtype=np.int64)
+        np.maximum.at(maxref, slot, np.where(o.ref_row >= 0, o.tf[o.ref_row], 0))
+        clipped = np.minimum(o.tf[h_rows], maxref)
+        correct[k] = np.bincount(np.repeat(np.arange(n_items), cnt), weights=clipped, minlength=n_items)
+    guess = np.maximum(0, testlen[None, :] - np.arange(n, dtype=np.int64)[:, None])
+    return testlen.tolist(), reflen.tolist(), guess.T.tolist(), correct.T.tolist()
+
+
+def _bleu_from_stats(testlen: list[int], reflen: list[int], guess: list[list[int]], correct: list[list[int]],
+                     n: int) -> tuple[list[float], list[list[float]]]:
+    """Corpus and per-item BLEU from per-item statistics (the sums as pycocoevalcap takes them)."""
+    items = [_bleu_from(t, r, g, c, n) for t, r, g, c in zip(testlen, reflen, guess, correct)]
+    g_sum = [sum(g[k] for g in guess) for k in range(n)]
+    c_sum = [sum(c[k] for c in correct) for k in range(n)]
+    return _bleu_from(sum(testlen), sum(reflen), g_sum, c_sum, n), items
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from connote.metrics import _arrays
+from connote.metrics import _arrays, _ngrams
 from connote.metrics._gc import gc_paused
 from connote.metrics.bleu import ngram_counts
 from connote.metrics.options import opt
@@ -97,75 +97,42 @@ def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int =
         return _corpus_cider(hyps, refs, n, sigma, document_frequencies)
 
 
-def _gram_ids(texts: Sequence[str], n: int) -> tuple[list[str], np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """The texts' tokens (flat), the text of each token and, per order k = 1..n, ``(start, gram)``: the
-    flat start position of every k-gram that fits in its text and an id per distinct k-gram (equal
-    k-grams, equal ids)."""
-    vocab: dict[str, int] = {}
-    split = [t.split() for t in texts]
-    lens = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
-    flat = [w for ws in split for w in ws]
-    ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in flat), dtype=np.int64, count=len(flat))
-    tok_text = np.repeat(np.arange(len(texts), dtype=np.int64), lens)
-    ends = np.cumsum(lens)[tok_text]  # where each token's text ends
-    pos = np.arange(len(ids), dtype=np.int64)
-    grams = []
-    at = ids  # per position: id of the (k-1)-gram starting there (k = 1: the word)
-    for k in range(1, n + 1):
-        start = pos[pos + k <= ends]
-        # a k-gram is its (k-1)-gram and its last word: exact ids, no overflow
-        key = ids[start] if k == 1 else at[start] * max(1, len(vocab)) + ids[start + k - 1]
-        gram = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        grams.append((start, gram))
-        at = np.full(len(ids), -1, dtype=np.int64)
-        at[start] = gram
-    return flat, tok_text, grams
-
-
 def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, sigma: float,
                   document_frequencies: DocumentFrequencies | None) -> tuple[float, list[float]]:
     """pycocoevalcap's CIDEr-D on arrays: its formula per (hypothesis, reference) pair, with the sums
     taken in another order (differences of the order of 1e-16). Both vectors of a pair weight a k-gram
-    by the same idf, so ``min(h, r) * r`` needs only the k-grams the two rows share, found by one sorted
-    search over (pair, k-gram) keys (NumPy only: importing scipy.sparse would cost a command more than
-    the whole computation)."""
+    by the same idf, so ``min(h, r) * r`` needs only the k-grams the two rows share, which the shared
+    n-gram arrays (:mod:`connote.metrics._ngrams`, built once for BLEU and CIDEr-D) have matched."""
     if not hyps:
         return math.nan, []
-    index: dict[str, int] = {}
-    h_text = np.array([index.setdefault(h, len(index)) for h in hyps], dtype=np.int64)
-    r_text = np.array([index.setdefault(r, len(index)) for rs in refs for r in rs], dtype=np.int64)
-    n_refs = np.array([len(rs) for rs in refs], dtype=np.int64)
-    r_item = np.repeat(np.arange(len(refs), dtype=np.int64), n_refs)
-    pair_h = h_text[r_item]  # one (hypothesis, reference) pair per reference of every item
-    texts = list(index)
-    n_texts = len(texts)
-    flat, tok_text, grams = _gram_ids(texts, n)
+    ix = _ngrams.shared(hyps, refs, n)
+    n_texts = ix.n_texts
+    r_text, r_item, pair_h = ix.r_text, ix.r_item, ix.pair_h
     n_docs = len(refs) if document_frequencies is None else document_frequencies.n_documents
     ref_len = math.log(float(n_docs)) if n_docs > 0 else 0.0
     by_order = []  # per order: the cosine of every pair, before the length penalty
     length = np.zeros(n_texts)
-    for k, (start, gram) in enumerate(grams):
-        g_count = max(1, int(gram.max()) + 1 if len(gram) else 1)
-        tg, tf = np.unique(tok_text[start] * g_count + gram, return_counts=True)  # per (text, k-gram)
-        t_of, g_of = tg // g_count, tg % g_count
+    for k, o in enumerate(ix.orders):
+        g_count, t_of, g_of, tf = o.n_grams, o.text, o.gram, o.tf
         if document_frequencies is None:
             # document frequency: in how many items' reference sets the k-gram occurs
-            rows_of = _arrays.offsets(np.bincount(t_of, minlength=n_texts))
-            cnt = rows_of[r_text + 1] - rows_of[r_text]
-            rows = _arrays.ranges(rows_of[r_text], cnt)
-            item_gram = np.unique(np.repeat(r_item, cnt) * g_count + g_of[rows])
+            cnt = o.rows_of[r_text + 1] - o.rows_of[r_text]
+            rows = _arrays.ranges(o.rows_of[r_text], cnt)
+            item_gram = _arrays.distinct(np.repeat(r_item, cnt) * g_count + g_of[rows])
             df = np.bincount(item_gram % g_count, minlength=g_count).astype(np.float64)
         else:  # a fixed corpus: look each distinct k-gram up once
-            where = np.zeros(g_count, dtype=np.int64)
-            where[gram[::-1]] = start[::-1]
-            df = np.array([document_frequencies.df.get(tuple(flat[p:p + k + 1]), 0.0) for p in where.tolist()],
+            flat = ix.flat
+            df = np.array([document_frequencies.df.get(tuple(flat[p:p + k + 1]), 0.0) for p in o.first.tolist()],
                           dtype=np.float64)
         idf = ref_len - np.log(np.maximum(1.0, df))
         vals = tf * idf[g_of]
         norm = np.sqrt(np.bincount(t_of, weights=vals * vals, minlength=n_texts))
         if k == 1:  # pycocoevalcap's length: the number of bigrams
             length = np.bincount(t_of, weights=tf, minlength=n_texts)
-        dot = _clipped_products(t_of, g_of, vals, n_texts, g_count, pair_h, r_text)
+        # sum_g min(h[g], r[g]) * r[g] over the k-grams the pair's hypothesis and reference share
+        m = o.ref_row >= 0
+        hv, rv = vals[o.hyp_row[m]], vals[o.ref_row[m]]
+        dot = np.bincount(o.pair[m], weights=np.minimum(hv, rv) * rv, minlength=len(pair_h)).astype(np.float64)
         denom = norm[pair_h] * norm[r_text]
         nonzero = denom != 0
         dot[nonzero] /= denom[nonzero]
@@ -175,32 +142,8 @@ def _corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int, si
     sims = np.zeros(len(r_text), dtype=np.float64)
     for dot in by_order:
         sims += dot * penalty
-    per_item = np.bincount(r_item, weights=sims, minlength=len(refs)) / n / n_refs * 10.0
+    per_item = np.bincount(r_item, weights=sims, minlength=len(refs)) / n / ix.n_refs * 10.0
     return float(np.mean(per_item)), per_item.tolist()
-
-
-def _clipped_products(t_of: np.ndarray, g_of: np.ndarray, vals: np.ndarray, n_texts: int, g_count: int,
-                      pair_h: np.ndarray, pair_r: np.ndarray) -> np.ndarray:
-    """``sum_g min(h[g], r[g]) * r[g]`` for every pair of rows (h = text ``pair_h[p]``, r = ``pair_r[p]``) of
-    the sparse matrix given by its entries (text, k-gram, value) sorted by text, then k-gram."""
-    rows_of = _arrays.offsets(np.bincount(t_of, minlength=n_texts))
-
-    def side(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cnt = rows_of[texts + 1] - rows_of[texts]
-        at = _arrays.ranges(rows_of[texts], cnt)
-        pair = np.repeat(np.arange(len(texts), dtype=np.int64), cnt)
-        return pair * g_count + g_of[at], vals[at]  # keys sorted: pairs ascending, k-grams ascending in a row
-
-    hk, hv = side(pair_h)
-    rk, rv = side(pair_r)
-    out = np.zeros(len(pair_h), dtype=np.float64)
-    if len(hk) == 0 or len(rk) == 0:
-        return out
-    pos = np.searchsorted(rk, hk).clip(max=len(rk) - 1)
-    m = rk[pos] == hk
-    r = rv[pos[m]]
-    # (astype: bincount of no entries gives integers)
-    return np.bincount(hk[m] // g_count, weights=np.minimum(hv[m], r) * r, minlength=len(pair_h)).astype(np.float64)
 
 
 @dataclass(frozen=True)

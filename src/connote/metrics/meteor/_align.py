@@ -659,8 +659,11 @@ class Aligner:
     def _batch_arrays(self, sents: list[tuple[str, ...]]) -> tuple[np.ndarray, ...] | None:
         """The compiled aligner's inputs for these sentences (int64 arrays, see ``_calign.c``)."""
         i64 = np.int64
-        vocab: dict[str, int] = {}
-        toks = np.fromiter((vocab.setdefault(w, len(vocab)) for s in sents for w in s), dtype=i64)
+        flat = [w for s in sents for w in s]
+        vocab: dict[str, int] = dict.fromkeys(flat)  # word ids in order of first occurrence
+        for i, w in enumerate(vocab):
+            vocab[w] = i
+        toks = np.fromiter(map(vocab.__getitem__, flat), dtype=i64, count=len(flat))
         tok_ptr = _arrays.offsets([len(s) for s in sents])
         words = list(vocab)
         whash = np.array(self._hashes(words), dtype=i64)

@@ -21,7 +21,9 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -120,6 +122,10 @@ class _SortedSynsets(Mapping):
         if got is None:
             raise KeyError(word)
         return got
+
+    def get(self, word: object, default: Any = None) -> Any:  # Mapping.get would raise and catch a KeyError
+        got = self._find(word) if isinstance(word, str) else None
+        return default if got is None else got
 
     def __contains__(self, word: object) -> bool:
         return isinstance(word, str) and self._find(word) is not None
@@ -248,10 +254,14 @@ class ParaphraseTable:
         callers that compare the tokens anyway: then entries whose index key merely equals are included."""
         keys = index_key(hashes)
         by_key = np.argsort(keys)  # sorted queries search the (memory-mapped) index with locality
-        lo, hi = np.empty(len(keys), np.int64), np.empty(len(keys), np.int64)
-        lo[by_key] = np.searchsorted(self.ref_hash_high, keys[by_key], "left")
-        hi[by_key] = np.searchsorted(self.ref_hash_high, keys[by_key], "right")
-        hit = np.flatnonzero(hi > lo)
+        index = self.ref_hash_high
+        if len(index) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        lo = np.empty(len(keys), np.int64)
+        lo[by_key] = np.searchsorted(index, keys[by_key], "left")
+        hit = np.flatnonzero(np.asarray(index[lo.clip(max=len(index) - 1)]) == keys)
+        hi = lo.copy()  # where each hit's run of equal keys ends (searched for the hits only: most queries miss)
+        hi[hit] = np.searchsorted(index, keys[hit], "right")
         if len(hit) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         counts = (hi - lo)[hit]
@@ -265,9 +275,11 @@ class ParaphraseTable:
     def flat_ids(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """The sentences' token ids in the table's vocabulary, one after the other, with -1 after each
         sentence and for words the table does not know (so no n-gram spans two sentences)."""
-        get = self.word_ids.get
-        return np.fromiter((get(w, -1) for s in sentences for w in (*s, None)), dtype=np.int64,
-                           count=sum(map(len, sentences)) + len(sentences))
+        flat: list[str | None] = []
+        for s in sentences:
+            flat.extend(s)
+            flat.append(None)
+        return np.fromiter(map(self.word_ids.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
 
     def select(self, sentences: list[list[str]]) -> list[tuple[int, tuple[str, ...], tuple[str, ...]]]:
         """Entries whose two phrases both occur among the n-grams of ``sentences`` (file order)."""
@@ -333,7 +345,7 @@ class ParaphraseTable:
             return empty
         pos, glen, ghash = np.concatenate(g_pos), np.concatenate(g_len), np.concatenate(g_hash)
         # group equal hashes: ``order`` lists the n-grams by hash, group g spans order[gs[g]:gs[g + 1]]
-        order = np.argsort(ghash, kind="stable")
+        order = np.argsort(ghash)  # (the output is sorted below by keys that do not depend on this order)
         sh = ghash[order]
         head = np.flatnonzero(np.concatenate(([True], sh[1:] != sh[:-1])))
         dh = sh[head]  # distinct hashes, sorted
@@ -367,7 +379,7 @@ class ParaphraseTable:
         if len(entry) == 0:
             return empty
         # every n-gram of a group used here must spell its representative (no hash collision in the batch)
-        used = np.unique(np.concatenate((grp, pgrp)))
+        used = _arrays.distinct(np.concatenate((grp, pgrp)))
         u_row, u_k = expand(gs[used], gs[used + 1])
         member, first_of = order[u_k], rep[used[u_row]]
         same = glen[member] == glen[first_of]
@@ -380,20 +392,38 @@ class ParaphraseTable:
         para_groups, pid = np.unique(pgrp, return_inverse=True)
         para_len = glen[rep[para_groups]].astype(i64)
         # rows: every n-gram of a phrase group x its entries; every n-gram of a paraphrase group
-        e_order = np.argsort(grp, kind="stable")
+        e_order = np.argsort(grp, kind="stable")  # a group's entries stay in file order
         grp, entry, pid = grp[e_order], entry[e_order], pid[e_order]
-        p_row, p_k = expand(gs[grp], gs[grp + 1])
-        at = pos[order[p_k]]
+        e_head = np.flatnonzero(np.concatenate(([True], grp[1:] != grp[:-1])))
+        u_grp, u_count = grp[e_head], np.diff(np.append(e_head, len(grp)))
+        # the phrase groups' n-grams, by (position, length) - unique - then each one's entries in file order:
+        # the rows come out ordered by (sentence, start, length, entry) with no sort of the rows themselves
+        m_row, m_k = expand(gs[u_grp], gs[u_grp + 1])
+        m_at, m_len = pos[order[m_k]], glen[order[m_k]]
+        by_place = np.argsort(m_at * (MAX_PHRASE + 1) + m_len)
+        m_row, m_at, m_len = m_row[by_place], m_at[by_place], m_len[by_place]
+        cnt = u_count[m_row]
+        e_at = _arrays.ranges(e_head[m_row], cnt)
+        at = np.repeat(m_at, cnt)
         p_sent = sent_of[at]
-        phr = np.stack([at - first[p_sent], glen[order[p_k]], entry[p_row], pid[p_row]], axis=1)
+        phr = np.empty((len(at), 4), dtype=i64)
+        phr[:, 0] = at - first[p_sent]
+        phr[:, 1] = np.repeat(m_len, cnt)
+        phr[:, 2] = entry[e_at]
+        phr[:, 3] = pid[e_at]
         o_row, o_k = expand(gs[para_groups], gs[para_groups + 1])
         o_at = pos[order[o_k]]
         o_sent = sent_of[o_at]
-        occ = np.stack([o_row, o_at - first[o_sent]], axis=1)
-        # sorted by (sentence, start, length, entry) and (sentence, paraphrase id, start)
-        phr = phr[np.lexsort((phr[:, 2], phr[:, 1], at))]
-        occ_order = np.lexsort((occ[:, 1], occ[:, 0], o_sent))
-        occ, o_sent = occ[occ_order], o_sent[occ_order]
+        # sorted by (sentence, paraphrase id, start): keys distinct, one sort of a number made of them where
+        # it fits in 64 bits
+        n_pid, width = len(para_groups) + 1, int(lens.max(initial=0)) + 1
+        o_start = o_at - first[o_sent]
+        if (len(sentences) + 1) * n_pid * width < 2**62:
+            occ_order = np.argsort((o_sent * n_pid + o_row) * width + o_start)
+        else:
+            occ_order = np.lexsort((o_start, o_row, o_sent))
+        occ = np.stack([o_row[occ_order], o_start[occ_order]], axis=1)
+        o_sent = o_sent[occ_order]
         phr_ptr = _arrays.offsets(np.bincount(p_sent, minlength=len(sentences)))
         occ_ptr = _arrays.offsets(np.bincount(o_sent, minlength=len(sentences)))
         return SentenceMatches(phr_ptr, np.ascontiguousarray(phr, dtype=i64), occ_ptr,

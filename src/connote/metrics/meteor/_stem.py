@@ -5,6 +5,8 @@ costs seconds) and reproduces the jar's stems (e.g. "realization" -> "realiz").
 
 from __future__ import annotations
 
+import re
+
 _VOWELS = frozenset("aeiouy")
 _DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
 _LI_ENDING = frozenset("cdeghkmnrt")
@@ -24,15 +26,23 @@ _STEP4 = ("ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", 
           "ize", "ion", "al", "er", "ic")
 
 
+_VOWEL_THEN_OTHER = re.compile("[aeiouy][^aeiouy]")
+_VOWEL_THEN_Y = re.compile("([aeiouy])y")
+# the suffixes each step looks for, as one tuple for str.endswith: most words end in none of them
+_STEP0_ANY = ("'s'", "'s", "'")
+_STEP1B = ("eedly", "ingly", "edly", "eed", "ing", "ed")
+_STEP2_ANY = tuple(s for s, _ in _STEP2)
+_STEP3_ANY = tuple(s for s, _ in _STEP3)
+
+
 def _is_vowel(c: str) -> bool:
     return c in _VOWELS
 
 
 def _region_after(word: str, start: int) -> int:
-    for i in range(start + 1, len(word)):
-        if not _is_vowel(word[i]) and _is_vowel(word[i - 1]):
-            return i + 1
-    return len(word)
+    """The position after the first non-vowel that follows a vowel at or after ``start``."""
+    m = _VOWEL_THEN_OTHER.search(word, start)
+    return m.end() if m is not None else len(word)
 
 
 def _regions(word: str) -> tuple[int, int]:
@@ -57,7 +67,7 @@ def _short_syllable_at_end(word: str) -> bool:
 
 
 def _has_vowel(s: str) -> bool:
-    return any(_is_vowel(c) for c in s)
+    return not _VOWELS.isdisjoint(s)
 
 
 def stem(word: str) -> str:
@@ -74,17 +84,15 @@ def stem(word: str) -> str:
         return _EXCEPTION1[word]
     if word.startswith("y"):
         word = "Y" + word[1:]
-    chars = list(word)
-    for i in range(1, len(chars)):
-        if chars[i] == "y" and _is_vowel(chars[i - 1]):
-            chars[i] = "Y"
-    word = "".join(chars)
+    if "y" in word:  # a y after a vowel is a consonant (left to right: after such a Y, a y stays)
+        word = _VOWEL_THEN_Y.sub(r"\1Y", word)
     r1, r2 = _regions(word)
     # step 0
-    for suf in ("'s'", "'s", "'"):
-        if word.endswith(suf):
-            word = word[: -len(suf)]
-            break
+    if word.endswith(_STEP0_ANY):
+        for suf in _STEP0_ANY:
+            if word.endswith(suf):
+                word = word[: -len(suf)]
+                break
     # step 1a
     if word.endswith("sses"):
         word = word[:-2]
@@ -98,7 +106,7 @@ def stem(word: str) -> str:
     if word in _EXCEPTION2:
         return word
     # step 1b
-    for suf in ("eedly", "ingly", "edly", "eed", "ing", "ed"):
+    for suf in _STEP1B if word.endswith(_STEP1B) else ():
         if word.endswith(suf):
             if suf in ("eed", "eedly"):
                 if len(word) - len(suf) >= r1:
@@ -118,7 +126,7 @@ def stem(word: str) -> str:
     if len(word) > 2 and word[-1] in "yY" and not _is_vowel(word[-2]):
         word = word[:-1] + "i"
     # step 2
-    for suf, rep in _STEP2:
+    for suf, rep in _STEP2 if word.endswith(_STEP2_ANY) else ():
         if word.endswith(suf):
             if len(word) - len(suf) >= r1:
                 if suf == "ogi":
@@ -131,7 +139,7 @@ def stem(word: str) -> str:
                     word = word[: -len(suf)] + rep
             break
     # step 3
-    for suf, rep in _STEP3:
+    for suf, rep in _STEP3 if word.endswith(_STEP3_ANY) else ():
         if word.endswith(suf):
             if len(word) - len(suf) >= r1:
                 if suf == "ative":
@@ -141,7 +149,7 @@ def stem(word: str) -> str:
                     word = word[: -len(suf)] + rep
             break
     # step 4
-    for suf in _STEP4:
+    for suf in _STEP4 if word.endswith(_STEP4) else ():
         if word.endswith(suf):
             if len(word) - len(suf) >= r2:
                 if suf == "ion":
