@@ -41,8 +41,8 @@ PREPOSITIONS = {"place": "in", "location": "in", "tool": "with", "coagent": "wit
                 "audience": "for", "beneficiary": "for", "occasion": "at", "event": "at"}
 SUBJECT_ROLES = ("agent", "agents", "performer", "participant", "participants", "person")
 DETERMINERS = ("a", "an", "some", "one", "two", "three", "several", "many")
-PLURAL_NOUNS = {"people", "men", "women", "children", "kids", "police", "crowd", "persons", "students",
-                "soldiers", "players", "team", "fans", "monks", "engineers", "protesters", "voters"}
+PLURAL_NOUNS = {"people", "men", "women", "children", "kids", "police", "persons", "students",
+                "soldiers", "players", "fans", "monks", "engineers", "protesters", "voters"}
 AN_EXCEPTIONS = ("uni", "use", "usu", "eu", "one", "ur")  # vowel letters read as a consonant sound
 AN_SILENT_H = ("hour", "honest", "honor", "honour", "heir")
 DEFINITE = {"the", "this", "that", "these", "those"}
