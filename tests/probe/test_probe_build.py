@@ -243,6 +243,40 @@ def test_scorers_equal_an_independent_forward_pass(models):
     assert cola.describe()["label_index"] == 1
 
 
+def test_gruen_scorer_follows_the_released_formula(models, tmp_path):
+    """GRUEN's grammaticality on given weights: exp(-0.5 * exp(MLM loss)) + CoLA logit 1, /8 + 0.5, clipped."""
+    import math
+
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertTokenizer
+
+    from connote.models.probe_text import gruen_sentences, scorer_from_spec
+
+    torch.manual_seed(0)
+    lm_dir = tmp_path / "bert-lm"
+    tok = tiny_models.bert_tokenizer(lm_dir)
+    BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64)).save_pretrained(lm_dir)
+    tok.save_pretrained(lm_dir)
+    gruen = scorer_from_spec(f"gruen:{models['cola']}?lm={lm_dir}")
+    texts = ["a man sits on the street.", "a dog holds a cup", "cat"]
+    got = gruen.score(texts)
+    lm, lm_tok = BertForMaskedLM.from_pretrained(lm_dir).eval(), BertTokenizer.from_pretrained(lm_dir)
+    clf = BertForSequenceClassification.from_pretrained(models["cola"]).eval()
+    clf_tok = BertTokenizer.from_pretrained(models["cola"], do_lower_case=False)
+    for text, value in zip(texts[:2], got):
+        ids = torch.tensor([[lm_tok.cls_token_id, *lm_tok.convert_tokens_to_ids(lm_tok.tokenize(text)),
+                             lm_tok.sep_token_id]])
+        with torch.no_grad():
+            ppl = math.exp(float(lm(ids, labels=ids).loss))
+            cola = float(clf(**clf_tok(text, return_tensors="pt")).logits[0, 1])
+        assert value == pytest.approx(min(1, max(0, (math.exp(-0.5 * ppl) + cola) / 8 + 0.5)), rel=1e-5)
+    assert got[2] == pytest.approx(0.625)  # no sentence of two words: GRUEN's lm 0 and CoLA 0
+    assert gruen_sentences("A man prays.  A woman  sits. ok") == ["A man prays.", "A woman sits."]
+    with pytest.raises(ValueError, match="one-sentence"):
+        gruen.score(["A man prays. A woman sits."])
+
+
 def test_hf_chat_rewriter_generates_and_is_checked(models, inputs, tmp_path):
     """The tiny chat LM's greedy reply (random words) breaks the rules: recorded, and the template kept."""
     from connote.models.probe_text import rewriter_from_spec
@@ -420,7 +454,7 @@ def test_input_errors_exit_2_without_traceback(case, inputs, tmp_path, capsys):
         table.write_text("caption\na cat\n")
         args, want = [verbs, "--pool", str(table)], "the pool table has no image column"
     elif case == "gruen":
-        args, want = [verbs, "--pool", pool, "--scorer", "gruen"], "use lm-perplexity:CAUSAL_LM or cola"
+        args, want = [verbs, "--pool", pool, "--scorer", "gruen"], "needs GRUEN's released CoLA model"
     elif case == "no pool with a verb list":
         args, want = [verbs], "--pool is needed"
     elif case == "bad role":

@@ -32,7 +32,7 @@ def build_cmd(
     on_violation: Annotated[str, typer.Option("--on-violation", help="template: keep the template when the reply "
                                               "breaks a rule | next: try the reply's next line first.")] = "template",
     scorer: Annotated[str, typer.Option(help="Grammaticality: none | lm-perplexity:CAUSAL_LM | cola:CLASSIFIER "
-                                        "(gruen, the paper's, needs its weights).")] = "none",
+                                        "| gruen:GRUEN_COLA_DIR (the paper's).")] = "none",
     candidates: Annotated[int, typer.Option(help="SG candidate captions per verb (the paper: 3).")] = 3,
     encoder: Annotated[str, typer.Option(help="Image-text encoder for retrieval: embedded (offline) | "
                                          "hf-clip:ID.")] = "embedded",

@@ -11,8 +11,8 @@ Rewriter specs (``--rewriter``):
 
 Scorer specs (``--scorer``), each a score in [0, 1], higher = more grammatical:
 
-* ``gruen`` is the paper's (GRUEN's grammaticality); its weights are not bundled and connote does not
-  re-implement it, so the spec is refused with the alternatives named;
+* ``gruen:COLA_DIR`` (option ``lm``, default ``bert-base-cased``) is the paper's: GRUEN's grammaticality on its
+  released CoLA model, which connote does not bundle (``gruen`` alone is refused with the alternatives named);
 * ``lm-perplexity:ID_OR_DIR``: any causal LM; the score is exp(mean log p(token | prefix)) over the
   caption's tokens after a BOS token, i.e. 1 / perplexity;
 * ``cola:ID_OR_DIR`` (option ``label``): any sequence classifier fine-tuned on CoLA; the score is the
@@ -202,19 +202,105 @@ class ColaScorer(_HFText):
         return out
 
 
+def gruen_sentences(text: str) -> list[str]:
+    """GRUEN's ``preprocess_candidates`` for one text: its whitespace and full-stop normalisation, then the
+    sentences of more than one word. GRUEN splits with NLTK's punkt; connote splits after ``.``, ``!`` or ``?``
+    followed by a space (the same on captions without abbreviations)."""
+    import re
+    import string
+
+    t = text.strip()
+    t = ". ".join(t.split("\n\n"))
+    t = ". ".join(t.split("\n"))
+    t = ".".join(t.split(".."))
+    t = ". ".join(t.split("."))
+    t = ". ".join(t.split(". . "))
+    t = ". ".join(t.split(".  . "))
+    while "  " in t:
+        t = " ".join(t.split("  "))
+    m = re.search(r"(\d+)\. (\d+)", t)
+    while m:
+        t = "UNK".join(t.split(m.group()))
+        m = re.search(r"(\d+)\. (\d+)", t)
+    t = t.strip()
+    sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+", t) if x.strip()]
+    return [x for x in sentences if len(x.translate(str.maketrans("", "", string.punctuation)).split()) > 1]
+
+
+class GruenScorer(_HFText):
+    """GRUEN's grammaticality (Zhu & Bhat 2020, the released ``main.py``), the paper's scorer, on the weights a
+    user gives: ``gruen:COLA_DIR`` (GRUEN's fine-tuned ``cola_model/bert-base-cased``) with ``lm`` (default
+    ``bert-base-cased``). Per sentence: lm = exp(BertForMaskedLM's loss with the unmasked input as labels),
+    cola = the CoLA classifier's logit of class 1; each averaged over the sentences; grammaticality =
+    max(0, (exp(-0.5 lm) + cola) / 8 + 0.5); GRUEN = min(1, that) for a one-sentence caption, whose redundancy
+    and focus terms are 0. A caption of several sentences is refused (those terms need spaCy vectors and WMD)."""
+
+    name = "gruen"
+    kind = "BertForSequenceClassification"
+
+    def __init__(self, weights: str, *, lm: str = "bert-base-cased", revision: str | None = None,
+                 lm_revision: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
+        transformers = require("transformers", "hf")
+        self._load(weights, revision, device, dtype)
+        self.tokenizer = transformers.BertTokenizer.from_pretrained(weights, revision=revision, do_lower_case=False)
+        self.lm_weights, self.lm_revision = lm, lm_revision
+        try:
+            self.lm = transformers.BertForMaskedLM.from_pretrained(lm, revision=lm_revision, dtype=self.dtype)
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"could not load GRUEN's LM {lm!r}: {type(exc).__name__}: {exc}") from None
+        self.lm = self.lm.to(self.device).eval()
+        self.lm_tokenizer = transformers.BertTokenizer.from_pretrained(lm, revision=lm_revision)
+
+    def describe(self) -> dict[str, Any]:
+        return {"scorer": self.name, "cola": self._identity(),
+                "lm": weights_identity(self.lm_weights, self.lm_revision, self.lm),
+                "score": "GRUEN grammaticality, one-sentence captions"}
+
+    def _one(self, text: str) -> float:
+        import math
+
+        torch = self.torch
+        sentences = gruen_sentences(text)
+        if len(sentences) > 1:
+            raise ValueError(f"GRUEN scores one-sentence captions here; {text!r} has {len(sentences)}")
+        lm_scores, cola_scores = [0.0], [0.0]  # GRUEN's values for a text without a sentence of two words
+        if sentences:
+            lm_scores, cola_scores = [], []
+        for sentence in sentences:
+            tokens = self.lm_tokenizer.tokenize(sentence)[:510]
+            tok = self.lm_tokenizer  # GRUEN's encode(tokens): [CLS] + the tokens' ids + [SEP]
+            ids = torch.tensor([[tok.cls_token_id, *tok.convert_tokens_to_ids(tokens), tok.sep_token_id]],
+                               device=self.device)
+            with torch.inference_mode():
+                lm_scores.append(math.exp(float(self.lm(ids, labels=ids).loss)))
+            enc = self.tokenizer(sentence, max_length=128, truncation=True, return_tensors="pt").to(self.device)
+            enc["token_type_ids"] = torch.zeros_like(enc["input_ids"])
+            with torch.inference_mode():
+                cola_scores.append(float(self.model(**enc).logits[0, 1]))
+        lm_score, cola = sum(lm_scores) / len(lm_scores), sum(cola_scores) / len(cola_scores)
+        grammar = max(0.0, (math.exp(-0.5 * lm_score) + cola) / 8.0 + 0.5)
+        return min(1.0, max(0.0, grammar))
+
+    def score(self, texts: Sequence[str]) -> list[float]:
+        return [self._one(t) for t in texts]
+
+
 def scorer_from_spec(spec: str | None) -> Any | None:
     """None for ``none``; otherwise an object with ``score(texts) -> list[float]`` and ``describe()``."""
     if not spec or spec == "none":
         return None
     parsed = parse_spec(spec)
-    if parsed.backend == "gruen":
-        raise InputError("scorer 'gruen' (the paper's) needs GRUEN's released weights, which connote does not "
-                         "bundle or re-implement; use lm-perplexity:CAUSAL_LM or cola:COLA_CLASSIFIER (named "
-                         "alternatives) or none")
-    if parsed.backend not in ("lm-perplexity", "cola"):
+    if parsed.backend == "gruen" and not parsed.weights:
+        raise InputError("scorer 'gruen' (the paper's) needs GRUEN's released CoLA model: gruen:COLA_DIR"
+                         "[?lm=bert-base-cased]; without it use lm-perplexity:CAUSAL_LM or cola:COLA_CLASSIFIER "
+                         "(named alternatives) or none")
+    if parsed.backend not in ("lm-perplexity", "cola", "gruen"):
         raise InputError(f"unknown scorer {parsed.backend!r}; valid: {', '.join(SCORERS)}")
     if not parsed.weights:
         raise InputError(f"scorer {parsed.backend} needs weights: {parsed.backend}:HUB_ID or {parsed.backend}:DIR")
+    if parsed.backend == "gruen":
+        _options(spec, ("lm", "revision", "lm_revision", "device", "dtype"))
+        return GruenScorer(parsed.weights, **parsed.options)
     if parsed.backend == "lm-perplexity":
         _options(spec, ("revision", "device", "dtype", "batch_size"))
         return LMPerplexityScorer(parsed.weights, **parsed.options)
