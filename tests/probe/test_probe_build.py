@@ -198,6 +198,35 @@ def test_templates_and_constraints(inputs):
     assert entries[0].pg_captions == ["A woman wears a uniform with a cap.", "A woman sits at a desk."]
 
 
+def test_jsonl_verb_list_and_the_violation_policies(tmp_path):
+    from connote.runs.runner import WorkItem
+    from connote.tasks.probe_build import _reworded
+
+    path = tmp_path / "verbs.jsonl"
+    path.write_text(json.dumps({"verb": "beg", "frame": "Request", "roles": [{"agent": "man", "place": "street"},
+                                                                             {"agent": "woman", "item": "coin"}],
+                                "templates": ["{agent} {verb} in {place}", "{agent} {verb} for {item}"],
+                                "sg_images": ["a.jpg"], "pg_captions": ["A man sits."]}) + "\n"
+                    + json.dumps({"verb": "beg", "roles": {"agent": "child"}}) + "\n")
+    first, second = read_verb_list(path)
+    assert (first.entry_id, second.entry_id, first.frame) == ("beg", "beg-2", "Request")
+    assert first.sg_images == [str((tmp_path / "a.jpg").resolve())]
+    # a template whose slots a frame does not fill is skipped for that frame
+    assert template_captions(first) == ["A man begs in a street.", "A woman begs for a coin."]
+    assert second.error is None and template_captions(second) == ["A child begs."]
+    with pytest.raises(Exception, match="line 1, column roles"):
+        path.write_text(json.dumps({"verb": "beg", "roles": [["agent", "man"]]}) + "\n")
+        read_verb_list(path)
+    item = WorkItem("beg#c1", "k", {"template": "A man begs in a street.", "verb": "beg"})
+    reply = "The man begged.\nA man begs on a busy street."
+    kept = _reworded(item, reply, "template")
+    assert kept["source"] == "template" and kept["caption"] == "A man begs in a street."
+    assert kept["violations"][0]["reply"] == "The man begged."
+    nxt = _reworded(item, reply, "next")
+    assert nxt["source"] == "reworded" and nxt["caption"] == "A man begs on a busy street."
+    assert len(nxt["violations"]) == 1
+
+
 def test_chunked_search_equals_brute_force(tmp_path):
     from connote.tasks.probe_build import chunked_top
 

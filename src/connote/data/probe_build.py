@@ -164,16 +164,24 @@ def render(template: str, roles: dict[str, str], verb: str) -> str:
 
 
 def template_captions(entry: VerbEntry, n: int = 3) -> list[str]:
-    """Up to ``n`` distinct SG captions: every frame through every template (frames first)."""
+    """Up to ``n`` distinct SG captions: every frame through every template (frames first); a template whose
+    slots a frame does not fill is skipped for that frame, and only when no pair fits is it an error."""
     out: list[str] = []
+    first_error: ValueError | None = None
     templates = entry.templates or [None]
     for roles in entry.roles:
         for template in templates:
-            text = render(template or default_template(roles), roles, entry.verb)
+            try:
+                text = render(template or default_template(roles), roles, entry.verb)
+            except ValueError as exc:
+                first_error = first_error or exc
+                continue
             if text not in out:
                 out.append(text)
             if len(out) >= n:
                 return out
+    if not out and first_error is not None:
+        raise first_error
     return out
 
 
