@@ -62,6 +62,8 @@ COMMANDS: dict[str, CommandEntry] = {
                           "The field's probe suites: SVO-Probes, VALSE, Winoground, SugarCrepe/ARO."),
     "reproduce": CommandEntry("connote.cli.reproduce", "List the papers' published tables, or measure runs against "
                                                        "one: measured | published | difference."),
+    "probes": CommandEntry("connote.cv_probes.cli.build",
+                           "Build CV-Probes probe sets: verbs -> SG captions -> PG images -> validation study."),
     "datasets": CommandEntry("connote.cli.datasets",
                              "The papers' datasets: where to get them, check a local copy, convert releases."),
 }
