@@ -1,4 +1,4 @@
-"""``connote metaphor ...`` (video metaphor captioning) and ``connote agreement``.
+"""``connote vmc ...`` (video metaphor captioning; ``connote metaphor`` is its older name) and ``connote agreement``.
 
 Heavy dependencies (PyAV, torch, transformers) are imported inside the commands.
 """
@@ -432,5 +432,7 @@ def _letters(k: int) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add ``metaphor`` (sub-commands) and ``agreement`` to the ``connote`` app."""
-    app.add_typer(metaphor_app, name="metaphor")
+    app.add_typer(metaphor_app, name="vmc", help="Video metaphor captioning (VMC): parse the template, caption "
+                  "videos, score runs, train GIT-LLaVA.")
+    app.add_typer(metaphor_app, name="metaphor")  # the older name
     app.command("agreement")(agreement_cmd)
