@@ -1,4 +1,4 @@
-"""Time `connote probes build` on this machine: per 100 SG candidate captions (rewording through a loopback
+"""Time `connote cv-probes build` on this machine: per 100 SG candidate captions (rewording through a loopback
 OpenAI-compatible server + a small random GPT-2 scorer) and per 1,000 pool images (the embedded encoders'
 index + retrieval), each a whole build into a fresh run folder, then the same build again (all resumed).
 
@@ -101,7 +101,7 @@ def main() -> None:
 
     for name in ("run-captions", "run-images"):
         shutil.rmtree(root / name, ignore_errors=True)
-    cap_args = ["probes", "build", str(verbs), "--pool", str(small), "--out", str(root / "run-captions"), "--quiet",
+    cap_args = ["cv-probes", "build", str(verbs), "--pool", str(small), "--out", str(root / "run-captions"), "--quiet",
                 "--rewriter", f"openai:bench?base_url={url}&max_retries=0", "--scorer", f"lm-perplexity:{lm}"]
     first = timed(cap_args)
     again = timed(cap_args)
@@ -111,7 +111,7 @@ def main() -> None:
                       round(again, 2), "load_average": os.getloadavg(), "cpus": os.cpu_count()}))
     img_verbs = root / "verbs4.csv"
     img_verbs.write_text("\n".join(lines[:5]) + "\n")
-    img_args = ["probes", "build", str(img_verbs), "--pool", str(pool), "--out", str(root / "run-images"), "--quiet",
+    img_args = ["cv-probes", "build", str(img_verbs), "--pool", str(pool), "--out", str(root / "run-images"), "--quiet",
                 "--batch-size", "32"]
     first = timed(img_args)
     again = timed(img_args)

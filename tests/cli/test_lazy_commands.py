@@ -14,6 +14,7 @@ import pytest
 from connote.cli import COMMANDS, CommandEntry, build_module_commands, entry_module, main, module_available
 
 PRESENT = [name for name, entry in COMMANDS.items() if entry_module(entry) is not None]
+LISTED = [name for name in PRESENT if not COMMANDS[name].hidden]
 
 
 def _short_help(command) -> str:
@@ -52,7 +53,7 @@ def test_top_level_help_lists_the_table_in_order(capsys) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     listed = [line.split()[0] for line in out.split("Commands:\n", 1)[1].splitlines() if line.startswith("  ")]
-    assert listed == PRESENT
+    assert listed == LISTED
     assert "  score      Score predictions against references: BLEU-1..4, METEOR,..." in out
 
 
@@ -86,3 +87,19 @@ def test_unknown_command_suggests_from_the_table(capsys) -> None:
     assert main(["scor"]) == 2
     assert "Did you mean 'score'" in capsys.readouterr().err
 
+
+
+@pytest.mark.parametrize(("old", "new"), [(["probe"], ["cv-probes", "run"]), (["explain"], ["cv-probes", "explain"]),
+                                          (["story", "generate"], ["vist", "generate"]),
+                                          (["metaphor", "caption"], ["vmc", "caption"])])
+def test_the_older_spellings_run_the_same_commands_unlisted(old, new, capsys) -> None:
+    assert main([*old, "--help"]) == 0
+    old_help = capsys.readouterr().out
+    assert main([*new, "--help"]) == 0
+    new_help = capsys.readouterr().out
+    # the same options (the usage line names the spelling used)
+    if old != ["explain"]:  # connote explain adds --suite
+        assert old_help.split("Options:", 1)[1] == new_help.split("Options:", 1)[1]
+    assert main(["--help"]) == 0
+    listing = capsys.readouterr().out.split("Commands:\n", 1)[1]
+    assert f"  {old[0]} " not in listing and f"  {new[0]} " in listing

@@ -1,4 +1,4 @@
-"""``connote probes build`` (#24 item 1) end to end, offline, with real parts: a loopback OpenAI-compatible
+"""``connote cv-probes build`` (#24 item 1) end to end, offline, with real parts: a loopback OpenAI-compatible
 server rewording the captions, tiny random HF models (a causal LM scorer, a CoLA classifier, a chat LM) built
 from configs and loaded back from disk, the embedded encoders over a pool of packaged and synthetic photos."""
 
@@ -41,7 +41,7 @@ from connote.cv_probes.build import (  # noqa: E402
 )
 
 #: The command's argv prefix (the lead remounts it as ``cv-probes build``: change it here only).
-COMMAND = ["probes", "build"]
+COMMAND = ["cv-probes", "build"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

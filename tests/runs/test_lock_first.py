@@ -20,12 +20,12 @@ def test_a_second_run_into_a_locked_folder_is_refused_before_writing_or_loading(
 
     out = tmp_path / "run"
     out.mkdir()
-    fd = _lock_folder(out)  # another run holds the folder
+    lock = _lock_folder(out)  # another run holds the folder
     try:
         monkeypatch.setattr("connote.models.registry.load_model", _fail_if_called)
         code = main([command, "--out", str(out), "--quiet"])
     finally:
-        os.close(fd)
+        lock.release()
     err = capsys.readouterr().err
     assert code == 2 and "another connote run" in err and f"pid {os.getpid()}" in err
     assert sorted(p.name for p in out.iterdir()) == [".connote.lock"]  # no sample/, no store

@@ -34,38 +34,45 @@ class CommandEntry(NamedTuple):
 
     module: str
     help: str
+    #: an old spelling kept working (scripts, notebooks) but not listed: the paper's group is the name
+    hidden: bool = False
 
 
 #: The top-level commands in the order ``connote --help`` lists them (commands, then groups).
 COMMANDS: dict[str, CommandEntry] = {
-    "probe": CommandEntry("connote.cv_probes.cli.probe",
-                          "Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."),
+    "cv-probes": CommandEntry("connote.cv_probes.cli", "CV-Probes, contextual verb probes: evaluate a matching model "
+                                                       "(Tables 3-5), explain it with MM-SHAP (Table 6)."),
+    "vist": CommandEntry("connote.vist.cli", "Visual storytelling (VIST): read, validate, score, analyse; train "
+                                             "and run story generators."),
+    "vmc": CommandEntry("connote.vmc.cli", "Video metaphor captioning (VMC): parse the template, caption videos, "
+                                           "score runs, train GIT-LLaVA."),
+    "suite": CommandEntry("connote.suites.cli",
+                          "The field's probe suites: SVO-Probes, VALSE, Winoground, SugarCrepe/ARO."),
     "report": CommandEntry("connote.cli.report",
                            "Put result folders side by side: the paper's tables (and figures) per task and data."),
     "score": CommandEntry("connote.cli.score", "Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, "
                                                "CIDEr-D (pycocoevalcap's numbers)."),
-    "explain": CommandEntry("connote.cli.explain", "Explain image-text matching decisions with MM-SHAP (Table 6)."),
     "agreement": CommandEntry("connote.vmc.cli", "Pairwise Cohen's kappa and Fleiss' kappa per "
-                                                      "human-evaluation criterion (paper Table 3)."),
+                                                 "human-evaluation criterion (paper Table 3)."),
     "models": CommandEntry("connote.cli.catalog",
                            "List the model backends with their capabilities (match, mask, generate)."),
     "tasks": CommandEntry("connote.cli.catalog", "List the tasks with their version, the model capability they "
                                                  "need and the data they read."),
-    "vist": CommandEntry("connote.vist.cli", "Visual storytelling (VIST): read, validate, score and analyse."),
-    "story": CommandEntry("connote.vist.cli",
-                          "Visual storytelling models: train the seq2seq baseline, generate stories."),
-    "metaphor": CommandEntry("connote.vmc.cli", "Video metaphor captioning: parse the template, caption "
-                                                     "videos, score runs, train GIT-LLaVA."),
     "collect": CommandEntry("connote.cli.collect",
                             "Collect the papers' human data with Potato: make a study, serve it, import it."),
-    "suite": CommandEntry("connote.suites.cli",
-                          "The field's probe suites: SVO-Probes, VALSE, Winoground, SugarCrepe/ARO."),
     "reproduce": CommandEntry("connote.cli.reproduce", "List the papers' published tables, or measure runs against "
                                                        "one: measured | published | difference."),
-    "probes": CommandEntry("connote.cv_probes.cli.build",
-                           "Build CV-Probes probe sets: verbs -> SG captions -> PG images -> validation study."),
     "datasets": CommandEntry("connote.cli.datasets",
                              "The papers' datasets: where to get them, check a local copy, convert releases."),
+    # the spellings before each paper had one group; they keep working, unlisted
+    "probe": CommandEntry("connote.cv_probes.cli.probe",
+                          "Evaluate an image-text matching model on contextual verb probes (Tables 3-5).", hidden=True),
+    "explain": CommandEntry("connote.cli.explain", "Explain image-text matching decisions with MM-SHAP (Table 6).",
+                            hidden=True),
+    "story": CommandEntry("connote.vist.cli",
+                          "Visual storytelling models: train the seq2seq baseline, generate stories.", hidden=True),
+    "metaphor": CommandEntry("connote.vmc.cli", "Video metaphor captioning: parse the template, caption videos, "
+                                                "score runs, train GIT-LLaVA.", hidden=True),
 }
 
 
@@ -94,7 +101,7 @@ class LazyGroup(typer.core.TyperGroup):
     """The top-level group: lists ``COMMANDS`` without importing them, builds a module on first use."""
 
     def list_commands(self, ctx) -> list[str]:
-        return [name for name, entry in COMMANDS.items() if entry_module(entry) is not None]
+        return [name for name, entry in COMMANDS.items() if not entry.hidden and entry_module(entry) is not None]
 
     def get_command(self, ctx, cmd_name: str):
         if cmd_name in self.commands:

@@ -76,24 +76,28 @@ class RunLockedError(InputError):
     """Another process is writing into the same run folder."""
 
 
-_HELD: dict[Path, int] = {}  # run folders this process has locked for a whole command (see hold_run_folder)
+_HELD: dict[Path, Any] = {}  # run folders this process has locked for a whole command (see hold_run_folder)
 
 
-def _lock_folder(folder: Path) -> int:
-    """Take the run folder's lock (``.connote.lock``, an flock) or raise RunLockedError naming the holder."""
-    import fcntl
+def _lock_folder(folder: Path) -> Any:
+    """Take the run folder's lock (``.connote.lock``, a ``filelock.FileLock``: flock on Unix, a byte lock on
+    Windows) or raise RunLockedError naming the holder. The holder writes its pid into the file; release with
+    ``.release()``."""
+    from filelock import FileLock, Timeout
 
-    fd = os.open(folder / ".connote.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    path = folder / ".connote.lock"
+    lock = FileLock(path, timeout=0)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
-        os.close(fd)
-        raise RunLockedError(f"another connote run ({holder}) is writing into this run folder; wait for it "
-                             "to finish or choose another --out", path=folder) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()}".encode())
-    return fd
+        lock.acquire()
+    except Timeout:
+        try:
+            holder = path.read_text(encoding="utf-8", errors="replace").strip()[:64]
+        except OSError:
+            holder = ""
+        raise RunLockedError(f"another connote run ({holder or 'another process'}) is writing into this run "
+                             "folder; wait for it to finish or choose another --out", path=folder) from None
+    path.write_text(f"pid {os.getpid()}", encoding="utf-8")  # for the message of a refused second run
+    return lock
 
 
 def _run_folder(folder: str | Path) -> Path:
@@ -121,7 +125,7 @@ def hold_run_folder(folder: str | Path, *, enabled: bool = True) -> Iterator[Pat
     try:
         yield folder
     finally:
-        os.close(_HELD.pop(key))
+        _HELD.pop(key).release()
 
 
 class RunStore:
@@ -138,7 +142,7 @@ class RunStore:
     def __init__(self, folder: str | Path, filename: str = "store.sqlite", *, lock: bool = False) -> None:
         self.folder = _run_folder(folder)
         self.path = self.folder / filename
-        self._lock_fd: int | None = None
+        self._lock: Any = None
         if lock:
             self._acquire_lock()
         try:
@@ -174,12 +178,12 @@ class RunStore:
     def _acquire_lock(self) -> None:
         if self.folder.resolve() in _HELD:  # this command holds the folder already (hold_run_folder)
             return
-        self._lock_fd = _lock_folder(self.folder)
+        self._lock = _lock_folder(self.folder)
 
     def _release_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor drops the flock
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # ---- rows ----------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""``connote vist ...`` (data, validation, scoring, analysis) and ``connote story ...`` (train, generate).
+"""``connote vist ...``: data, validation, scoring, analysis, and the story generators (train, generate; also
+under their older group ``connote story``).
 
 Heavy dependencies (torch, transformers, spaCy) are imported inside the commands.
 """
@@ -23,9 +24,14 @@ story_app = typer.Typer(help="Visual storytelling models: train the seq2seq base
                         no_args_is_help=True)
 
 
+VIST_HELP = ("Visual storytelling (VIST): read, validate, score, analyse; train and run story generators.")
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``vist`` and ``story`` command groups to the main app."""
-    app.add_typer(vist_app, name="vist")
+    """Add ``vist`` (every VIST command) and ``story`` (the older group of the model commands) to the app."""
+    merged = typer.Typer(help=VIST_HELP, no_args_is_help=True)
+    merged.registered_commands = [*vist_app.registered_commands, *story_app.registered_commands]
+    app.add_typer(merged, name="vist")
     app.add_typer(story_app, name="story")
 
 

@@ -1,4 +1,4 @@
-"""``connote metaphor ...`` (video metaphor captioning) and ``connote agreement``.
+"""``connote vmc ...`` (video metaphor captioning; ``connote metaphor`` is its older name) and ``connote agreement``.
 
 Heavy dependencies (PyAV, torch, transformers) are imported inside the commands.
 """
@@ -435,5 +435,7 @@ def register(app: typer.Typer) -> None:
     from connote.vmc.cli_synth import register_synth
 
     register_synth(metaphor_app)
-    app.add_typer(metaphor_app, name="metaphor")
+    app.add_typer(metaphor_app, name="vmc", help="Video metaphor captioning (VMC): parse the template, caption "
+                  "videos, score runs, train GIT-LLaVA.")
+    app.add_typer(metaphor_app, name="metaphor")  # the older name
     app.command("agreement")(agreement_cmd)

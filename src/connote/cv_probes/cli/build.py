@@ -13,11 +13,7 @@ import typer
 
 from connote.commands.config import config_option
 
-probes_app = typer.Typer(help="Build CV-Probes probe sets: verbs -> SG captions -> PG images -> validation study.",
-                         no_args_is_help=True)
 
-
-@probes_app.command("build")
 def build_cmd(
     verbs: Annotated[Optional[Path], typer.Argument(help="Verb list (CSV or JSONL: verb, frame, roles, templates, "
                                                     "sg_images, pg_captions). Default: the packaged sample.",
@@ -103,6 +99,3 @@ def validation_study(out: Path, manifest: Path, rows: list[dict[str, Any]], log:
     return str(folder)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``probes`` group (``probes build``) to the main app."""
-    app.add_typer(probes_app, name="probes")

@@ -18,6 +18,11 @@ Determinism and distribution
   the early-stopping state; resuming continues exactly where the interrupted run was. Every file
   holds tensors and plain values only and is loaded with ``torch.load(weights_only=True)``, so a
   tampered checkpoint cannot run code; older checkpoints that need pickle are refused.
+* Why not ``Accelerator.save_state``/``load_state``: they save every prepared model's full state dict, so
+  a stage-1 checkpoint would hold the frozen captioner and LLM (a 7B LLM: ~14 GB per checkpoint, against the
+  projector's few MB here), and objects added with ``register_for_checkpointing`` are loaded with
+  ``weights_only=False`` (accelerate's ``load_custom_state``), which this project refuses. The RNG states
+  saved here are the ones accelerate saves (Python, NumPy, torch, CUDA), as tensors and plain values.
 
 Launch on many GPUs with ``accelerate launch -m connote.vmc.train --config c.yaml`` or
 ``torchrun --nproc_per_node N -m connote.vmc.train --config c.yaml``.
