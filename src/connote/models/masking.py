@@ -337,18 +337,20 @@ def word_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | Non
 
 
 def can_mask(matcher: Any) -> bool:
-    """Whether the backend declares a ``masking_game`` method (it can be explained with MM-SHAP)."""
-    return callable(getattr(matcher, "masking_game", None))
+    """Whether the backend declares the ``mask`` capability (at its registration) and has its ``masking_game``."""
+    from connote.models.registry import capabilities_of
+
+    return "mask" in capabilities_of(matcher) and callable(getattr(matcher, "masking_game", None))
 
 
 def require_masking(matcher: Any) -> None:
-    """Refuse (``InputError``, exit 2) a backend that does not declare ``masking_game``."""
+    """Refuse (``InputError``, exit 2) a backend that does not declare the ``mask`` capability."""
     if not can_mask(matcher):
+        from connote.models.registry import backends_with
+
         backend = getattr(matcher, "backend", type(matcher).__name__)
         raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
-                         f"only backends with a masking_game method allow (hf-blip-itm, hf-blip2-itm, hf-flava-itm, "
-                         f"albef-itm, hf-lxmert, "
-                         f"hf-clip, hf-vlm-yesno)")
+                         f"only backends declaring the mask capability allow ({', '.join(backends_with('mask'))})")
 
 
 def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
