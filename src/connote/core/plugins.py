@@ -15,6 +15,7 @@ imports none of the paper's code:
 ``CONVERTERS`` name -> target of a typer command (``connote datasets convert NAME``)
 ``PUBLISHED``  paper -> file name of its published tables, relative to the plugin's package
 ``REPRODUCE``  run kind -> target of ``score_file(table, path, gold)`` (``connote reproduce`` on a file)
+``SUITES``     probe suite -> (matching task, MM-SHAP task, sample writer) targets (``connote suite run``)
 ============== ==========================================================================================
 
 Discovery, once per process and only on a registry's first lookup or listing (:func:`plugins`):
