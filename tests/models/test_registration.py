@@ -118,16 +118,24 @@ def test_story_backends_lists_what_the_storytelling_task_accepts(capsys) -> None
     assert all(MODELS.get(n).inputs == "video" for n in video)
 
 
-def test_masking_is_refused_by_declaration_naming_the_backends_that_declare_it() -> None:
-    from connote.models.masking import require_masking
+def test_masking_is_refused_by_declaration() -> None:
+    from connote.models.masking import can_mask, require_masking
 
     class Unregistered:
         backend = "plain"
 
-    with pytest.raises(InputError) as err:
+    class Masks(Unregistered):
+        def masking_game(self, image, caption, *, grid=None, compat=None):
+            return None
+
+    with pytest.raises(InputError, match="'plain' cannot be explained.*connote models --capability mask"):
         require_masking(Unregistered())
-    named = str(err.value).split("allow (", 1)[1].rstrip(")").split(", ")
-    assert named == backends_with("mask") and "hf-blip-itm" in named and "openai" not in named
+    assert can_mask(Masks())  # built outside the registry: the method says it
+    declared_match_only = Masks()
+    declared_match_only._connote_backend = MODELS.get("openai")  # as load_model records a registration
+    assert not can_mask(declared_match_only)  # the registration says no, whatever methods it has
+    declared_match_only._connote_backend = MODELS.get("hf-blip-itm")
+    assert can_mask(declared_match_only)
 
 
 def test_every_registration_declares_known_inputs_and_frames() -> None:

@@ -337,20 +337,22 @@ def word_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | Non
 
 
 def can_mask(matcher: Any) -> bool:
-    """Whether the backend declares the ``mask`` capability (at its registration) and has its ``masking_game``."""
-    from connote.models.registry import capabilities_of
-
-    return "mask" in capabilities_of(matcher) and callable(getattr(matcher, "masking_game", None))
+    """Whether the backend can be explained with MM-SHAP: its registration declares the ``mask`` capability (read
+    from what :func:`~connote.models.registry.load_model` recorded on it) and it has its ``masking_game``; an
+    object built outside the registry, by the method alone."""
+    declared = getattr(getattr(matcher, "_connote_backend", None), "capabilities", None)
+    if declared is not None and "mask" not in declared:
+        return False
+    return callable(getattr(matcher, "masking_game", None))
 
 
 def require_masking(matcher: Any) -> None:
     """Refuse (``InputError``, exit 2) a backend that does not declare the ``mask`` capability."""
     if not can_mask(matcher):
-        from connote.models.registry import backends_with
-
         backend = getattr(matcher, "backend", type(matcher).__name__)
         raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
-                         f"only backends declaring the mask capability allow ({', '.join(backends_with('mask'))})")
+                         "only backends declaring the mask capability allow (`connote models --capability mask` "
+                         "lists them)")
 
 
 def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,

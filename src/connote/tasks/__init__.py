@@ -8,11 +8,14 @@ from connote.core.registry import Registry
 
 
 def _load_plugin_tasks(registry: Registry) -> None:
-    from connote.core.plugins import declared
+    from connote.core.plugins import PluginError, declared
 
-    for _mod, table in declared("TASKS"):
+    for mod, table in declared("TASKS"):
         for name, (target, help) in table.items():
-            registry.register(name, target, help=help)
+            try:
+                registry.register(name, target, help=help)
+            except ValueError as exc:
+                raise PluginError(f"connote plugin {mod.__name__}: {exc}") from None
 
 
 #: The tasks: each paper's, declared by its plugin module (``TASKS`` in ``connote/<paper>/plugin.py``, see
