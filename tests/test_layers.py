@@ -23,10 +23,10 @@ LAYERS: list[set[str]] = [
     {"models"},
     {"explain"},
     {"tasks"},
-    {"report", "collect"},
+    {"report", "collect", "datasets"},
     {"commands"},
     set(PAPERS),
-    {"cli", "datasets", "__main__"},
+    {"cli", "__main__"},
 ]
 
 
@@ -163,3 +163,52 @@ def test_the_layer_test_sees_lazy_imports(tmp_path: Path) -> None:
     """The reader must catch an import inside a function, the usual way a cycle sneaks in."""
     f = SRC / "media" / "photos.py"
     assert "connote.media.images" in _imports(f)
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """Every string literal and imported module name of a module, docstrings left out (comments are not in the ast)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            docstrings.add(id(node.value))  # an attribute's docstring (a bare string after an assignment)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_generic_layers_name_no_paper() -> None:
+    """Below the papers nothing names one, not even as a lazy ``"module:attr"`` string: each paper declares its
+    pieces in its plugin module (``connote/<paper>/plugin.py``), which the generic registries discover."""
+    papers = tuple(f"connote.{p}" for p in PAPERS)
+    below = {top for layer in LAYERS[:LAYERS.index(set(PAPERS))] for top in layer}
+    naming = []
+    for path in sorted(SRC.rglob("*.py")):
+        if _top(_module_name(path)) not in below:
+            continue
+        for line, text in _code_strings(path):
+            hit = next((p for p in papers if p in text), None)
+            if hit:
+                naming.append(f"{path.relative_to(SRC.parent)}:{line}: {hit} in {text[:60]!r}")
+    assert not naming, "generic modules naming a paper:\n" + "\n".join(naming)
+
+
+def test_every_paper_package_has_a_light_plugin_module() -> None:
+    """Each paper's plugin is found by the built-in scan and imports nothing (declarations only)."""
+    from connote.core.plugins import builtin_modules
+
+    assert builtin_modules() == [f"connote.{p}.plugin" for p in sorted(PAPERS)]
+    for paper in PAPERS:
+        tree = ast.parse((SRC / paper / "plugin.py").read_text(encoding="utf-8"))
+        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not imports, f"connote/{paper}/plugin.py imports {ast.dump(imports[0])}"

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
-from connote.datasets.catalog import DATASETS, FORMATS, check_copy
+from connote.datasets.catalog import DATASETS as CATALOGUE
+from connote.datasets.catalog import FORMATS, check_copy
+
+DATASETS = list(CATALOGUE.values())
 
 NAMES = {"vist", "cv-probes", "vmc", "haivmet", "coco-captions", "svo-probes", "valse", "winoground", "sugarcrepe"}
 

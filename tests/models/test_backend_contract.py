@@ -27,7 +27,7 @@ import tiny_models  # noqa: E402
 import tiny_sources  # noqa: E402
 
 from connote.cli import main  # noqa: E402
-from connote.models.registry import MODELS, load_model, register_model  # noqa: E402
+from connote.models.registry import MODELS, inputs_of, load_model, register_model  # noqa: E402
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
 
@@ -232,7 +232,7 @@ def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: 
         from connote.vist.task import StorytellingTask
         from connote.vmc.task import MetaphorCaptionTask
 
-        inputs = getattr(model, "inputs", "images")
+        inputs = inputs_of(model)  # declared at its registration
         if inputs in StorytellingTask.inputs:  # a video model (frames of one clip) writes no stories
             _stories(model, fx, tmp_path / "stories")
         if inputs in MetaphorCaptionTask.inputs:  # seq2seq writes from photo ids, not from frames

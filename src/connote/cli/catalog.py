@@ -23,7 +23,7 @@ def models(
         b = MODELS.get(name)
         if capability is None or capability in b.capabilities:
             rows.append({"name": name, "capabilities": [c for c in CAPABILITIES if c in b.capabilities],
-                         "weights": b.weights, "help": b.help})
+                         "inputs": b.inputs, "weights": b.weights, "help": b.help})
     if json_out:
         print(json.dumps(rows, indent=2))
         return

@@ -31,8 +31,9 @@ def list_datasets(
     """List the datasets (name, what it is, how many files connote expects); see `datasets show NAME`."""
     if ctx.invoked_subcommand is not None:
         return
-    from connote.datasets.catalog import DATASETS
+    from connote.datasets.catalog import DATASETS as CATALOGUE
 
+    DATASETS = list(CATALOGUE.values())  # noqa: N806 - each paper's entries, as its plugin declares them
     if as_json:
         print(json.dumps([d.as_dict() for d in DATASETS], indent=2))
         return
@@ -154,63 +155,16 @@ def check_cmd(
     raise typer.Exit(0 if report.complete else 1)
 
 
-def _print_report(report, as_json: bool) -> None:  # noqa: ANN001 - ConvertReport, imported lazily
-    from connote.datasets.convert import iter_bad
+def _add_converters() -> None:
+    """``connote datasets convert NAME``: one command per converter a plugin declares (``CONVERTERS``)."""
+    from connote.core.plugins import PluginTable
+    from connote.core.registry import import_target
 
-    if as_json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        for path in report.written:
-            print(f"wrote {path}")
-        print("; ".join(f"{v:,} {k}" for k, v in report.counts.items()))
-        for note in report.notes:
-            print(_wrap(note, ""))
-    if report.bad_rows:
-        print(f"{len(report.bad_rows)} bad row(s) skipped of {report.rows_read} read:", file=sys.stderr)
-        for line in iter_bad(report, limit=20):
-            print(f"  {line}", file=sys.stderr)
-        raise typer.Exit(1)
-
-
-@convert_app.command("cv-probes", help=(
-    "Convert a CV-Probes table to connote's probe manifest (CSV). The public release (announced at "
-    "github.com/ivana-13/CV-Probes) could not be read; this reads the shape the paper describes: a CSV, TSV, "
-    "JSONL or JSON list, either LONG (one row per image-caption pair: image, image_kind SG|PG, caption, "
-    "caption_kind SG|PG [, caption_simplified, verb, human_votes, label, item_id]) or WIDE (one row per image: "
-    "image, image_kind, sg_caption, pg_caption [, sg_caption_simplified, pg_caption_simplified, verb, "
-    "sg_votes, pg_votes, sg_label, pg_label, id]). Votes: '1;1;0', 'yes,no,yes' or vote_1..vote_N columns. "
-    "Column names are case-insensitive; common synonyms (image_path, image_type, ...) are accepted. Exit 0: all "
-    "rows converted; 1: some rows skipped (listed with file and line); 2: unreadable input."))
-def convert_cv_probes_cmd(
-    src: Annotated[Path, typer.Argument(help="The release table (CSV, TSV, JSONL or JSON list).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Manifest CSV to write.")],
-    images: Annotated[Optional[Path], typer.Option("--images", help="Folder that relative image paths are "
-                                                   "relative to (default: SRC's folder).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-) -> None:
-    from connote.datasets.convert import convert_cv_probes
-
-    _print_report(convert_cv_probes(src, out, images=images), as_json)
-
-
-@convert_app.command("vmc", help=(
-    "Convert the VMC release files to connote's layout in DIR: captions.csv (unique_id, annotator_1..3), "
-    "splits/{train,val,test}.txt, videos.csv (video_id, path; when videos are found), youtube_urls.txt and "
-    "convert-report.json. SRC is a folder (searched recursively) or one file: caption tables (.csv with "
-    "unique_id or video_id and annotator_*/caption_* columns, as the authors' VMCD_v2.csv), LLaVA-style split "
-    "files (train.json/val.json: records with 'video' and 'conversations'), question files "
-    "(test_questions.jsonl: question_id, video, text, true_answer), split lists (train.txt, ...) and video "
-    "files. Exit 0: all rows converted; 1: some rows skipped (listed with file and line); 2: unreadable input."))
-def convert_vmc_cmd(
-    src: Annotated[Path, typer.Argument(help="Release folder or file.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created).")],
-    videos: Annotated[Optional[Path], typer.Option("--videos", help="Also look for <id>.mp4 videos here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-) -> None:
-    from connote.datasets.convert import convert_vmc
-
-    _print_report(convert_vmc(src, out, videos=videos), as_json)
+    for name, target in PluginTable("converter", "CONVERTERS").items():
+        module = import_target(target.split(":", 1)[0] + ":HELP") if ":" in target else None
+        convert_app.command(name, help=module)(import_target(target))
 
 
 def register(app: typer.Typer) -> None:
+    _add_converters()
     app.add_typer(datasets_app, name="datasets")

@@ -12,24 +12,16 @@ from connote.core.errors import InputError
 
 
 def _file_entry(table: Any, path: Path, gold: Path | None) -> dict[str, Any]:
-    """Score a released output file for ``table`` (VIST album predictions or submissions; VMC answer files)."""
+    """Score a released output file for ``table`` with the scorer its paper's plugin declares for its run kind
+    (``REPRODUCE``: VIST album predictions or submissions; VMC answer files)."""
+    from connote.core.plugins import PluginTable
     from connote.core.published import compare
+    from connote.core.registry import import_target
 
-    if table.kind == "vist-storytelling":
-        if gold is None:
-            raise InputError(f"{table.id} needs --gold (VIST's test story-in-sequence file) to score {path.name}")
-        from connote.vist.data import read_gold, read_submission
-        from connote.vist.protocols import score
-
-        res = score(table.match.get("protocol", "album"), read_submission(path), read_gold(gold), n_boot=1000)
-        values, intervals = res.scores, {k: list(v) for k, v in res.ci.items()}
-    elif table.kind == "vmc-captioning":
-        from connote.vmc.scoring import score_runs
-
-        (res,) = score_runs([str(path)], None, n_boot=1000)
-        values, intervals = res.table, {k: list(v) for k, v in res.intervals.items() if v}
-    else:
+    scorers = PluginTable("output-file scorer", "REPRODUCE")  # run kind -> score_file(table, path, gold)
+    if table.kind not in scorers:
         raise InputError(f"{table.id} is not measured from a file: give result folders", path=path)
+    values, intervals = import_target(scorers[table.kind])(table, path, gold)
     row = table.row_for(str(path.resolve()))
     return {"run": path.name, "folder": str(path), "row": row.row if row else None, "values": values,
             "intervals": intervals, "columns": compare(values, intervals, row, table.columns) if row else []}

@@ -22,17 +22,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-STUDIES = {
-    "probes-validation": "connote.cv_probes.studies.validation",
-    "probes-votes": "connote.cv_probes.studies.votes",
-    "vist-storytelling": "connote.vist.studies.storytelling",
-    "vist-retelling": "connote.vist.studies.retelling",
-    "vist-descriptions": "connote.vist.studies.descriptions",
-    "vist-descriptions-in-sequence": "connote.vist.studies.dis",
-    "vmc-annotation": "connote.vmc.studies.annotation",
-    "vmc-evaluation": "connote.vmc.studies.evaluation",
-    "vmc-synth-check": "connote.vmc.studies.synth_check",
-}
+from connote.core.plugins import PluginTable
+
+#: Study name -> the module that makes and imports it: each paper's, declared by its plugin module
+#: (``STUDIES`` in ``connote/<paper>/plugin.py``, see :mod:`connote.core.plugins`).
+STUDIES: PluginTable = PluginTable("study", "STUDIES")
 
 
 def study_module(name: str) -> ModuleType:

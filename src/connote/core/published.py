@@ -7,8 +7,8 @@ computed under, its columns and rows, what a run needs to reproduce it, and, whe
 from the seed, says so (``recomputable: false`` and a ``note``). A row names the connote model specs it
 corresponds to (``models``: substrings of a run's model spec), so a run can be put beside its row.
 
-Nothing here imports the paper packages: the files are read by path, so the report, ``connote reproduce``
-and the tests all read the same data.
+Nothing here imports the paper packages: each paper's plugin module names its file (``PUBLISHED``), which is
+read by path, so the report, ``connote reproduce`` and the tests all read the same data.
 """
 
 from __future__ import annotations
@@ -20,11 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.plugins import PluginTable
 
-_ROOT = Path(__file__).resolve().parents[1]
-#: paper -> its data file, inside that paper's package.
-FILES = {"cv-probes": _ROOT / "cv_probes" / "published.json", "vist": _ROOT / "vist" / "published.json",
-         "vmc": _ROOT / "vmc" / "published.json"}
+
+def _published_files(mod: Any, files: dict[str, str]) -> list[tuple[str, Path]]:
+    from connote.core.plugins import plugin_dir
+
+    return [(paper, plugin_dir(mod) / name) for paper, name in files.items()]
+
+
+#: paper -> its data file, inside that paper's package: declared by its plugin module (``PUBLISHED``).
+FILES: PluginTable = PluginTable("published tables", "PUBLISHED", entries=_published_files)
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,43 @@ class UnknownNameError(ConnoteError, KeyError):
 class Registry(Generic[T]):
     """Name -> object (or lazy ``"module:attr"``) with one-line descriptions."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, plugins: Callable[[Registry[Any]], None] | None = None) -> None:
+        """``plugins(registry)`` adds the plugins' entries (:mod:`connote.core.plugins`); it runs once, on the
+        first lookup or listing, never on :meth:`register`."""
         self.kind = kind
         self._entries: dict[str, Any] = {}
         self._help: dict[str, str] = {}
+        self._plugins = self._loader = plugins
+        self._plugin_names: set[str] = set()
+        if plugins is not None:
+            from connote.core.plugins import track
+
+            track(self)
+
+    def _load_plugins(self) -> None:
+        load, self._plugins = self._plugins, None
+        if load is not None:
+            before = set(self._entries)
+            try:
+                load(self)
+            except BaseException:
+                self._plugins = load  # try again on the next lookup (the error is reported now)
+                raise
+            finally:
+                self._plugin_names |= set(self._entries) - before
+
+    def _forget_plugins(self) -> None:
+        """Drop what the plugins added; they are read again on the next lookup (:func:`connote.core.plugins.reset`)."""
+        for name in self._plugin_names:
+            self._entries.pop(name, None)
+            self._help.pop(name, None)
+        self._plugin_names = set()
+        self._plugins = self._loader
+
+    def put(self, name: str, obj: Any, *, help: str = "") -> None:
+        """Set ``name`` to ``obj`` whether or not it is registered (a registry that merges its own entries)."""
+        self._entries[name] = obj
+        self._help[name] = help
 
     def register(self, name: str, obj: Any = None, *, help: str = "") -> Any:
         """Register ``obj`` under ``name``; without ``obj`` returns a decorator."""
@@ -57,6 +90,7 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """Return the registered object, importing it if it was registered lazily."""
+        self._load_plugins()
         if name not in self._entries:
             raise UnknownNameError(
                 f"unknown {self.kind} {name!r}; valid {self.kind}s: {', '.join(self.names()) or '(none)'}"
@@ -68,15 +102,19 @@ class Registry(Generic[T]):
         return entry
 
     def names(self) -> list[str]:
+        self._load_plugins()
         return sorted(self._entries)
 
     def describe(self, name: str) -> str:
+        self._load_plugins()
         return self._help.get(name, "")
 
     def __contains__(self, name: object) -> bool:
+        self._load_plugins()
         return name in self._entries
 
     def items(self) -> list[tuple[str, str]]:
+        self._load_plugins()
         return [(n, self._help.get(n, "")) for n in self.names()]
 
 

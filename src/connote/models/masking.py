@@ -337,18 +337,22 @@ def word_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | Non
 
 
 def can_mask(matcher: Any) -> bool:
-    """Whether the backend declares a ``masking_game`` method (it can be explained with MM-SHAP)."""
+    """Whether the backend can be explained with MM-SHAP: its registration declares the ``mask`` capability (read
+    from what :func:`~connote.models.registry.load_model` recorded on it) and it has its ``masking_game``; an
+    object built outside the registry, by the method alone."""
+    declared = getattr(getattr(matcher, "_connote_backend", None), "capabilities", None)
+    if declared is not None and "mask" not in declared:
+        return False
     return callable(getattr(matcher, "masking_game", None))
 
 
 def require_masking(matcher: Any) -> None:
-    """Refuse (``InputError``, exit 2) a backend that does not declare ``masking_game``."""
+    """Refuse (``InputError``, exit 2) a backend that does not declare the ``mask`` capability."""
     if not can_mask(matcher):
         backend = getattr(matcher, "backend", type(matcher).__name__)
         raise InputError(f"model backend {backend!r} cannot be explained: MM-SHAP masks the model's inputs, which "
-                         f"only backends with a masking_game method allow (hf-blip-itm, hf-blip2-itm, hf-flava-itm, "
-                         f"albef-itm, hf-lxmert, "
-                         f"hf-clip, hf-vlm-yesno)")
+                         "only backends declaring the mask capability allow (`connote models --capability mask` "
+                         "lists them)")
 
 
 def masking_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,

@@ -28,33 +28,101 @@ from connote.core.errors import InputError
 from connote.core.registry import Registry, import_target
 
 CAPABILITIES = ("match", "mask", "generate")
+#: What a backend works from: the images themselves, the frames of one video clip, or photo ids (precomputed
+#: features looked up by ``GenerationRequest.image_ids``). A task declares which of these it can give.
+INPUTS = ("images", "video", "photo-ids")
+#: The frames a video generator wants unless it declares others: the VMC paper's two frames from each third.
+DEFAULT_FRAMES = ("segments", 6, 6)
 
 
 @dataclass(frozen=True)
 class Backend:
-    """A registered backend: its factory (lazy ``"module:attr"``), capabilities and weights kind.
+    """A registered backend: its factory (lazy ``"module:attr"``) and everything it declares about itself.
 
-    ``weights``: ``hf`` (a hub id or a local folder), ``folder`` (a local folder), ``file`` (a local file),
-    ``name`` (a service's model name), ``none`` (no weights). ``defaults`` are options an alias sets.
+    ``capabilities``: what it can do (:data:`CAPABILITIES`); ``inputs``: what it works from (:data:`INPUTS`);
+    ``frames``: the video frames it wants, ``(strategy, k, per_clip)`` (an instance whose options or weights
+    change them says so in its ``frame_spec``); ``weights``: ``hf`` (a hub id or a local folder), ``folder``
+    (a local folder), ``file`` (a local file), ``name`` (a service's model name), ``none`` (no weights).
+    ``defaults`` are options an alias sets. ``capabilities`` is None for a plugin's placeholder that leaves
+    the declaration to its module's ``@register_model`` (the first lookup imports the module).
     """
 
     name: str
     target: Any
-    capabilities: frozenset[str]
+    capabilities: frozenset[str] | None
     help: str = ""
     weights: str = "hf"
     defaults: dict[str, str] = field(default_factory=dict)
+    inputs: str = "images"
+    frames: tuple[str, int, int] = DEFAULT_FRAMES
 
     def factory(self) -> Callable[..., Any]:
         return import_target(self.target) if isinstance(self.target, str) else self.target
 
+    @property
+    def declared(self) -> bool:
+        return self.capabilities is not None
 
-MODELS: Registry[Backend] = Registry("model")
+    def declaration(self) -> tuple[Any, ...]:
+        return (self.capabilities, self.weights, self.defaults, self.inputs, self.frames)
 
 
-def register_model(name: str, target: Any = None, *, capabilities: set[str] | frozenset[str] | tuple[str, ...],
-                   help: str = "", weights: str = "hf", defaults: dict[str, str] | None = None) -> Any:
-    """Register a backend; usable as a decorator on a class (``target`` omitted).
+class ModelRegistry(Registry[Backend]):
+    """The registry of backends: a plugin's placeholder without a declaration is resolved on lookup."""
+
+    def get(self, name: str) -> Backend:
+        backend = super().get(name)
+        if not backend.declared:
+            import_target(backend.target)  # its @register_model upgrades the placeholder
+            backend = self._entries[name]
+            if not backend.declared:
+                raise ValueError(f"model {name!r}: {backend.target} declares no capabilities (register it with "
+                                 "@register_model, or declare capabilities in the plugin)")
+        return backend
+
+
+def _load_plugin_models(registry: Registry[Any]) -> None:
+    from connote.core.plugins import declared
+
+    for mod, table in declared("MODELS"):
+        for name, decl in table.items():
+            decl = {"target": decl} if isinstance(decl, str) else dict(decl)
+            target = decl.pop("target")
+            try:
+                register_model(name, target, **decl)
+            except (ValueError, TypeError) as exc:
+                from connote.core.plugins import PluginError
+
+                raise PluginError(f"connote plugin {mod.__name__}: model {name!r}: {exc}") from None
+
+
+MODELS: ModelRegistry = ModelRegistry("model", plugins=_load_plugin_models)
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    return f"{getattr(target, '__module__', '')}:{getattr(target, '__qualname__', repr(target))}"
+
+
+def _same_target(a: Any, b: Any) -> bool:
+    """Whether two registrations name one backend: a placeholder ``"mod:Cls"`` (or ``"mod:Cls.from_spec"``) and
+    the class its module decorates."""
+    if a is b:
+        return True
+    x, y = sorted((_target_name(a), _target_name(b)), key=len)
+    return x == y or y.startswith(x + ".")
+
+
+def register_model(name: str, target: Any = None, *,
+                   capabilities: set[str] | frozenset[str] | tuple[str, ...] | list[str] | None = None,
+                   help: str = "", weights: str = "hf", defaults: dict[str, str] | None = None,
+                   inputs: str = "images", frames: tuple[str, int, int] | list[Any] | None = None) -> Any:
+    """Register a backend with what it declares; usable as a decorator on a class (``target`` omitted).
+
+    A plugin registers built-in backends lazily (``target`` a ``"module:attr"`` string); a decorator on the
+    same target upgrades that placeholder (the object replaces the string; the declarations must agree, or
+    the placeholder declared nothing). Another target under a registered name is an error.
 
     >>> @register_model("demo-doc", capabilities={"match"}, weights="none")
     ... class Demo:
@@ -62,14 +130,30 @@ def register_model(name: str, target: Any = None, *, capabilities: set[str] | fr
     >>> "match" in MODELS.get("demo-doc").capabilities
     True
     """
-    unknown = set(capabilities) - set(CAPABILITIES)
-    if unknown:
-        raise ValueError(f"unknown capabilities {sorted(unknown)}; valid: {', '.join(CAPABILITIES)}")
+    if capabilities is not None:
+        unknown = set(capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"unknown capabilities {sorted(unknown)}; valid: {', '.join(CAPABILITIES)}")
+    if inputs not in INPUTS:
+        raise ValueError(f"unknown inputs {inputs!r}; valid: {', '.join(INPUTS)}")
+    spec = tuple(frames) if frames is not None else DEFAULT_FRAMES
 
     def _add(obj: Any) -> Any:
         doc = help or (inspect.getdoc(obj) or "").split("\n")[0] if not isinstance(obj, str) else help
-        MODELS.register(name, Backend(name, obj, frozenset(capabilities), doc, weights, dict(defaults or {})),
-                        help=doc)
+        caps = frozenset(capabilities) if capabilities is not None else None
+        new = Backend(name, obj, caps, doc, weights, dict(defaults or {}), inputs, spec)  # type: ignore[arg-type]
+        old = MODELS._entries.get(name)
+        if old is not None:
+            if not _same_target(old.target, obj):
+                raise ValueError(f"model {name!r} is already registered (as {_target_name(old.target)})")
+            if old.declared and new.declared and old.declaration() != new.declaration():
+                raise ValueError(f"model {name!r} is declared twice, differently: {_target_name(old.target)} "
+                                 f"{old.declaration()} vs {_target_name(obj)} {new.declaration()}")
+            kept = new if new.declared else old
+            real = obj if isinstance(old.target, str) else old.target
+            new = Backend(name, real, kept.capabilities, help or old.help or doc, kept.weights, kept.defaults,
+                          kept.inputs, kept.frames)
+        MODELS.put(name, new, help=new.help)
         return obj
 
     if target is None:
@@ -259,27 +343,74 @@ def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
         raise InputError(f"could not load model {spec}: {type(exc).__name__}: {first}") from None
     from connote.models.reads import spec_reads, with_reads
 
+    try:
+        model._connote_backend = backend
+    except AttributeError:  # a backend with __slots__ is found by its class
+        pass
     local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(spec.weights or ""))
     return with_reads(model, spec_reads(spec.weights, options, local_weights=local))
 
 
+def registration_of(model: Any) -> Backend | None:
+    """The registry entry a built model was made from: the one :func:`load_model` recorded, else the entry whose
+    target is the model's class (an instance built directly, ``Cls(...)`` or ``Cls.from_spec(...)``)."""
+    found = getattr(model, "_connote_backend", None)
+    if isinstance(found, Backend):
+        return found
+    cls = type(model)
+    own = f"{cls.__module__}:{cls.__qualname__}"
+    matches = [MODELS.get(n) for n in MODELS.names() if _same_target(MODELS._entries[n].target, own)
+               or MODELS._entries[n].target is cls]
+    if not matches:
+        return None
+    named = [b for b in matches if b.name == getattr(model, "backend", None)]
+    return (named or matches)[0]
+
+
 def capabilities_of(model: Any) -> frozenset[str]:
-    """The capabilities a built model has: declared by its registry entry, else by its methods."""
+    """The capabilities a built model declares at its registration.
+
+    An object built outside the registry (a test's stand-in, a wrapper) declares them with a ``capabilities``
+    attribute, or, failing that, by the capability methods it has.
+    """
+    backend = registration_of(model)
+    if backend is not None and backend.capabilities is not None:
+        return backend.capabilities
     declared = getattr(model, "capabilities", None)
     if declared:
         return frozenset(declared)
-    found = set()
-    if callable(getattr(model, "match_probability", None)):
-        found.add("match")
-    if callable(getattr(model, "generate", None)):
-        found.add("generate")
-    if callable(getattr(model, "masking_game", None)):
-        found.add("mask")
-    return frozenset(found)
+    methods = {"match": "match_probability", "generate": "generate", "mask": "masking_game"}
+    return frozenset(c for c, m in methods.items() if callable(getattr(model, m, None)))
 
 
-def backends_with(capability: str) -> list[str]:
-    return [n for n in MODELS.names() if capability in MODELS.get(n).capabilities]
+def inputs_of(model: Any) -> str:
+    """What a built model works from (:data:`INPUTS`), as its registration declares (``images`` by default)."""
+    backend = registration_of(model)
+    return backend.inputs if backend is not None else getattr(model, "inputs", "images")
+
+
+def frames_of(model: Any) -> tuple[str, int, int]:
+    """The video frames a built model wants: its instance's ``frame_spec`` where its options or weights decide
+    them, else what its registration declares."""
+    spec = getattr(model, "frame_spec", None)
+    if spec:
+        return tuple(spec)  # type: ignore[return-value]
+    backend = registration_of(model)
+    return backend.frames if backend is not None else DEFAULT_FRAMES
+
+
+def needs_images(model: Any) -> bool:
+    """Whether a built model needs the photos themselves: every backend but one working from photo ids, unless
+    its options make it read them too (``needs_images`` on the instance, e.g. seq2seq grounded on objects)."""
+    if inputs_of(model) != "photo-ids":
+        return True
+    return bool(getattr(model, "needs_images", False))
+
+
+def backends_with(capability: str, inputs: tuple[str, ...] | None = None) -> list[str]:
+    """The backends that declare ``capability`` (and, given ``inputs``, work from one of them)."""
+    return [n for n in MODELS.names() if capability in (b := MODELS.get(n)).capabilities  # type: ignore[operator]
+            and (inputs is None or b.inputs in inputs)]
 
 
 def require_capability(model: Any, capability: str, *, task: str) -> None:
@@ -291,7 +422,8 @@ def require_capability(model: Any, capability: str, *, task: str) -> None:
                      f"backends that can: {', '.join(backends_with(capability))}")
 
 
-# Built-in backends, registered lazily so that listing them imports nothing heavy.
+# The generic built-in backends, registered lazily so that listing them imports nothing heavy (a paper's own
+# baselines are declared by its plugin module, connote/<paper>/plugin.py; see connote.core.plugins).
 _BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
     ("objects", "connote.models.objects:ObjectsMatcher.from_spec", ("match", "mask"), "none",
      "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM.", {}),
@@ -322,16 +454,8 @@ _BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
      {"max_side": "512", "text_first": "true"}),
     ("git-video", "connote.models.git:GitVideoCaptioner.from_spec", ("generate",), "hf",
      "GIT video/image captioning (GitForCausalLM, e.g. microsoft/git-large-vatex).", {}),
-    ("git-llava", "connote.vmc.backend_git_llava:GitLlavaGenerator.from_spec", ("generate",), "folder",
-     "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote metaphor train).", {}),
     ("caption-llm", "connote.models.caption_llm:CaptionLlmGenerator.from_spec", ("generate",), "hf",
      "Captioner per image, then a causal LM writes the text from the numbered captions (option llm=...).", {}),
-    ("retrieval", "connote.vist.backend_retrieval:retrieval_from_spec", ("generate",), "file",
-     "Offline story baseline: nearest training story in the embedded encoders' space (train=SIS.json).", {}),
-    ("seq2seq", "connote.vist.backend_seq2seq:Seq2SeqStoryGenerator.from_spec", ("generate",), "folder",
-     "The VIST paper's GRU baseline (connote story train), option features=F.npz.", {}),
-    ("nearest", "connote.vmc.backend_nearest:NearestCaptionGenerator.from_spec", ("generate",), "file",
-     "Offline metaphor default: caption of the nearest training video (embedded encoders).", {}),
 ]
 for _name, _target, _caps, _weights, _help, _defaults in _BUILTIN:
     register_model(_name, _target, capabilities=frozenset(_caps), help=_help, weights=_weights, defaults=_defaults)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connote.core.plugins import PluginTable
+
 
 @dataclass
 class Run:
@@ -87,19 +89,11 @@ class Section:
                 "notes": self.notes}
 
 
-#: Run kinds by name, as lazy targets (see the module docstring). The order is the order of recognition:
-#: a folder is the first kind whose ``recognise`` returns a run. A kind may also carry ``expects`` (a few
-#: words on the files it reads), quoted when no kind recognises a folder.
-RUN_KINDS: dict[str, str] = {
-    "cv-probes": "connote.cv_probes.report:KIND",
-    "cv-probes-explain": "connote.cv_probes.report_explain:KIND",
-    "vist-storytelling": "connote.vist.report:KIND",
-    "vmc-captioning": "connote.vmc.report:CAPTIONS",
-    "vmc-human-eval": "connote.vmc.report:HUMAN_EVAL",
+#: Run kinds by name, as lazy targets (see the module docstring): each paper's, declared by its plugin module
+#: (``RUN_KINDS`` in ``connote/<paper>/plugin.py``), then the generic ones below. The order is the order of
+#: recognition: a folder is the first kind whose ``recognise`` returns a run. A kind may also carry ``expects``
+#: (a few words on the files it reads), quoted when no kind recognises a folder.
+RUN_KINDS: PluginTable = PluginTable("run kind", "RUN_KINDS", {
     "metric-correlation": "connote.report.correlation:KIND",
     "agreement": "connote.report.agreement:KIND",
-    "svo-probes": "connote.suites.report:SVO",
-    "valse": "connote.suites.report:VALSE",
-    "winoground": "connote.suites.report:WINOGROUND",
-    "sugarcrepe": "connote.suites.report:SUGARCREPE",
-}
+})

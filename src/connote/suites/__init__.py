@@ -7,19 +7,12 @@ name, which is also its run kind in ``connote report``, its name in ``connote su
 catalogue.
 """
 
-#: Suite name -> (matching task, MM-SHAP task, sample writer), as lazy ``module:attr`` targets.
-SUITES: dict[str, tuple[str, str, str]] = {
-    "svo-probes": ("connote.suites.svo.task:SvoTask", "connote.suites.svo.task:SvoExplainTask",
-                   "connote.suites.svo.data:write_sample"),
-    "valse": ("connote.suites.valse.task:ValseTask", "connote.suites.valse.task:ValseExplainTask",
-              "connote.suites.valse.data:write_sample"),
-    "winoground": ("connote.suites.winoground.task:WinogroundTask",
-                   "connote.suites.winoground.task:WinogroundExplainTask",
-                   "connote.suites.winoground.data:write_sample"),
-    "sugarcrepe": ("connote.suites.sugarcrepe.task:SugarCrepeTask",
-                   "connote.suites.sugarcrepe.task:SugarCrepeExplainTask",
-                   "connote.suites.sugarcrepe.data:write_sample"),
-}
+from connote.core.plugins import PluginTable
+
+#: Suite name -> (matching task, MM-SHAP task, sample writer), as lazy ``module:attr`` targets: the four here
+#: and any a plugin adds, declared as ``SUITES`` in its plugin module (``connote/suites/plugin.py`` for these;
+#: see :mod:`connote.core.plugins` and docs/architecture.md, "Recipe: add a probe suite").
+SUITES: PluginTable = PluginTable("probe suite", "SUITES")
 
 
 def suite_names() -> list[str]:

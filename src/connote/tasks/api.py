@@ -101,7 +101,9 @@ class Task(ABC):
         from connote.models.registry import require_capability
 
         require_capability(model, self.capability, task=self.name)
-        kind = getattr(model, "inputs", "images")
+        from connote.models.registry import inputs_of
+
+        kind = inputs_of(model)  # declared at its registration
         if kind not in self.inputs:
             raise InputError(f"model backend {getattr(model, 'backend', type(model).__name__)} works from "
                              f"{INPUT_KINDS.get(kind, kind)}; task {self.name} gives "

@@ -18,8 +18,7 @@ from connote.models.protocols import GenerationRequest
 class Seq2SeqStoryGenerator:
     """The paper's GRU baseline over precomputed photo features."""
 
-    backend = "seq2seq"
-    inputs = "photo-ids"
+    backend = "seq2seq"  # works from photo ids (declared at its registration); photos only when grounding reads them
     needs_images = False
 
     def __init__(self, weights: str | None = None, *, features: str | None = None, decode: str = "greedy",

@@ -770,10 +770,12 @@ def demo_cmd(
 def backends_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List the model backends that can write stories (capability ``generate``)."""
+    """List the model backends that can write stories (capability ``generate``, from photos or photo ids)."""
     from connote.models.registry import MODELS, backends_with
+    from connote.vist.task import StorytellingTask
 
-    rows = [{"name": name, "help": MODELS.describe(name)} for name in backends_with("generate")]
+    rows = [{"name": name, "help": MODELS.describe(name)}
+            for name in backends_with(StorytellingTask.capability, StorytellingTask.inputs)]
     if as_json:
         _echo_json(rows)
         return

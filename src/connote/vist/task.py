@@ -179,7 +179,9 @@ class StorytellingTask(Task):
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
 
     def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
-        self.needs_images = bool(getattr(model, "needs_images", True))
+        from connote.models.registry import needs_images
+
+        self.needs_images = needs_images(model)
         self._backend = str(model.describe().get("backend"))
         return super().run(model, out, **kw)
 

@@ -19,7 +19,6 @@ class GitLlavaGenerator:
     """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote metaphor train`` output)."""
 
     backend = "git-llava"
-    inputs = "video"
 
     def __init__(self, weights: str, *, device: str | None = None, dtype: str | None = None,
                  batch_size: int | str = 4) -> None:

@@ -16,7 +16,6 @@ class NearestCaptionGenerator:
     """Offline default: the first caption of the nearest training video by mean frame embedding."""
 
     backend = "nearest"
-    inputs = "video"
 
     def __init__(self, captions: str, *, videos: str | None = None, split: str | None = None,
                  embedder: Any = None, strategy: str = "segments") -> None:

@@ -73,8 +73,9 @@ class MetaphorCaptionTask(Task):
     def bind(self, model: Any) -> None:
         """Resolve the sampling and prompt the model asks for (the command line overrides them)."""
         from connote.media.frames import STRATEGIES
+        from connote.models.registry import frames_of
 
-        m_strategy, m_k, m_per_clip = getattr(model, "frame_spec", ("segments", 6, 6))
+        m_strategy, m_k, m_per_clip = frames_of(model)
         self.strategy = self.strategy or m_strategy
         if self.strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {self.strategy!r}; valid: {', '.join(STRATEGIES)}")

@@ -1,0 +1,37 @@
+"""What VMC adds to connote's registries (see :mod:`connote.core.plugins`): declarations only, no imports.
+
+Two video generators (GIT-LLaVA, trained by ``connote metaphor train``; the nearest-caption baseline), the
+captioning and synthetic-metaphor (A.5.2) tasks, two report run kinds, three Potato studies, three
+catalogue entries (VMCD and the stage-1 data) with their format checks, the release converter, its published
+tables and the scoring of released answer files for ``connote reproduce``.
+"""
+
+MODELS = {
+    "git-llava": {"target": "connote.vmc.backend_git_llava:GitLlavaGenerator.from_spec",
+                  "capabilities": ("generate",), "inputs": "video", "frames": ("segments", 6, 6),
+                  "weights": "folder",
+                  "help": "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote metaphor train)."},
+    "nearest": {"target": "connote.vmc.backend_nearest:NearestCaptionGenerator.from_spec",
+                "capabilities": ("generate",), "inputs": "video", "frames": ("segments", 6, 6), "weights": "file",
+                "help": "Offline metaphor default: caption of the nearest training video (embedded encoders)."},
+}
+TASKS = {
+    "vmc-captioning": ("connote.vmc.task:MetaphorCaptionTask",
+                       "Video metaphor captioning: a template caption per video."),
+    "vmc-synth": ("connote.vmc.synth_task:MetaphorSynthTask",
+                  "VMC A.5.2: image captions converted to template metaphors, those outside the template dropped."),
+}
+RUN_KINDS = {
+    "vmc-captioning": "connote.vmc.report:CAPTIONS",
+    "vmc-human-eval": "connote.vmc.report:HUMAN_EVAL",
+}
+STUDIES = {
+    "vmc-annotation": "connote.vmc.studies.annotation",
+    "vmc-evaluation": "connote.vmc.studies.evaluation",
+    "vmc-synth-check": "connote.vmc.studies.synth_check",
+}
+DATASETS = "connote.vmc.datasets:DATASETS"
+FORMATS = "connote.vmc.datasets:FORMATS"
+CONVERTERS = {"vmc": "connote.vmc.convert:command"}
+PUBLISHED = {"vmc": "published.json"}
+REPRODUCE = {"vmc-captioning": "connote.vmc.reproduce:score_file"}

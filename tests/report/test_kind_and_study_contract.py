@@ -1,0 +1,223 @@
+"""Every registered report run kind and every registered study, through the public commands (registry-wide).
+
+As ``tests/models/test_backend_contract.py`` does for backends, this module is parametrised over the registries
+the plugins fill (:data:`connote.report.document.RUN_KINDS`, :data:`connote.collect.STUDIES`): a new run kind
+or study without a builder here fails ``test_every_*_has_a_builder``. Each run kind must recognise the folder
+its task's command wrote and return None for every other kind's folder (where two kinds can read one folder,
+the recognition order must give it to the right one); each study must be made from the sample inputs by
+``connote collect make`` and read back by ``connote collect import``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from connote.cli import main
+from connote.collect import STUDIES
+from connote.core.registry import import_target
+from connote.models.registry import MODELS, register_model
+from connote.report.document import RUN_KINDS
+from connote.report.load import recognise
+
+
+class Writer:
+    """A backend a test adds: a fixed p(match) rule and a fixed text (both tasks' capabilities, no weights)."""
+
+    backend = "contract-kinds"
+
+    def __init__(self, weights: str | None = None) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"backend": self.backend}
+
+    def match_probability(self, images, captions, pairs):
+        return [0.25 + 0.5 * (len(captions[c]) % 2) for _, c in pairs]
+
+    def generate(self, requests):
+        return [f"we saw {len(r.images)} things" for r in requests]
+
+
+def _labels(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [f"v{i},{r},fluency,{(i + (r == 'B')) % 2}" for i in range(6) for r in "AB"]
+    path.write_text("item_id,rater,criterion,label\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _potato_state(folder: Path, name: str, answers: dict[str, dict[str, str]]) -> None:
+    """One annotator's ``annotation_output/<name>/user_state.json`` as Potato writes it (radio answers)."""
+    state = {"user_id": name, "instance_id_ordering": list(answers),
+             "instance_id_to_label_to_value": {iid: [[{"schema": c, "name": v}, v] for c, v in by.items()]
+                                               for iid, by in answers.items()}}
+    out = folder / "annotation_output" / name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "user_state.json").write_text(json.dumps(state))
+
+
+def _vmc_human_eval(root: Path, caption_run: Path) -> Path:
+    from connote.collect.importing import import_study
+    from connote.collect.project import read_manifest
+    from connote.vmc.studies.evaluation import CRITERIA, make
+
+    study = make([caption_run], caption_run / "sample" / "videos", root / "vmc-eval-study")
+    manifest = read_manifest(study)
+    attention = {iid: {c: "no" for c in CRITERIA} for iid in manifest["attention"]}
+    for k, rater in enumerate(("r1", "r2")):
+        _potato_state(study, rater, {**{i: {c: ("yes", "no")[(j + k) % 2] for c in CRITERIA}
+                                        for j, i in enumerate(manifest["items"])}, **attention})
+    out = root / "vmc-human-eval"
+    assert import_study(study, out).imported == 2 * len(manifest["items"])
+    return out
+
+
+def _correlation(root: Path) -> Path:
+    ratings = root / "ratings.csv"
+    ratings.write_text("story_id,rating,rater\n" + "".join(f"s{k},{1 + k % 5},a\ns{k},{1 + (k * 3) % 5},b\n"
+                                                           for k in range(1, 9)))
+    scores = root / "scores.json"
+    scores.write_text(json.dumps({f"s{k}": {"METEOR": 0.1 * k, "CIDEr": 0.3 * (k % 3)} for k in range(1, 9)}))
+    out = root / "correlation"
+    assert main(["vist", "correlate", str(ratings), "--scores", str(scores), "--n-boot", "30", "--no-progress",
+                 "--out", str(out)]) == 0
+    return out
+
+
+def _story(root: Path) -> Path:
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(root / "vist-sample")
+    out = root / "story"
+    assert main(["story", "generate", str(paths["template"]), "--images", str(paths["images"]), "--model",
+                 "contract-kinds", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+#: Run kind -> builder(root, built) of a folder its task's command wrote (``built`` holds the folders so far).
+BUILDERS: dict[str, Callable[[Path, dict[str, Path]], Path]] = {
+    "cv-probes": lambda root, _: _cmd(["probe", "--model", "contract-kinds", "-q"], root / "probe"),
+    "cv-probes-explain": lambda root, _: _cmd(["explain", "--model", "hf-blip-itm:" + _blip(root), "--sample", "2",
+                                               "--budget", "20", "--grid", "2", "-q"], root / "explain"),
+    "vist-storytelling": lambda root, _: _story(root),
+    "vmc-captioning": lambda root, _: _cmd(["metaphor", "caption", "--model", "contract-kinds", "-q"],
+                                           root / "captions"),
+    "vmc-human-eval": lambda root, built: _vmc_human_eval(root, built["vmc-captioning"]),
+    "metric-correlation": lambda root, _: _correlation(root),
+    "agreement": lambda root, _: _labels(root / "study" / "labels.csv"),
+    **{suite: (lambda s: lambda root, _: _cmd(["suite", "run", s, "--model", "contract-kinds", "-q"], root / s))(suite)
+       for suite in ("svo-probes", "valse", "winoground", "sugarcrepe")},
+}
+
+
+def _cmd(args: list[str], out: Path) -> Path:
+    assert main([*args, "--out", str(out)]) == 0, args
+    return out
+
+
+def _blip(root: Path) -> str:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import tiny_models
+
+    return str(tiny_models.tiny_blip(root / "tiny-blip"))
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    pytest.importorskip("torch")
+    pytest.importorskip("av")
+    register_model("contract-kinds", Writer, capabilities={"match", "generate"}, weights="none")
+    root = tmp_path_factory.mktemp("kinds")
+    built: dict[str, Path] = {}
+    try:
+        for name in BUILDERS:  # in order: a builder may use an earlier folder
+            built[name] = BUILDERS[name](root, built)
+    finally:
+        MODELS._entries.pop("contract-kinds", None)
+        MODELS._help.pop("contract-kinds", None)
+    return built
+
+
+def test_every_run_kind_has_a_builder() -> None:
+    assert sorted(RUN_KINDS) == sorted(BUILDERS)
+
+
+@pytest.mark.slow  # builds a run folder of every kind (a tiny BLIP explained, clips captioned): minutes here
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_a_run_kind_recognises_its_folder_and_no_other(name: str, folders: dict[str, Path]) -> None:
+    kind = import_target(RUN_KINDS[name])
+    mine = kind.recognise(folders[name])
+    assert mine is not None and mine.kind == name
+    assert recognise(folders[name]).kind == name  # in recognition order, through the registry
+    section = kind.section([mine])
+    assert section.kind == name and (section.tables or section.figures)
+    for other, folder in folders.items():
+        if other == name:
+            continue
+        try:
+            theirs = kind.recognise(folder)
+        except Exception as exc:  # noqa: BLE001 - a kind may refuse a folder it half-recognises, never crash
+            pytest.fail(f"{name} on a {other} folder raised {type(exc).__name__}: {exc}")
+        if theirs is not None:  # two kinds read one folder: the recognition order must settle it
+            order = list(RUN_KINDS)
+            assert order.index(other) < order.index(name), f"{name} takes {other}'s folder before {other} does"
+            assert recognise(folder).kind == other
+
+
+# ---- studies --------------------------------------------------------------------------------------------
+
+#: Study -> the `connote collect make` arguments from the sample inputs (docs/collect.md's runnable example).
+STUDY_ARGS: dict[str, Callable[[Path], list[str]]] = {
+    "probes-validation": lambda s: ["--from", str(s / "probes.csv")],
+    "probes-votes": lambda s: ["--from", str(s / "probes.csv"), "--per-item", "3"],
+    "vist-storytelling": lambda s: ["--from", str(s / "sample.story-in-sequence.json"), "--images",
+                                    str(s / "images")],
+    "vist-retelling": lambda s: ["--from", str(s / "sample.story-in-sequence.json"), "--images", str(s / "images")],
+    "vist-descriptions": lambda s: ["--from", str(s / "images")],
+    "vist-descriptions-in-sequence": lambda s: ["--from", str(s / "sample.story-in-sequence.json")],
+    "vmc-annotation": lambda s: ["--videos", str(s / "cap" / "sample" / "videos")],
+    "vmc-evaluation": lambda s: ["--from", str(s / "cap"), "--videos", str(s / "cap" / "sample" / "videos")],
+}
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("study-sample")
+    assert main(["collect", "sample", str(root)]) == 0
+    register_model("contract-kinds", Writer, capabilities={"match", "generate"}, weights="none")
+    try:
+        assert main(["metaphor", "caption", "--model", "contract-kinds", "--out", str(root / "cap"), "-q"]) == 0
+    finally:
+        MODELS._entries.pop("contract-kinds", None)
+        MODELS._help.pop("contract-kinds", None)
+    return root
+
+
+def test_every_study_has_a_builder() -> None:
+    assert sorted(STUDIES) == sorted(STUDY_ARGS)
+
+
+@pytest.mark.slow  # makes every study (the sample clips captioned first)
+@pytest.mark.parametrize("name", sorted(STUDY_ARGS))
+def test_a_study_is_made_from_the_sample_and_read_back(name: str, sample: Path, tmp_path: Path, capsys) -> None:
+    pytest.importorskip("av")
+    from connote.collect.project import read_manifest
+
+    study = tmp_path / name
+    assert main(["collect", "make", name, *STUDY_ARGS[name](sample), "--out", str(study)]) == 0
+    manifest = read_manifest(study)
+    assert manifest["study"] == name and manifest["items"], name
+    assert (study / "config.yaml").is_file()
+    capsys.readouterr()
+    assert main(["collect", "status", str(study), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["study"] == name, status
+    # no annotator has answered: the import reads the study back and says so (exit 1, nothing written)
+    assert main(["collect", "import", str(study), "--out", str(tmp_path / "imported"), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["study"] == name and report["imported"] == 0

@@ -1,0 +1,79 @@
+"""Plugin discovery (``connote.core.plugins``): entry points first, the built-in scan as fallback, errors named."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from connote.core import plugins
+from connote.core.errors import InputError
+
+
+def _install(root: Path, dist: str, module: str, body: str) -> None:
+    """A distribution on sys.path whose entry point names ``module`` (what ``pip install`` leaves behind)."""
+    (root / f"{module}.py").write_text(body, encoding="utf-8")
+    info = root / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[connote.plugins]\n{dist} = {module}\n")
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.reset()
+    yield tmp_path
+    for name in [m for m in sys.modules if m.startswith("demo_plugin")]:
+        del sys.modules[name]
+    monkeypatch.undo()
+    plugins.reset()
+
+
+def test_built_ins_first_then_entry_points(site) -> None:
+    _install(site, "demo-plugin", "demo_plugin_a", 'STUDIES = {"demo-study": "demo_plugin_a"}\n')
+    names = plugins.plugin_modules()
+    assert names[:4] == ["connote.cv_probes.plugin", "connote.suites.plugin", "connote.vist.plugin",
+                         "connote.vmc.plugin"]
+    assert names[4:] == ["demo_plugin_a"]
+    from connote.collect import STUDIES
+
+    assert list(STUDIES)[-1] == "demo-study" and STUDIES["probes-votes"] == "connote.cv_probes.studies.votes"
+
+
+def test_two_plugins_declaring_one_name_is_an_error_naming_both(site) -> None:
+    _install(site, "demo-plugin", "demo_plugin_b", 'TASKS = {"cv-probes": ("demo_plugin_b:Task", "mine")}\n'
+                                                   'RUN_KINDS = {"vmc-captioning": "demo_plugin_b:KIND"}\n')
+    from connote.report.document import RUN_KINDS
+
+    with pytest.raises(plugins.PluginError, match="run kind 'vmc-captioning' is declared by both "
+                                                  "connote.vmc.plugin and demo_plugin_b"):
+        list(RUN_KINDS)
+    from connote.tasks import TASKS
+
+    with pytest.raises(plugins.PluginError, match="connote plugin demo_plugin_b: task 'cv-probes' is already "
+                                                  "registered"):
+        TASKS.names()
+
+
+def test_a_plugin_that_cannot_be_imported_is_named(site, capsys) -> None:
+    _install(site, "demo-plugin", "demo_plugin_c", "import no_such_module_anywhere\n")
+    from connote.cli import main
+    from connote.models.registry import MODELS
+
+    with pytest.raises(plugins.PluginError, match="connote plugin demo_plugin_c cannot be imported"):
+        MODELS.names()
+    assert main(["models"]) == 2  # on the command line: one line, exit 2, no traceback
+    assert "connote plugin demo_plugin_c cannot be imported: No module named 'no_such_module_anywhere'" \
+        in capsys.readouterr().err
+
+
+def test_a_model_plugin_with_an_unknown_capability_is_named(site) -> None:
+    _install(site, "demo-plugin", "demo_plugin_d",
+             'MODELS = {"demo-model": {"target": "demo_plugin_d:X", "capabilities": ["fly"]}}\n')
+    from connote.models.registry import MODELS
+
+    with pytest.raises(plugins.PluginError, match=r"demo_plugin_d: model 'demo-model': unknown capabilities \['fly'\]"):
+        MODELS.names()
+    assert not issubclass(plugins.PluginError, InputError) and plugins.PluginError.exit_code == 2
