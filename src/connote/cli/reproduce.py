@@ -17,7 +17,7 @@ def _file_entry(table: Any, path: Path, gold: Path | None) -> dict[str, Any]:
 
     if table.kind == "vist-storytelling":
         if gold is None:
-            raise InputError(f"{table.id} needs --gold (VIST's test story-in-sequence file) to score {path.name}")
+            raise InputError(f"{table.id} needs --refs (VIST's test story-in-sequence file) to score {path.name}")
         from connote.vist.data import read_gold, read_submission
         from connote.vist.protocols import score
 
@@ -39,9 +39,9 @@ def reproduce(
     table_id: Optional[str] = typer.Argument(None, help="A published table (see --list), e.g. vmc/table1."),
     inputs: Optional[list[Path]] = typer.Argument(None, help="Result folders (as `connote report` reads them), or "
                                                   "released output files: AREL prediction / challenge files for "
-                                                  "vist/arel-album (with --gold), VMC answer files for vmc tables."),
+                                                  "vist/arel-album (with --refs), VMC answer files for vmc tables."),
     list_tables: bool = typer.Option(False, "--list", help="List every published table and what it needs."),
-    gold: Optional[Path] = typer.Option(None, "--gold", help="VIST gold (story-in-sequence) for output files."),
+    gold: Optional[Path] = typer.Option(None, "--refs", help="VIST gold (story-in-sequence) for output files."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the papers' published tables, or measure runs against one: measured | published | difference."""

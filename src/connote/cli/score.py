@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     @with_metric_flags
     def score(
         hyp: Optional[Path] = typer.Option(None, "--hyp", help='Predictions JSON: {"id": "text"} or {"id": ["text"]}.'),
-        ref: Optional[Path] = typer.Option(None, "--ref", help='References JSON: {"id": ["ref1", "ref2", ...]}.'),
+        ref: Optional[Path] = typer.Option(None, "--refs", help='References JSON: {"id": ["ref1", "ref2", ...]}.'),
         metrics: str = typer.Option("bleu,meteor,rouge_l,cider", "--metrics",
                                     help="Comma-separated: " + ", ".join(METRICS.names()) + "."),
         tokenize: str = typer.Option("none", "--tokenize",
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         clear_cache: bool = typer.Option(False, "--clear-cache",
                                          help="Delete connote's metric caches (METEOR paraphrase index, WordNet "
                                               "tables; rebuilt on next use) and say what was freed; with no --hyp/"
-                                              "--ref, only that."),
+                                              "--refs, only that."),
         config: Annotated[Optional[Path], config_option()] = None,
         metric_settings: Optional[dict] = None,
     ) -> None:
@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
             if hyp is None and ref is None:
                 return
         if hyp is None or ref is None:
-            raise InputError("--hyp and --ref are both needed (or --clear-cache alone)")
+            raise InputError("--hyp and --refs are both needed (or --clear-cache alone)")
         from connote.cli.metric_flags import flag_of, metric_flags
         from connote.core.registry import UnknownNameError
         from connote.metrics._core import compute_scores, metric_options

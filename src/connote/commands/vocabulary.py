@@ -16,6 +16,9 @@ ALIASES: dict[str, str] = {
     "-q": "--no-progress",
     "--from": "--data",  # the input data file or folder
     "--output-dir": "--out",  # where results go
+    "--ref": "--refs",  # the references (gold) scored against
+    "--gold": "--refs",
+    "-g": "--refs",
 }
 
 #: the kept spelling of each meaning the table settles, in words (the test reads it)
@@ -24,6 +27,7 @@ MEANINGS: dict[str, str] = {
     "--progress/--no-progress": "a progress bar on stderr",
     "--data": "the input data file or folder",
     "--out": "where results go (run or study folder)",
+    "--refs": "the references (gold) predictions are scored against",
 }
 
 

@@ -108,7 +108,8 @@ def validate_cmd(
 def score_cmd(
     submission: Annotated[Path, typer.Argument(help="Challenge-format submission (or generation JSONL), or a "
                                                 "`story generate` run folder (its submission.json).")],
-    gold: Annotated[Path, typer.Option("--gold", "-g", help="Official SIS file or challenge-format gold.")],
+    gold: Annotated[Path, typer.Option("--refs", help="References: the official SIS file or challenge-format "
+                                                      "gold.")],
     protocol: Annotated[str, typer.Option("--protocol", "-p", help="challenge | album")] = "challenge",
     template: Annotated[Path | None, typer.Option("--template", "-t", help="Sequences to average over.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Score missing sequences 0.")] = False,
