@@ -251,7 +251,7 @@ CASES = [
     case(lambda t: ["metaphor", "caption", "--out", str(t / "run"), "--k", "-2", "-q"],
          "--k must be at least 1, got -2", id="metaphor-caption-k-negative"),
     case(lambda t: caption_run(t, "metaphor", "score", str(t / "run"), "--bootstrap", "-1"),
-         "--bootstrap must be at least 0, got -1", id="metaphor-score-bootstrap-negative"),
+         "--n-boot must be at least 0, got -1", id="metaphor-score-bootstrap-negative"),
     case(cut_captions, "captions.jsonl, line 2, column 2: invalid JSON: Unterminated string",
          id="metaphor-score-cut-captions"),
     case(lambda t: ["vist", "anonymize", str(write(t, "s.txt", "Mary went home\n")),

@@ -57,7 +57,7 @@ def test_make_writes_a_complete_project_and_names_what_it_left_out(tmp_path, cap
 
 def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["collect", "make", "probes-votes", "--out", str(tmp_path / "x")]) == 2
-    assert "needs one --from" in capsys.readouterr().err
+    assert "needs one --data" in capsys.readouterr().err
     assert main(["collect", "make", "no-such-study", "--out", str(tmp_path / "x")]) == 2
     assert main(["collect", "status", str(tmp_path)]) == 2
     assert "connote-study.json missing" in capsys.readouterr().err

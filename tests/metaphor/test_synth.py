@@ -213,7 +213,7 @@ def test_the_two_annotator_check_study(server: Server, tmp_path: Path, capsys: p
     main(["metaphor", "synth", str(captions), "--model", server.spec, "--images", str(images), "--out", str(out),
           "--quiet"])
     study = tmp_path / "study"
-    assert main(["collect", "make", "vmc-synth-check", "--from", str(out), "--out", str(study)]) == 0
+    assert main(["collect", "make", "vmc-synth-check", "--data", str(out), "--out", str(study)]) == 0
     made = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (made["items"], made["per_item"], made["attention_checks"]) == (3, 2, 1)
     manifest = read_manifest(study)

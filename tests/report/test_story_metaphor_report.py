@@ -168,7 +168,7 @@ def test_vist_run_without_scores_says_how(story_runs, tmp_path) -> None:  # noqa
     found = KIND.recognise(run)
     assert found is not None and found.group[0] == "not scored"
     section = KIND.section([found])
-    want = f"connote vist score {run} --gold GOLD.story-in-sequence.json --template {story_runs['template']}"
+    want = f"connote vist score {run} --refs GOLD.story-in-sequence.json --template {story_runs['template']}"
     assert any(want in note for note in section.notes)
     assert section.tables[0].rows[0][-1] == want
 

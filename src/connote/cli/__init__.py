@@ -94,7 +94,12 @@ def build_module_commands(module: str) -> dict:
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     importlib.import_module(module).register(app)
     _plain_help(app)
-    return dict(typer.main.get_group(app).commands)
+    commands = dict(typer.main.get_group(app).commands)
+    from connote.commands.vocabulary import accept_aliases
+
+    for command in commands.values():
+        accept_aliases(command)  # old flag spellings still accepted, not shown
+    return commands
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -124,9 +129,8 @@ class LazyGroup(typer.core.TyperGroup):
         rows = [(name, COMMANDS[name].help) for name in self.list_commands(ctx)]
         if not rows:
             return
-        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, _short_help(text, limit)) for name, text in rows])
+        with formatter.section("Commands"):  # whole one-line helps, wrapped at the terminal's width
+            formatter.write_dl(rows)
 
     def resolve_command(self, ctx, args):
         try:
@@ -143,11 +147,6 @@ class LazyGroup(typer.core.TyperGroup):
             raise
 
 
-def _short_help(text: str, limit: int) -> str:
-    """Click's short help of ``text`` at ``limit`` characters, as a built command would show it."""
-    return typer.core.TyperCommand(name="_", help=text, rich_markup_mode=None).get_short_help_str(limit)
-
-
 def build_app() -> typer.Typer:
     """The ``connote`` typer app, its commands lazy (see ``LazyGroup``)."""
     app = typer.Typer(
@@ -158,6 +157,8 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        # -h as --help everywhere, help as wide as the terminal (click's default stops at 80 columns)
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 10_000},
     )
 
     @app.callback(invoke_without_command=True)

@@ -53,6 +53,7 @@ def convert(
     kind: str = typer.Argument(..., help="What the file is: albef (an ALBEF/LAVIS checkpoint)."),
     file: str = typer.Argument(..., help="The checkpoint file (.pth)."),
     out: str = typer.Option(None, "--out", "-o", help="Output file (default: FILE with .safetensors)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Rewrite a released checkpoint that a weights-only load refuses as a safetensors file of its tensors.
 
@@ -66,6 +67,9 @@ def convert(
     from connote.models.albef import convert_checkpoint
 
     path, report = convert_checkpoint(file, out)
+    if json_out:
+        print(json.dumps({"file": str(path), **report}, default=str))
+        return
     print(f"wrote {path}: {report['kept_tensors']} tensors ({report['kept_parameters']:,} values) of the ITM model")
     print("dropped entries: " + (", ".join(report["dropped_entries"]) or "none"))
     print("dropped objects (read as stand-ins, never run): " + (", ".join(report["dropped_globals"]) or "none"))

@@ -20,11 +20,11 @@ def make_cmd(
     study: Annotated[str, typer.Argument(help="probes-validation | probes-votes | vist-storytelling | "
                                          "vist-retelling | vist-descriptions | vist-descriptions-in-sequence | "
                                          "vmc-annotation | vmc-evaluation | vmc-synth-check")],
-    more: Annotated[Optional[list[Path]], typer.Argument(help="More sources after --from (caption runs).",
+    more: Annotated[Optional[list[Path]], typer.Argument(help="More sources after --data (caption runs).",
                                                          show_default=False)] = None,
     out: Annotated[Path, typer.Option("--out", help="New study folder.")] = Path("study"),
     sources: Annotated[Optional[list[Path]], typer.Option(
-        "--from", help="Probe manifest, VIST SIS/storyboards JSON (vist-descriptions*: the first stage's SIS "
+        "--data", "-d", help="Probe manifest, VIST SIS/storyboards JSON (vist-descriptions*: the first stage's SIS "
         "import(s)), photo folder, or caption run folder(s).")] = None,
     videos: Annotated[Optional[Path], typer.Option(help="Folder of videos (vmc-*).")] = None,
     images: Annotated[Optional[Path], typer.Option(help="Folder of VIST photos named <photo id>.<ext> "
@@ -49,21 +49,21 @@ def make_cmd(
         common["per_item"] = per_item
     if study.startswith("probes-"):
         if len(srcs) != 1:
-            raise InputError(f"{study} needs one --from PROBES.csv")
+            raise InputError(f"{study} needs one --data PROBES.csv")
         folder = module.make(srcs[0], out, captions=captions, **common)
     elif study in ("vist-storytelling", "vist-retelling"):
         if len(srcs) != 1:
-            raise InputError(f"{study} needs one --from JSON file")
+            raise InputError(f"{study} needs one --data JSON file")
         extra = {"albums": albums} if study == "vist-storytelling" else {}
         folder = module.make(srcs[0], out, images=images, **extra, **common)
     elif study in ("vist-descriptions", "vist-descriptions-in-sequence"):
         if not srcs:
-            raise InputError(f"{study} needs --from SIS.json [SIS.json ...] (the first stage's imports)"
-                             + (" or --from PHOTO_FOLDER" if study == "vist-descriptions" else ""))
+            raise InputError(f"{study} needs --data SIS.json [SIS.json ...] (the first stage's imports)"
+                             + (" or --data PHOTO_FOLDER" if study == "vist-descriptions" else ""))
         folder = module.make(srcs, out, images=images, **common)
     elif study == "vmc-synth-check":
         if len(srcs) != 1:
-            raise InputError("vmc-synth-check needs one --from (a `metaphor synth` run folder or its metaphors.json)")
+            raise InputError("vmc-synth-check needs one --data (a `metaphor synth` run folder or its metaphors.json)")
         folder = module.make(srcs[0], out, images=images, **common)
     elif study == "vmc-annotation":
         if videos is None:
@@ -71,7 +71,7 @@ def make_cmd(
         folder = module.make(videos, out, **common)
     else:
         if not srcs or videos is None:
-            raise InputError("vmc-evaluation needs --from RUN [RUN ...] and --videos FOLDER")
+            raise InputError("vmc-evaluation needs --data RUN [RUN ...] and --videos FOLDER")
         folder = module.make(srcs, videos, out, **common)
     from connote.collect.project import read_manifest
 

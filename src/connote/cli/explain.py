@@ -30,7 +30,7 @@ def explain(*, suite: Optional[str] = None, **options: Any) -> None:
     explain_suite(suite, data=options["data"], images=None, model=options["model"], out=options["out"],
                   budget=options["budget"], estimator=options["estimator"], compat=options["compat"],
                   sample=options["sample"], seed=options["seed"], grid=options["grid"],
-                  allow_network=options["allow_network"], json_out=options["json_out"], quiet=options["quiet"],
+                  allow_network=options["allow_network"], json_out=options["json_out"], progress=options["progress"],
                   config=None)
 
 

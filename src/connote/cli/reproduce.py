@@ -31,9 +31,9 @@ def reproduce(
     table_id: Optional[str] = typer.Argument(None, help="A published table (see --list), e.g. vmc/table1."),
     inputs: Optional[list[Path]] = typer.Argument(None, help="Result folders (as `connote report` reads them), or "
                                                   "released output files: AREL prediction / challenge files for "
-                                                  "vist/arel-album (with --gold), VMC answer files for vmc tables."),
+                                                  "vist/arel-album (with --refs), VMC answer files for vmc tables."),
     list_tables: bool = typer.Option(False, "--list", help="List every published table and what it needs."),
-    gold: Optional[Path] = typer.Option(None, "--gold", help="VIST gold (story-in-sequence) for output files."),
+    gold: Optional[Path] = typer.Option(None, "--refs", help="VIST gold (story-in-sequence) for output files."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the papers' published tables, or measure runs against one: measured | published | difference."""

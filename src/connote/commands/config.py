@@ -92,6 +92,12 @@ def read_config(path: Path, keys: dict[str, Any]) -> dict[str, Any]:
     for key, value in data.items():
         param = keys.get(_normalise(str(key)))
         if param is None:
+            from connote.commands.vocabulary import config_alias
+
+            old = config_alias(_normalise(str(key)), keys, value)  # a key in an old spelling (--quiet)
+            if old is not None:
+                param, value = old
+        if param is None:
             raise InputError(f"unknown key {key!r}; valid keys: {', '.join(valid)}", path=path)
         if value is None:  # null: the built-in default
             continue

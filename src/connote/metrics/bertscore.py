@@ -287,11 +287,11 @@ class BERTScoreOptions:
     """Options of the ``bertscore`` metric."""
 
     bertscore_model: Any = opt(None, "encoder: a local folder, a hub id, 'embedded' (the shipped MiniLM) or a "
-                                     "loaded model (default: $CONNOTE_BERTSCORE_MODEL)")
+                                     "loaded model (default: $CONNOTE_BERTSCORE_MODEL)", cli=True)
     bertscore_layer: int | None = opt(None, "layer (default: bert_score's table for the model, else the last)",
                                       ge=0)
     idf: bool = opt(False, "IDF weighting from the references")
-    baseline_file: str | None = opt(None, "rescaling baseline (LAYER,P,R,F rows)")
+    baseline_file: str | None = opt(None, "rescaling baseline (LAYER,P,R,F rows)", path="file")
 
 
 _SCORERS: dict[tuple, BERTScorer] = {}

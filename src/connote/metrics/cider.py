@@ -152,7 +152,7 @@ class CiderOptions:
 
     cider_sigma: float = opt(SIGMA, "CIDEr-D length-penalty sigma", gt=0)
     df_corpus: Any = opt(None, "document frequencies: None (the evaluated references), a DocumentFrequencies, "
-                               "a saved-frequency JSON, or a references JSON / mapping")
+                               "a saved-frequency JSON, or a references JSON / mapping", cli=True, path="file")
 
 
 def resolve_document_frequencies(spec: Any, tokenize: str | None = None) -> DocumentFrequencies | None:

@@ -36,14 +36,14 @@ def run(
     allow_network: bool = typer.Option(False, "--allow-network", help="Fetch http(s) images."),
     seed: int = typer.Option(0, "--seed"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Score a matching model on a probe suite with the suite's own published metrics."""
     from connote.suites import target
 
     cls = target(suite, 0)
-    task = cls(_data(suite, data, out), images=images, allow_network=allow_network, progress=not quiet)
+    task = cls(_data(suite, data, out), images=images, allow_network=allow_network, progress=progress)
     results = _run(task, model, out, seed, json_out)
     if not results:
         return
@@ -89,7 +89,7 @@ def explain(
     grid: Optional[int] = typer.Option(None, "--grid", help="Patch grid p (default ceil(sqrt(#text features)))."),
     allow_network: bool = typer.Option(False, "--allow-network"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """MM-SHAP on a probe suite's pairs, crediting the word the suite changed (verb, swapped or foiled word)."""
@@ -103,7 +103,7 @@ def explain(
             raise InputError(f"{name} must be a positive integer, got {value}")
     cls = target(suite, 1)
     task = cls(_data(suite, data, out), images=images, estimator=estimator, budget=budget, sample=sample,
-               seed=seed, grid=grid, compat=compat, allow_network=allow_network, progress=not quiet)
+               seed=seed, grid=grid, compat=compat, allow_network=allow_network, progress=progress)
     results = _run(task, model, out, seed, json_out)
     if not results:
         return

@@ -114,7 +114,8 @@ def validate_cmd(
 def score_cmd(
     submission: Annotated[Path, typer.Argument(help="Challenge-format submission (or generation JSONL), or a "
                                                 "`story generate` run folder (its submission.json).")],
-    gold: Annotated[Path, typer.Option("--gold", "-g", help="Official SIS file or challenge-format gold.")],
+    gold: Annotated[Path, typer.Option("--refs", help="References: the official SIS file or challenge-format "
+                                                      "gold.")],
     protocol: Annotated[str, typer.Option("--protocol", "-p", help="challenge | album")] = "challenge",
     template: Annotated[Path | None, typer.Option("--template", "-t", help="Sequences to average over.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Score missing sequences 0.")] = False,
@@ -821,6 +822,7 @@ def split_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for <split>.<file name>.")],
     seed: Annotated[int, typer.Option()] = 0,
     ratios: Annotated[str, typer.Option(help="train,val,test shares.")] = "0.8,0.1,0.1",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the albums per split as one JSON object.")] = False,
 ) -> None:
     """Split official files 80/10/10 by album (seeded); every file is cut along the same albums."""
     import math
@@ -851,6 +853,11 @@ def split_cmd(
             sub["annotations"] = [a for a in obj.get("annotations") or []
                                   if str((a[0] if isinstance(a, list) and a else a).get("album_id")) in keep]
             write_json(out / f"{name}.{f.name}", sub)
+    if json_out:
+        import json
+
+        typer.echo(json.dumps({"out": str(out), "albums": {k: len(v) for k, v in parts.items()}}))
+        return
     typer.echo(", ".join(f"{k}: {len(v)} albums" for k, v in parts.items()) + f" -> {out}")
 
 

@@ -40,7 +40,7 @@ DATASETS: tuple[Dataset, ...] = (
             ExpectedFile("sis/val.story-in-sequence.json", "stories in sequence, validation split",
                          "vist-sis", "connote vist stats; connote vist info"),
             ExpectedFile("sis/test.story-in-sequence.json", "stories in sequence, test split (the gold)",
-                         "vist-sis", "connote vist score --gold; connote vist info", size="~17 MB",
+                         "vist-sis", "connote vist score --refs; connote vist info", size="~17 MB",
                          counts_source="size: the challenge repository's README"),
             ExpectedFile("dii/train.description-in-isolation.json", "descriptions in isolation, training",
                          "vist-dii", "connote story train-captioner --dii; connote vist stats"),

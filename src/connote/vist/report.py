@@ -1,7 +1,7 @@
 """Report section of visual storytelling runs (``connote story generate`` folders) and their stored scores.
 
 A storytelling run folder (``run.json`` with task ``vist-storytelling``) has no scores of its own;
-``connote vist score RUN --gold GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json`` (the key hashes
+``connote vist score RUN --refs GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json`` (the key hashes
 the protocol, the gold's and template's sha256 and the settings; see :mod:`connote.vist.protocols`).
 A run is reported with its most recently stored scores; runs share a table only when those scores share
 the gold, protocol, settings and task version (:attr:`Run.group`).
@@ -31,9 +31,9 @@ SCALE = 100.0
 def _how_to_score(folder: Path, meta: dict[str, Any]) -> str:
     sequences = (meta.get("config") or {}).get("sequences")
     if sequences and "story-in-sequence" in Path(sequences).name:  # generated from an SIS file: it is the gold
-        return f"connote vist score {folder} --gold {sequences}"
+        return f"connote vist score {folder} --refs {sequences}"
     template = f" --template {sequences}" if sequences else ""
-    return f"connote vist score {folder} --gold GOLD.story-in-sequence.json{template}"
+    return f"connote vist score {folder} --refs GOLD.story-in-sequence.json{template}"
 
 
 class StorytellingKind:
@@ -121,7 +121,7 @@ class StorytellingKind:
         rows = [[n, str(r.folder), r.results["how_to_score"]] for n, r in zip(names, runs, strict=True)]
         table = Table(key="vist-unscored", title="Storytelling runs without stored scores",
                       header=["Run", "Folder", "Score it with"], rows=rows,
-                      notes=["`connote vist score RUN --gold GOLD` stores the scores in RUN/scores/; add -p album "
+                      notes=["`connote vist score RUN --refs GOLD` stores the scores in RUN/scores/; add -p album "
                              "for the album protocol."],
                       values=[{"run": n, "folder": str(r.folder), "how_to_score": r.results["how_to_score"]}
                               for n, r in zip(names, runs, strict=True)])

@@ -11,7 +11,7 @@ from connote.core.errors import InputError
 def score_file(table: Any, path: Path, gold: Path | None) -> tuple[dict[str, float], dict[str, list[float]]]:
     """The scores of a released output file under ``table``'s protocol, and their intervals (1000 resamples)."""
     if gold is None:
-        raise InputError(f"{table.id} needs --gold (VIST's test story-in-sequence file) to score {path.name}")
+        raise InputError(f"{table.id} needs --refs (VIST's test story-in-sequence file) to score {path.name}")
     from connote.vist.data import read_gold, read_submission
     from connote.vist.protocols import score
 

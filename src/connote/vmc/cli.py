@@ -70,7 +70,7 @@ def caption_cmd(
                                                "VMC encoder's seeded draw, one per run). Default: the model's (GIT-"
                                                "LLaVA models trained on random frames), else fixed.")] = None,
     frame_seed: Annotated[int | None, typer.Option("--frame-seed", help="Seed of --frames random.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
@@ -92,7 +92,7 @@ def caption_cmd(
         raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
                          "git-llava:runs/x/final); see `connote models --capability generate`")
     summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
-                             max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
+                             max_new_tokens=max_new_tokens, limit=limit, progress=progress, samples=samples,
                              temperature=temperature, frames=frames, frame_seed=frame_seed)
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
@@ -125,7 +125,7 @@ def score_cmd(
     split: Annotated[Path | None, typer.Option(help="Score only these ids (split file).")] = None,
     metrics: Annotated[str, typer.Option(help="Comma-separated engine metrics (bertscore needs a model).")]
     = "bleu,rouge_l,cider",
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for intervals (0: none).")] = 1000,
+    bootstrap: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: no intervals).")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     bertscore_model: Annotated[str | None, typer.Option(help="BERTScore encoder (hub id or folder; 'embedded' = "
                                                         "the shipped all-MiniLM-L6-v2). Adds BERT-F1.")] = None,
@@ -166,7 +166,7 @@ def score_cmd(
                                ("--concept-split", concept_split, CONCEPT_SPLITS)):
         if value not in valid:
             raise InputError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-    checks.at_least("--bootstrap", bootstrap, 0)
+    checks.at_least("--n-boot", bootstrap, 0)
     answers_only = all(is_answer_file(r) for r in runs)
     if refs is None and not answers_only:
         refs, split = _sample_references(runs, split)
@@ -252,7 +252,7 @@ def _encoder_path(name: str) -> str:
 @metaphor_app.command("train")
 def train_cmd(
     config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML); see docs/metaphor.md.")],
-    output_dir: Annotated[str | None, typer.Option(help="Override output_dir.")] = None,
+    output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Override output_dir.")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Override train.max_steps.")] = None,
 ) -> int:
     """Train GIT-LLaVA / GIT-LLaVA-X (stage 1: projector on still images; stage 2: VMC videos).

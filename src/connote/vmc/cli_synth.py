@@ -33,7 +33,7 @@ def synth_cmd(
     limit: Annotated[int | None, typer.Option(help="Only the first N captions.")] = None,
     send_image: Annotated[bool, typer.Option("--send-image", help="Send the image with the prompt (for chat VLMs "
                                              "such as hf-vlm, which need one; the paper sent text only).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Convert image captions to template metaphors with any generation backend and keep those in the template.
@@ -50,7 +50,7 @@ def synth_cmd(
     checks.folder("--out", out)
     results = synthesize(captions, model, out, images=images, prompt=prompt or SYNTH_PROMPT,
                          temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size, limit=limit,
-                         send_image=send_image, progress=not quiet)
+                         send_image=send_image, progress=progress)
     print(f"{results['captions']} caption(s): {results['kept']} kept, {results['dropped']} dropped "
           f"{results['dropped_by_reason']}, {results['failed']} failed {results['failed_by_reason']}; "
           f"table {out / 'metaphors.json'}", file=sys.stderr)

@@ -40,7 +40,7 @@ def build_cmd(
     validated: Annotated[Optional[Path], typer.Option("--validated", help="The validation study's import "
                                                       "(`connote collect import`): also write final.csv.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print summary.json instead of the text.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars on stderr.")] = True,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Build a probe set: templated SG captions, reworded and scored, PG images retrieved from a local pool."""
@@ -72,7 +72,7 @@ def build_cmd(
         from connote.media.embedded import quiet_transformers
 
         quiet_transformers()
-        summary = build(verbs, pool, out, settings, validated=validated, progress=not quiet,
+        summary = build(verbs, pool, out, settings, validated=validated, progress=progress,
                         make_study=validation_study)
     print(json.dumps(summary, indent=1, default=str) if json_out else render_summary(summary))
     return 0

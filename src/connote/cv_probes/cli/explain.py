@@ -34,7 +34,7 @@ def explain(
     grid: Optional[int] = typer.Option(None, "--grid", help="Patch grid p (default ceil(sqrt(#text features)))."),
     figures: int = typer.Option(5, "--figures", help="Save heat-map figures for the first N pairs."),
     allow_network: bool = typer.Option(False, "--allow-network"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
@@ -66,7 +66,7 @@ def explain(
             print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
         quiet_transformers()
         results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget,
-                              sample=sample, seed=seed, grid=grid, allow_network=allow_network, progress=not quiet,
+                              sample=sample, seed=seed, grid=grid, allow_network=allow_network, progress=progress,
                               figures=figures, compat=compat)
     if json_out:
         import json

@@ -23,7 +23,7 @@ def probe(
     pairs_per_chunk: int = typer.Option(256, "--chunk", help="Pairs per stored batch."),
     seed: int = typer.Option(0, "--seed"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
@@ -47,7 +47,7 @@ def probe(
             print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
         quiet_transformers()
         results = run_probe(data, model, out, captions=captions, allow_network=allow_network,
-                            pairs_per_chunk=pairs_per_chunk, progress=not quiet, seed=seed)
+                            pairs_per_chunk=pairs_per_chunk, progress=progress, seed=seed)
     if not results:  # non-zero ranks of a distributed run
         return
     if json_out:

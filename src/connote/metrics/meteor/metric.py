@@ -18,20 +18,23 @@ class MeteorOptions:
 
     meteor_language: str = opt("en", "language (en)")
     meteor_task: str = opt("rank", "parameter set: rank (pycocoevalcap), hter (VIST), adq, util, li, tune")
-    meteor_norm: bool = opt(True, "the jar's -norm normalization (and lower-casing)")
+    meteor_norm: bool = opt(True, "the jar's -norm normalization (and lower-casing); the flag skips it",
+                            flag="--meteor-no-norm")
     meteor_modules: tuple[str, ...] | None = opt(None, "subset of exact,stem,synonym,paraphrase (default: all)")
     meteor_beam: int = opt(40, "alignment beam size (the jar's 40)", ge=1)
-    meteor_data: str | None = opt(None, "directory with meteor-1.5.jar and data/paraphrase-en.gz")
-    paraphrase_file: str | None = opt(None, "METEOR paraphrase table (paraphrase-en.gz format)")
-    wordnet: str | None = opt(None, "WordNet 3.0 dict directory (with synonym_source wordnet/auto)")
+    meteor_data: str | None = opt(None, "directory with meteor-1.5.jar and data/paraphrase-en.gz", path="dir")
+    paraphrase_file: str | None = opt(None, "METEOR paraphrase table (paraphrase-en.gz format)", path="file")
+    wordnet: str | None = opt(None, "WordNet 3.0 dict directory (with synonym_source wordnet/auto)",
+                             path="dir")
     synonym_source: Literal["auto", "jar", "wordnet"] = opt(
         "auto", "auto (the jar's own tables - its numbers exactly - and WordNet 3.0 files only where the jar is "
-                "absent), jar, or wordnet (WordNet 3.0 files, e.g. Debian's)")
+                "absent), jar, or wordnet (WordNet 3.0 files, e.g. Debian's)", flag="--synonyms")
     meteor_parameters: tuple[float, ...] | None = opt(None, "override alpha, beta, gamma, delta")
     meteor_weights: tuple[float, ...] | None = opt(None, "override the module weights")
     meteor_preset: Literal["pycocoevalcap", "vist"] | None = opt(
         None, "pycocoevalcap (task rank, -norm) or vist (task hter, no -norm); overrides task and norm")
-    n_jobs: int | None = opt(None, "METEOR worker processes (0 or None: all usable cores)")
+    n_jobs: int | None = opt(None, "METEOR worker processes (0 or None: all usable cores; small inputs always "
+                                   "use one)", flag="--jobs")
 
 
 _KWARGS = {"meteor_language": "language", "meteor_task": "task", "meteor_norm": "norm",

@@ -1,7 +1,7 @@
 """VIST *descriptions in isolation* (DII, paper §3): one caption per photo, seen on its own, with the MS COCO
 captioning instructions the paper reused. Three workers per photo.
 
-Source (``--from``): the first stage's SIS file(s), as the paper ran it ("for the photo sequences with
+Source (``--data``): the first stage's SIS file(s), as the paper ran it ("for the photo sequences with
 stories from a majority of workers in the first task"): per album, the photo sequence with stories from
 more than half of the album's story writers (Figure 2's "preferred photo sequence"; give the re-telling
 import, which holds both stages' stories, or several SIS files), one item per photo of those sequences,

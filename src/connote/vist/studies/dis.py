@@ -3,7 +3,7 @@ storytelling interface to display a photo sequence, with MS COCO instructions ad
 3 workers per sequence. Each worker writes one description per card (each at least 8 words, COCO's
 rule; the text varied, as in every HIT of the paper).
 
-Source (``--from``): the first stage's SIS file(s), as for DII: per album the photo sequence with stories
+Source (``--data``): the first stage's SIS file(s), as for DII: per album the photo sequence with stories
 from a majority of its workers (``vist_descriptions.majority_sequences``); photos from ``--images``
 (default: ``images/`` next to the first JSON). Import writes the DIS tier in the official layout
 (``descriptions-in-sequence``, one "story" of descriptions per worker and sequence) that ``connote vist``

@@ -3,7 +3,7 @@ storytelling stage made from it ("the two photo sequences already created in the
 worker chooses from to write the story"); the worker chooses one and writes one sentence per photo, varied
 text of at least 15 words. Three workers per album.
 
-Source (``--from``): an official SIS JSON, normally the output of ``connote collect import`` on a
+Source (``--data``): an official SIS JSON, normally the output of ``connote collect import`` on a
 storytelling study: one item per album, offering that album's distinct photo sequences in the order of
 its stories; or a JSON list of ``{"album_id", "photo_ids": [ids]}`` (one entry per sequence). Photos as
 for storytelling (``--images``). Import writes one official SIS file with the album's first-stage stories
