@@ -311,7 +311,7 @@ def test_vmc_scores_keyed_by_split_and_reported(vmc, capsys) -> None:  # noqa: A
     # a run without stored scores: how to score it
     fresh = shutil.copytree(a, vmc["root"] / "cap-fresh", ignore=shutil.ignore_patterns("scores"))
     unscored = CAPTIONS.section([CAPTIONS.recognise(fresh)])
-    assert any(f"connote metaphor score {fresh} --refs" in n for n in unscored.notes)
+    assert any(f"connote vmc score {fresh} --refs" in n for n in unscored.notes)
     # a broken stored file: exit status 2, naming the file
     broken = fresh / "scores" / "vmc-000000000000.json"
     broken.parent.mkdir()

@@ -127,7 +127,7 @@ def import_cmd(
     folder: Annotated[Path, typer.Argument(help="Study folder.")],
     out: Annotated[Path, typer.Option("--out", help="Output file (probes, vist) or folder (vmc-annotation).")],
     scores: Annotated[Optional[list[Path]], typer.Option(
-        "--scores", help="vmc-evaluation: stored scores of `connote metaphor score` (per-video ACD) for the "
+        "--scores", help="vmc-evaluation: stored scores of `connote vmc score` (per-video ACD) for the "
         "ACD-creativity correlation; default: the scores `metaphor score` stored in the runs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the import report as JSON.")] = False,
 ) -> int:

@@ -1,4 +1,4 @@
-"""Formats of the CV-Probes probe-set builder (``connote probes build``; seed paper 001, "Dataset").
+"""Formats of the CV-Probes probe-set builder (``connote cv-probes build``; seed paper 001, "Dataset").
 
 The paper: imSitu verbs, each with five images; verbs mapped to FrameNet frames; three SG descriptions per
 verb "by mapping [imSitu's] arguments to the corresponding FrameNet template"; made fluent by ChatGPT 3.5;
@@ -382,7 +382,7 @@ def manifest_rows(entry: VerbEntry, sg_caption: str, grammaticality: float | Non
 
 
 def write_manifest(path: str | Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> Path:
-    """Write rows as a CSV probe manifest (``connote probe --data`` reads it); atomic."""
+    """Write rows as a CSV probe manifest (``connote cv-probes run --data`` reads it); atomic."""
     from connote.runs.store import write_text
 
     buf = io.StringIO()

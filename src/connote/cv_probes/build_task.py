@@ -1,4 +1,4 @@
-"""The CV-Probes probe-set builder's steps, each through the one runner (``connote probes build``).
+"""The CV-Probes probe-set builder's steps, each through the one runner (``connote cv-probes build``).
 
 verb list -> templated SG captions (``connote.cv_probes.build``) -> **reword** (a generation backend; the
 paper's constraints checked on the reply) -> **score** (a grammaticality scorer) -> best of three per verb ->

@@ -13,7 +13,7 @@ DATASETS: tuple[Dataset, ...] = (
         name="cv-probes",
         title="Contextual verb probes with human votes",
         paper="Beňová, Gregor, Gatt 2024, CV-Probes (arXiv 2409.01389); seed 001",
-        used_for="image-text matching probes and MM-SHAP (connote probe, connote explain)",
+        used_for="image-text matching probes and MM-SHAP (connote cv-probes run, connote cv-probes explain)",
         links=(
             Link("release announced in the paper", "https://github.com/ivana-13/CV-Probes"),
             Link("paper", "https://arxiv.org/abs/2409.01389"),
@@ -27,7 +27,7 @@ DATASETS: tuple[Dataset, ...] = (
                  "image-caption pair) in either a long or a wide table; see its --help."),
         files=(
             ExpectedFile("probes.csv", "the probe manifest in connote's format (connote datasets convert cv-probes)",
-                         "probe-manifest", "connote probe --data; connote explain --data",
+                         "probe-manifest", "connote cv-probes run --data; connote cv-probes explain --data",
                          counts_source="the paper, Table 2: 117 socially grounded and 171 physically grounded "
                          "image-caption pairs (not checked: the release's row layout is unknown)"),
             ExpectedFile("images/", "the images the manifest names (relative paths resolve against its folder)",

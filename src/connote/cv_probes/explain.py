@@ -1,4 +1,4 @@
-"""``connote explain``: MM-SHAP attributions for probe pairs (the paper's Table 6).
+"""``connote cv-probes explain``: MM-SHAP attributions for probe pairs (the paper's Table 6).
 
 For each explained pair: Shapley values over caption tokens and image patches from the chosen
 estimator under a per-pair cap on model calls, T-SHAP / V-SHAP, the verb's attribution and share.

@@ -92,7 +92,7 @@ def accuracy_table(runs: Sequence[Run]) -> Table:
         notes.append("Human: the majority of the annotators' votes against the label (a tie counts as wrong).")
     settings = sorted({str(r.results.get("captions", "original")) for r in runs})
     notes.append(f"Captions: {' and '.join(settings)}, named after each model (Table 3: original, Table 4: "
-                 "simplified); `connote explain` (Table 6) uses simplified captions unless told otherwise.")
+                 "simplified); `connote cv-probes explain` (Table 6) uses simplified captions unless told otherwise.")
     return Table(key="probe-accuracy", title="Tables 3/4: accuracy per cell (%)", header=header, rows=rows,
                  notes=notes, values=values, rules_after=rules)
 

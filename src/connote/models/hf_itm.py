@@ -179,7 +179,7 @@ class HFMatcher(TensorMatcher):
 
     def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
                      compat: str | None = None) -> Any:
-        """MM-SHAP masking game for one pair: this backend can be explained (``connote explain``)."""
+        """MM-SHAP masking game for one pair: this backend can be explained (``connote cv-probes explain``)."""
         from connote.models.masking import tensor_game
 
         return tensor_game(self, image, caption, grid=grid, compat=compat)

@@ -1,6 +1,6 @@
 """Scores kept in a run folder, keyed by what made them.
 
-A scoring command (``connote vist score``, ``connote metaphor score``) stores its result as
+A scoring command (``connote vist score``, ``connote vmc score``) stores its result as
 ``<run>/scores/<prefix>-<key>.json``, where ``key`` hashes the *signature*: everything about the scoring
 that changes a number (the reference file's sha256, the split, the protocol, the metrics and their
 settings, the bootstrap settings), never the run's own outputs. Scoring a run against other references

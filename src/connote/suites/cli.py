@@ -81,7 +81,7 @@ def explain(
     model: str = typer.Option("objects", "--model", "-m", help="Model spec; default: the 'objects' baseline."),
     out: Path = typer.Option(Path("runs/suite-explain"), "--out", "-o", help="Run folder (resumes)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Max model calls per pair."),
-    estimator: Optional[str] = typer.Option(None, "--estimator", help="As connote explain (default: the "
+    estimator: Optional[str] = typer.Option(None, "--estimator", help="As connote cv-probes explain (default: the "
                                             "--compat mode's estimator)."),
     compat: str = typer.Option("mmshap", "--compat", help="mmshap (default) | connote; see docs/explain.md"),
     sample: Optional[int] = typer.Option(None, "--sample", help="Explain a seeded random sample of N pairs."),

@@ -1,4 +1,4 @@
-"""The VIST paper's GRU baseline (``connote story train``) as a story generator.
+"""The VIST paper's GRU baseline (``connote vist train``) as a story generator.
 
 The model and its decoding live in :mod:`connote.vist.seq2seq`; requests carry the sequence's photo
 ids (``image_ids``), whose precomputed features come from the ``features`` .npz.
@@ -27,7 +27,7 @@ class Seq2SeqStoryGenerator:
                  n_best: int | str = 5) -> None:
         """``+Grounded`` as the paper defines it: ``grounding_dii``/``grounding_sis`` (the *training*
         descriptions and stories, which decide which words are groundable) and ``captioner`` (a folder of
-        ``connote story train-captioner``, whose ``n_best`` captions of the sequence's photos license them).
+        ``connote vist train-captioner``, whose ``n_best`` captions of the sequence's photos license them).
         ``grounding=objects`` licenses the embedded classifier's labels instead; ``grounding=DII.json``
         licenses the words of descriptions of the same photos — an oracle that reads human annotations of
         the evaluated photos, for upper bounds only."""

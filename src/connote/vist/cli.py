@@ -412,7 +412,7 @@ def correlate_cmd(
     kind = ratings_kind(ratings)
     prefs = None
     if kind == "vmc-labels":
-        raise InputError("these are VMC evaluation labels: use connote metaphor correlate", path=ratings)
+        raise InputError("these are VMC evaluation labels: use connote vmc correlate", path=ratings)
     if kind == "pairwise":
         prefs = read_preferences(ratings)
         human = {s: [0.0] for _, a, b, _ in prefs for s in (a, b)}

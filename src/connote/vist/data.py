@@ -568,7 +568,7 @@ def read_submission(path: str | Path) -> Submission:
     :func:`parse_album_predictions`), or a JSONL of generation records (see below).
 
     A ``.jsonl`` file holds one object per line with ``album_id``, ``photo_sequence``, ``story``
-    (or ``story_text_normalized``) and optionally ``error``, as ``connote story generate`` writes.
+    (or ``story_text_normalized``) and optionally ``error``, as ``connote vist generate`` writes.
     """
     path = Path(path)
     if path.suffix == ".jsonl":

@@ -17,7 +17,7 @@ DATASETS: tuple[Dataset, ...] = (
         name="vist",
         title="Visual Storytelling (VIST / SIND v.1)",
         paper="Huang et al. 2016, Visual Storytelling (NAACL); seed 000",
-        used_for="story generation and scoring (connote vist, connote story)",
+        used_for="story generation and scoring (connote vist, connote vist)",
         links=(
             Link("dataset page (annotations, images)", VIST_PAGE),
             Link("SIS annotations", "http://visionandlanguage.net/VIST/json_files/story-in-sequence/"
@@ -36,14 +36,14 @@ DATASETS: tuple[Dataset, ...] = (
                  "were not verified here."),
         files=(
             ExpectedFile("sis/train.story-in-sequence.json", "stories in sequence, training split",
-                         "vist-sis", "connote story train --sis; connote vist stats; connote vist info"),
+                         "vist-sis", "connote vist train --sis; connote vist stats; connote vist info"),
             ExpectedFile("sis/val.story-in-sequence.json", "stories in sequence, validation split",
                          "vist-sis", "connote vist stats; connote vist info"),
             ExpectedFile("sis/test.story-in-sequence.json", "stories in sequence, test split (the gold)",
                          "vist-sis", "connote vist score --refs; connote vist info", size="~17 MB",
                          counts_source="size: the challenge repository's README"),
             ExpectedFile("dii/train.description-in-isolation.json", "descriptions in isolation, training",
-                         "vist-dii", "connote story train-captioner --dii; connote vist stats"),
+                         "vist-dii", "connote vist train-captioner --dii; connote vist stats"),
             ExpectedFile("dii/val.description-in-isolation.json", "descriptions in isolation, validation",
                          "vist-dii", "connote vist stats"),
             ExpectedFile("dii/test.description-in-isolation.json", "descriptions in isolation, test",

@@ -16,7 +16,7 @@ the rule applies to content words, which is also what the decoder's ``grounded=`
 
 A captioner is anything with ``captions(photo_ids, n_best) -> list[list[str]]`` (:class:`Captioner`):
 per photo, up to ``n_best`` captions, best first. :class:`Seq2SeqCaptioner` is the paper's kind: the
-seq2seq machinery trained as a one-image captioner on DII (``connote story train-captioner``), whose
+seq2seq machinery trained as a one-image captioner on DII (``connote vist train-captioner``), whose
 n-best list is its beam.
 
 For a story generator, :class:`PaperGrounding` bundles the vocabulary, the captioner and ``n_best``:
@@ -141,7 +141,7 @@ class Seq2SeqCaptioner:
     @classmethod
     def load(cls, folder: str | Path, features: str | Path | Mapping[str, np.ndarray], **options: Any,
              ) -> Seq2SeqCaptioner:
-        """A captioner saved by ``connote story train-captioner``; ``features``: the ``.npz`` (or loaded mapping)."""
+        """A captioner saved by ``connote vist train-captioner``; ``features``: the ``.npz`` (or loaded mapping)."""
         feats = load_features(features) if isinstance(features, (str, Path)) else features
         return cls(StoryModel.load(folder), feats, source=str(Path(folder).resolve()), **options)
 

@@ -12,7 +12,7 @@ MODELS = {
                           "(train=SIS.json)."},
     "seq2seq": {"target": "connote.vist.backend_seq2seq:Seq2SeqStoryGenerator.from_spec",
                 "capabilities": ("generate",), "inputs": "photo-ids", "weights": "folder",
-                "help": "The VIST paper's GRU baseline (connote story train), option features=F.npz."},
+                "help": "The VIST paper's GRU baseline (connote vist train), option features=F.npz."},
 }
 TASKS = {
     "vist-storytelling": ("connote.vist.task:StorytellingTask",

@@ -3,7 +3,7 @@
 Three training albums and three test albums of five photos each (scikit-image, scikit-learn and
 matplotlib photos), with stories written for connote in VIST's normalised style (lower case,
 tokenised, ``[female]``-style placeholders). Files are written in the official formats, so every
-``connote vist`` / ``connote story`` command runs on them: ``train.story-in-sequence.json``,
+``connote vist`` / ``connote vist`` command runs on them: ``train.story-in-sequence.json``,
 ``test.story-in-sequence.json`` (two stories per test sequence, the gold for scoring),
 ``test-template.json`` (challenge template), ``images/<photo id>.jpg``, and ``sample-ratings.csv`` /
 ``sample-preferences.csv`` (one rating per test story and the preference within each sequence, given by the

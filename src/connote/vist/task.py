@@ -190,7 +190,7 @@ class StorytellingTask(Task):
 
         write_jsonl(out / "stories.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
         sub = submission_dict(((r["album_id"], r["photo_sequence"], r["story"]) for r in rows),
-                              team_name=self.team_name, description=f"connote story generate, {self._backend}")
+                              team_name=self.team_name, description=f"connote vist generate, {self._backend}")
         for entry, r in zip(sub["output_stories"], rows, strict=True):
             if r.get("error"):
                 entry["error"] = r["error"]

@@ -251,7 +251,7 @@ def _encoder_path(name: str) -> str:
 
 @metaphor_app.command("train")
 def train_cmd(
-    config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML); see docs/metaphor.md.")],
+    config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML); see docs/vmc.md.")],
     output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Override output_dir.")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Override train.max_steps.")] = None,
 ) -> int:

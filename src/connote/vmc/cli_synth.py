@@ -1,4 +1,4 @@
-"""``connote metaphor synth``: synthetic metaphor captions for stage-1 pretraining (VMC appendix A.5.2).
+"""``connote vmc synth``: synthetic metaphor captions for stage-1 pretraining (VMC appendix A.5.2).
 
 Added to the ``metaphor`` group by :func:`register_synth`. Heavy dependencies are imported inside the command.
 """

@@ -1,6 +1,6 @@
 """What VMC adds to connote's registries (see :mod:`connote.core.plugins`): declarations only, no imports.
 
-Two video generators (GIT-LLaVA, trained by ``connote metaphor train``; the nearest-caption baseline), the
+Two video generators (GIT-LLaVA, trained by ``connote vmc train``; the nearest-caption baseline), the
 captioning and synthetic-metaphor (A.5.2) tasks, two report run kinds, three Potato studies, three
 catalogue entries (VMCD and the stage-1 data) with their format checks, the release converter, its published
 tables and the scoring of released answer files for ``connote reproduce``.

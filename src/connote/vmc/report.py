@@ -2,7 +2,7 @@
 the human evaluation imported by ``connote collect import`` (the paper's human-evaluation figure).
 
 ``CAPTIONS`` recognises a ``connote metaphor caption`` run folder (``run.json`` with task ``vmc-captioning``).
-``connote metaphor score RUN --refs REFS`` stores its scores in ``RUN/scores/vmc-<key>.json`` (the key hashes
+``connote vmc score RUN --refs REFS`` stores its scores in ``RUN/scores/vmc-<key>.json`` (the key hashes
 the references' and split's sha256, the metrics, the encoders and the bootstrap settings; see
 :mod:`connote.vmc.scoring`); a run is reported with its most recent stored scores, and runs share a
 table only when those share the key. The section is Table 1 (BLEU-4, ROUGE-L, CIDEr, BERT-F1, ACS, ACD and
@@ -111,7 +111,7 @@ class CaptionRunKind:
             table = Table(key="vmc-unscored", title="Caption runs without stored scores",
                           header=["Run", "Folder", "Score it with"],
                           rows=[[n, str(r.folder), r.results["how_to_score"]] for n, r in zip(names, unscored)],
-                          notes=["`connote metaphor score RUN... --refs REFS` stores each run's scores in "
+                          notes=["`connote vmc score RUN... --refs REFS` stores each run's scores in "
                                  "RUN/scores/ (add --bertscore-model and --concept-encoder for BERT-F1, ACS, ACD)."]
                           + [f"{r.name}: its scores.json predates keyed scores; score it again" for r in unscored
                              if r.results.get("legacy")],
@@ -142,7 +142,7 @@ class CaptionRunKind:
                  f"{split.get('path') if split else 'the videos the runs captioned'}; scores key {stores[0]['key']}."]
         missing = [c for c in ("BERT-F1", "ACS", "ACD") if c not in columns]
         if missing:
-            notes.append(f"{', '.join(missing)} not scored: `connote metaphor score --bertscore-model M "
+            notes.append(f"{', '.join(missing)} not scored: `connote vmc score --bertscore-model M "
                          "--concept-encoder E` adds them.")
         for name, run, s in zip(names, scored, stores, strict=True):
             if s.get("uncaptioned"):

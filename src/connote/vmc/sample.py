@@ -4,7 +4,7 @@ Six two-second clips (a slow zoom or pan over a scikit-image / scikit-learn / ma
 with PyAV), each with three metaphor captions written for connote in VMC's template ("the X is as P as
 the Y"). Three clips form the training split and three the test split; each test clip moves over one of
 the training photos in another way, so the offline nearest-caption generator has something to find.
-Files are in the formats ``connote metaphor`` reads: ``videos/<id>.mp4``, the caption table ``vmc.csv``
+Files are in the formats ``connote vmc`` reads: ``videos/<id>.mp4``, the caption table ``vmc.csv``
 (``unique_id, annotator_1..3``), ``train.txt`` / ``test.txt`` and ``test-videos.csv`` (a ``video_id,
 path`` manifest of the test clips).
 

@@ -1,9 +1,9 @@
-"""Scoring caption runs as the paper's Table 1 (``connote metaphor score``).
+"""Scoring caption runs as the paper's Table 1 (``connote vmc score``).
 
 Columns: BLEU-4, ROUGE-L, CIDEr (x100, as the paper prints them), BERT-F1, ACS, ACD, and the share
 of captions that follow the template. The text metrics come from :func:`connote.metrics.compute_scores`
 (the project's metrics engine); BERT-F1 from its ``bertscore`` metric and ACS/ACD from ``acs_acd``, which
-need encoders (``bertscore_model``, ``concept_encoder``; ``connote metaphor score --bertscore-model embedded
+need encoders (``bertscore_model``, ``concept_encoder``; ``connote vmc score --bertscore-model embedded
 --concept-encoder embedded`` uses the shipped MiniLM offline) and are reported as missing without. Captions
 outside the template are counted; the concept metrics themselves give them CS = 1 (ACS 1, ACD 0), as
 the paper penalises them.
@@ -46,7 +46,7 @@ COLUMNS: dict[str, tuple[tuple[str, ...], float]] = {col: (score_keys(col), scal
 DEFAULT_METRICS = ("bleu", "rouge_l", "cider")
 SAMPLE_MODES = ("pooled", "mean")
 TEXT_MODES = ("first-line", "whole")
-#: What connote does by default, and where it comes from (the docs' table of defaults, docs/metaphor.md).
+#: What connote does by default, and where it comes from (the docs' table of defaults, docs/vmc.md).
 PROTOCOL_DEFAULTS = {"samples": "pooled", "text": "first-line", "concept_split": "notebook"}
 
 

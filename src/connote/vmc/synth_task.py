@@ -1,4 +1,4 @@
-"""``connote metaphor synth``: literal captions -> the A.5.2 prompt -> any ``generate`` backend -> template filter.
+"""``connote vmc synth``: literal captions -> the A.5.2 prompt -> any ``generate`` backend -> template filter.
 
 One item per caption row (:func:`connote.vmc.synth.read_caption_rows`). Its row is reused only when the
 run fingerprint (task version, the backend's ``describe()``, prompt, temperature, length limit, filter version,
@@ -9,7 +9,7 @@ call; an answer with no text is an error too (retried by a rerun); an answer out
 with its reason. The run folder gets:
 
 * ``metaphors.json``: the kept pairs as stage-1 records (``data.metaphor_images`` or ``data.synth`` of
-  ``connote metaphor train``);
+  ``connote vmc train``);
 * ``synth.jsonl``: every row (source caption, answer, kept caption or the reason it was dropped, error);
 * ``run.json``: counts read / kept / dropped (by reason) / failed (by reason), the settings and the image folder;
 * ``store.sqlite``: the runner's rows.

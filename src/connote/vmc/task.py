@@ -5,7 +5,7 @@ each third of the video) and sent in one request with the metaphor prompt (GIT-L
 it was trained with). A video's row — ``{item_id, caption, frames, error}`` — is reused only when the
 run fingerprint (model, sampling, prompt, length limit) and the video file's bytes are unchanged. The run
 folder gets ``captions.jsonl`` (the public answer format: ``question_id, video_id, text``), ``run.json``
-and ``store.sqlite``. Scoring is ``connote metaphor score`` (:mod:`connote.vmc.scoring`).
+and ``store.sqlite``. Scoring is ``connote vmc score`` (:mod:`connote.vmc.scoring`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def default_prompt(generator: Any) -> str:
 
 
 class MetaphorCaptionTask(Task):
-    """A metaphor caption per video (VMC; scored by ``connote metaphor score``)."""
+    """A metaphor caption per video (VMC; scored by ``connote vmc score``)."""
 
     name = "vmc-captioning"
     #: 2: several samples per video at a temperature (the public evaluation's setting) are an option

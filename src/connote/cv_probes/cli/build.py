@@ -1,4 +1,4 @@
-"""``connote probes build``: build a CV-Probes probe set for any verbs from a local image pool."""
+"""``connote cv-probes build``: build a CV-Probes probe set for any verbs from a local image pool."""
 
 from __future__ import annotations
 

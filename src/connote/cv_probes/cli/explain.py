@@ -1,4 +1,4 @@
-"""``connote explain``: MM-SHAP modality and verb attributions with a cap on model calls."""
+"""``connote cv-probes explain``: MM-SHAP modality and verb attributions with a cap on model calls."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``connote probe`` (``connote report`` lives in :mod:`connote.cli.report`)."""
+"""``connote cv-probes run`` (``connote report`` lives in :mod:`connote.cli.report`)."""
 
 from __future__ import annotations
 

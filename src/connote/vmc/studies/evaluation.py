@@ -1,13 +1,13 @@
 """VMC *evaluation* (paper §7.2 and appendices A.6-A.7): four binary labels per generated caption.
 
 Fluency (natural, grammatical, and following the template), creativity, primary-concept consistency and
-consistency with the whole video; three annotators. Sources are caption runs (``connote metaphor caption``
+consistency with the whole video; three annotators. Sources are caption runs (``connote vmc caption``
 folders, read from their ``captions.jsonl``: ``video_id, text``; or such a JSONL file itself) and the folder
 of their videos. One item per (video, run) pair, with id ``<video>_<run>``.
 
 Import writes ``labels.csv`` (``item_id, rater, criterion, label``: what ``connote agreement`` reads, so the
 reported pairwise Cohen's and Fleiss' kappa are that command's), ``captions.csv`` (item, video, run,
-caption) and, where per-caption ACD is known (``--scores``, or the scores ``connote metaphor score`` stored
+caption) and, where per-caption ACD is known (``--scores``, or the scores ``connote vmc score`` stored
 in the runs with ACS/ACD, ``scores/vmc-<key>.json``), the ACD-creativity correlation of appendix A.6: Pearson's r
 between each judgement's binary creativity label and the caption's ACD (the paper's, r = 0.403), and,
 as a second named variant, between ACD and the share of annotators who found the caption creative.

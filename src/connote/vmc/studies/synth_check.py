@@ -48,7 +48,7 @@ def read_table(source: str | Path, images: str | Path | None) -> tuple[list[dict
     """The kept rows of a synth run (or its ``metaphors.json``) and their image folder."""
     source = Path(source)
     table = source / "metaphors.json" if source.is_dir() else source
-    rows = read_json(table, what="synth table (metaphors.json of `connote metaphor synth`)")
+    rows = read_json(table, what="synth table (metaphors.json of `connote vmc synth`)")
     if not isinstance(rows, list):
         raise InputError("expected a JSON list of {id, image, caption} records", path=table)
     if images is None:

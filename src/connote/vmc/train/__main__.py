@@ -1,4 +1,4 @@
-"""``python -m connote.vmc.train --config c.yaml``: the same as ``connote metaphor train``.
+"""``python -m connote.vmc.train --config c.yaml``: the same as ``connote vmc train``.
 
 For launchers that run modules: ``torchrun --nproc_per_node N -m connote.vmc.train --config c.yaml``
 or ``accelerate launch -m connote.vmc.train --config c.yaml``.
