@@ -112,7 +112,8 @@ def test_table6_says_which_captions_it_uses_next_to_tables_3_4(runs, capsys) -> 
     assert explained == "simplified"  # `connote explain`'s default
     table6 = tables["explain-table6"]
     assert "(simplified captions;" in table6["title"]
-    assert any(n.startswith("Captions: simplified (`connote cv-probes explain` defaults to simplified") for n in table6["notes"])
+    assert any(n.startswith("Captions: simplified (`connote cv-probes explain` defaults to simplified")
+               for n in table6["notes"])
     accuracy = tables["probe-accuracy"]
     assert any(n.startswith("Captions: original and simplified, named after each model") for n in accuracy["notes"])
 

@@ -106,8 +106,8 @@ def table6(runs: Sequence[Run]) -> Table:
              "the summed Shapley value of the verb's tokens (not a share: unscaled, as the paper prints it); "
              "verb share: the verb's share of the text's absolute "
              "attribution x 100; means over pairs (verb columns over pairs whose verb was found).",
-             f"Captions: {captions} (`connote cv-probes explain` defaults to simplified, as the paper's Table 6; Tables 3/4 "
-             "name each probe run's captions, original by default, after its model)."]
+             f"Captions: {captions} (`connote cv-probes explain` defaults to simplified, as the paper's Table 6; "
+             "Tables 3/4 name each probe run's captions, original by default, after its model)."]
     return Table(key="explain-table6",
                  title=f"Table 6: MM-SHAP per cell, split by predicted match ({captions} captions; T-SHAP, V-SHAP, "
                        "verb share in %)",
