@@ -28,15 +28,11 @@ from connote.vist.data import (
     read_submission,
     seq_id,
 )
+from connote.vist.task import StorytellingTask
 
-TASK_VERSION = 2
-"""Version of the VIST task's numbers; bumped whenever a default number changes.
-
-2: errored sequences make a score incomplete (exit 1), bootstrap intervals from ``scipy.stats.bootstrap``
-(same percentile numbers for the same seed), the baseline's encoder reads the photos in reverse,
-+Grounded from training text and a captioner, the correlation study's default measures are the paper's
-(METEOR, smoothed BLEU, MiniLM cosine) with Kendall's tau beside Pearson and Spearman.
-"""
+TASK_VERSION = StorytellingTask.version
+"""The VIST task's one version (:attr:`connote.vist.task.StorytellingTask.version`, where its history is):
+in the generation fingerprint and in every stored score signature."""
 
 __all__ = ["TASK_VERSION", "Album", "Gold", "Image", "PhotoSequence", "Problem", "Story", "Storylet", "Submission",
            "SubmissionEntry", "VistFile", "read_gold", "read_official", "read_submission", "seq_id"]

@@ -7,7 +7,9 @@ challenge's ``story_text_normalized`` (lower case, punctuation split off). A seq
 when the run fingerprint and the sequence (album, photo ids, the photos' bytes) are unchanged. The run
 folder gets ``stories.jsonl``, the challenge-format ``submission.json`` (an errored sequence appears
 with an empty story and an ``error`` key, and is counted by ``connote vist score``) and ``run.json``.
-Scoring is ``connote vist score`` (the challenge and album protocols, :mod:`connote.vist.protocols`).
+Scoring is ``connote vist score`` (the challenge and album protocols, :mod:`connote.vist.protocols`), under
+the task's one version (:attr:`StorytellingTask.version`, also ``connote.vist.TASK_VERSION``), which enters
+both the generation fingerprint and every stored score signature.
 """
 
 from __future__ import annotations
@@ -96,12 +98,21 @@ class StorytellingTask(Task):
     """A story per photo sequence with any ``generate`` backend (VIST; scored by ``connote vist score``)."""
 
     name = "vist-storytelling"
-    version = 1
+    #: The one version of the VIST task: generation rows and stored scores (``task_version`` of the score
+    #: signature, :mod:`connote.vist.protocols`).
+    #: 2: errored sequences make a score incomplete (exit 1), bootstrap intervals from ``scipy.stats.bootstrap``
+    #: (same percentile numbers for the same seed), the baseline's encoder reads the photos in reverse,
+    #: +Grounded from training text and a captioner, the correlation study's default measures are the paper's
+    #: (METEOR, smoothed BLEU, MiniLM cosine) with Kendall's tau beside Pearson and Spearman. (Generation rows
+    #: were stored as version 1 before the two numbers became one: such run folders are still reported, and a
+    #: rerun in one computes its stories again.)
+    version = 2
     capability = "generate"
     reads = "photo sequences (a VIST challenge template/submission or an official SIS file) and a photo folder"
     title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
     label = "stories"
     results_file = "run.json"
+    report_kind = "vist-storytelling"  # connote.vist.report: the scored protocols' tables
     inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
 
     def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
@@ -178,10 +189,20 @@ class StorytellingTask(Task):
         return {"n_sequences": len(rows), "n_errors": sum(1 for r in rows if r.get("error")),
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
 
-    def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
+    def bind(self, model: Any) -> None:
+        """The capability check, then whether the model reads photos and its backend's name (for the submission)."""
+        super().bind(model)
         self.needs_images = bool(getattr(model, "needs_images", True))
         self._backend = str(model.describe().get("backend"))
-        return super().run(model, out, **kw)
+
+    def summary(self, result: Any) -> dict[str, Any]:
+        """What ``connote story generate --json`` prints (:class:`GenerationSummary`)."""
+        out, outcome = Path(result.out), result.outcome
+        return GenerationSummary(n_sequences=outcome.total, n_generated_now=outcome.computed,
+                                 n_done_before=outcome.resumed, n_errors=outcome.failed,
+                                 n_empty=int(result.results.get("n_empty", 0)), fingerprint=outcome.fingerprint,
+                                 stories_path=str(out / "stories.jsonl"),
+                                 submission_path=str(out / "submission.json")).to_dict()
 
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         from connote.vist.data import submission_dict
@@ -200,12 +221,10 @@ def run_generation(generator: Any, sequences: Sequence[SequenceInput], out_dir: 
                    image_dir: str | Path | None = None, batch_size: int = 8, limit: int | None = None,
                    team_name: str = "connote", meta: dict[str, Any] | None = None,
                    progress: bool = True) -> GenerationSummary:
-    """Generate a story for every sequence, resumably, then write ``stories.jsonl`` and ``submission.json``."""
+    """Generate a story for every sequence, resumably (a compatibility name for library callers: the command is
+    :func:`connote.tasks.api.run_task` with a :class:`StorytellingTask`)."""
+    from connote.tasks.api import run_task
+
     task = StorytellingTask(sequences, image_dir=image_dir, batch_size=batch_size, limit=limit, team_name=team_name,
                             progress=progress, meta=meta)
-    results, outcome = task.run(generator, out_dir)
-    out = Path(out_dir)
-    return GenerationSummary(n_sequences=outcome.total, n_generated_now=outcome.computed,
-                             n_done_before=outcome.resumed, n_errors=outcome.failed,
-                             n_empty=int(results.get("n_empty", 0)), fingerprint=outcome.fingerprint,
-                             stories_path=str(out / "stories.jsonl"), submission_path=str(out / "submission.json"))
+    return GenerationSummary(**task.summary(run_task(task, generator, out_dir)))

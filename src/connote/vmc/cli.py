@@ -74,7 +74,8 @@ def caption_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
-    from connote.vmc.task import caption_videos
+    from connote.tasks.api import run_task
+    from connote.vmc.task import MetaphorCaptionTask
 
     for option, value in (("--k", k), ("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens),
                           ("--limit", limit), ("--samples", samples)):
@@ -91,9 +92,10 @@ def caption_cmd(
     if model is None:
         raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
                          "git-llava:runs/x/final); see `connote models --capability generate`")
-    summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
-                             max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
-                             temperature=temperature, frames=frames, frame_seed=frame_seed)
+    task = MetaphorCaptionTask(videos, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
+                               max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,
+                               temperature=temperature, frames=frames, frame_seed=frame_seed)
+    summary = task.summary(run_task(task, model, out))
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
 
