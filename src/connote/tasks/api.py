@@ -166,6 +166,15 @@ class Task(ABC):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         """Write the task's output files (atomically) into the run folder."""
 
+    @classmethod
+    def score(cls, out: str | Path, references: str | Path, **options: Any) -> Any:
+        """Score a run folder against ``references`` and store the scores in it (``out/scores/``), under this
+        task's :attr:`version`: the second stage of a generation task (its protocol: ``vist-storytelling``,
+        ``vmc-captioning``). A task whose :meth:`aggregate` already is the paper's numbers has none."""
+        from connote.core.errors import InputError
+
+        raise InputError(f"task {cls.name} has no scoring stage: its numbers are its aggregate ({cls.results_file})")
+
     def summary(self, result: RunResult) -> dict[str, Any]:
         """What the task's command prints with ``--json``: by default the results."""
         return result.results

@@ -731,8 +731,6 @@ def demo_cmd(
 ) -> None:
     """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
     from connote.tasks.api import run_task
-    from connote.vist.data import read_gold, read_submission
-    from connote.vist.protocols import score, store_scores
     from connote.vist.sample import sample_retrieval_spec, write_sample_vist
     from connote.vist.task import GenerationSummary, StorytellingTask, load_sequences
 
@@ -743,8 +741,7 @@ def demo_cmd(
     task = StorytellingTask(load_sequences(paths["template"]), image_dir=paths["images"],
                             meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
     summary = GenerationSummary(**task.summary(run_task(task, spec, out)))
-    result = score("album", read_submission(summary.submission_path), read_gold(paths["test"]))
-    stored, _ = store_scores(out, result, submission=summary.submission_path, gold=paths["test"])
+    result, stored, _ = StorytellingTask.score(out, paths["test"], protocol="album")
     print(f"scores stored in {stored} (connote report {out})", file=sys.stderr)
     if as_json:
         _echo_json(result.to_dict())

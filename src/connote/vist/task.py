@@ -195,6 +195,22 @@ class StorytellingTask(Task):
         self.needs_images = bool(getattr(model, "needs_images", True))
         self._backend = str(model.describe().get("backend"))
 
+    @classmethod
+    def score(cls, out: str | Path, references: str | Path, *, protocol: str = "challenge",
+              template: str | Path | None = None, tokenize: str | None = None, **options: Any) -> Any:
+        """Score the run's ``submission.json`` against the gold SIS file ``references`` under ``protocol``
+        (:func:`connote.vist.protocols.score`; ``options`` are its settings) and store the scores in
+        ``out/scores/``; returns (result, stored path, note). The signature carries this task's version."""
+        from connote.vist.data import read_gold, read_submission
+        from connote.vist.protocols import score, store_scores
+
+        submission = Path(out) / "submission.json"
+        result = score(protocol, read_submission(submission), read_gold(references),
+                       template=None if template is None else read_submission(template), **options)
+        path, note = store_scores(out, result, submission=submission, gold=references, template=template,
+                                  tokenize=tokenize)
+        return result, path, note
+
     def summary(self, result: Any) -> dict[str, Any]:
         """What ``connote story generate --json`` prints (:class:`GenerationSummary`)."""
         out, outcome = Path(result.out), result.outcome

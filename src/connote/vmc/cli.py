@@ -160,8 +160,7 @@ def score_cmd(
         TEXT_MODES,
         is_answer_file,
         score_runs,
-        score_signature,
-        store_run_scores,
+        store_scored,
     )
 
     for name, value, valid in (("--samples", samples, SAMPLE_MODES), ("--text", text, TEXT_MODES),
@@ -197,12 +196,8 @@ def score_cmd(
                 "concept_encoder": concept_encoder, "concept_split": concept_split if concept_encoder else None}
     stored: list[Path] = []
     for r in results:
-        protocol = {"samples": samples, "text": text}
-        if is_answer_file(r.run):  # references from the file itself unless --refs; one stored file per answer file
-            protocol["answers"] = Path(r.run).name
-        signature = score_signature(refs or r.run, split=split, video_ids=list(r.per_video), metrics=wanted,
-                                    n_boot=bootstrap, seed=seed, encoders=encoders, protocol=protocol)
-        path, note = store_run_scores(r, signature, refs=refs or r.run, split=split)
+        path, note = store_scored(r, refs, split=split, metrics=wanted, n_boot=bootstrap, seed=seed,
+                                  samples=samples, text=text, encoders=encoders)
         if note:
             print(f"note: {note}", file=sys.stderr)
         stored.append(path)

@@ -149,6 +149,22 @@ class MetaphorCaptionTask(Task):
         errors = {r["item_id"]: r["error"] for r in rows if r.get("error")}
         return {"videos": len(rows), "captioned": len(rows) - len(errors), "errors": errors}
 
+    @classmethod
+    def score(cls, out: str | Path, references: str | Path, *, split: str | Path | None = None,
+              metrics: Sequence[str] = ("bleu", "rouge_l", "cider"), n_boot: int = 1000, seed: int = 0,
+              samples: str = "pooled", text: str = "first-line") -> Any:
+        """Score the run's captions against the VMC caption table ``references`` (optionally one split) as
+        Table 1 with the text metrics (:func:`connote.vmc.scoring.score_runs`, the defaults of ``connote metaphor
+        score``) and store them in ``out/scores/`` as that command does; returns (scores, stored path, note)."""
+        from connote.vmc.scoring import score_runs, store_scored
+
+        (scores,) = score_runs([str(out)], references, split=split, metrics=metrics, n_boot=n_boot, seed=seed,
+                               samples=samples, text=text)
+        encoders = {"bertscore_model": None, "bertscore_layer": None, "concept_encoder": None, "concept_split": None}
+        path, note = store_scored(scores, references, split=split, metrics=list(metrics), n_boot=n_boot, seed=seed,
+                                  samples=samples, text=text, encoders=encoders)
+        return scores, path, note
+
     def summary(self, result: Any) -> dict[str, Any]:
         """What ``connote metaphor caption`` prints."""
         outcome = result.outcome
