@@ -28,11 +28,7 @@ from connote.vist.data import (
     read_submission,
     seq_id,
 )
-from connote.vist.task import StorytellingTask
-
-TASK_VERSION = StorytellingTask.version
-"""The VIST task's one version (:attr:`connote.vist.task.StorytellingTask.version`, where its history is):
-in the generation fingerprint and in every stored score signature."""
+from connote.vist.version import VERSION as TASK_VERSION  # the task's one version (history in vist/version.py)
 
 __all__ = ["TASK_VERSION", "Album", "Gold", "Image", "PhotoSequence", "Problem", "Story", "Storylet", "Submission",
            "SubmissionEntry", "VistFile", "read_gold", "read_official", "read_submission", "seq_id"]

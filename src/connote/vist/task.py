@@ -27,6 +27,7 @@ from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Task
 from connote.vist.data import seq_id
+from connote.vist.version import VERSION
 
 STORY_PROMPT_VERSION = 1
 STORY_PROMPT = ("These photos are in order. Write a short story about them, one sentence per photo, "
@@ -98,15 +99,8 @@ class StorytellingTask(Task):
     """A story per photo sequence with any ``generate`` backend (VIST; scored by ``connote vist score``)."""
 
     name = "vist-storytelling"
-    #: The one version of the VIST task: generation rows and stored scores (``task_version`` of the score
-    #: signature, :mod:`connote.vist.protocols`).
-    #: 2: errored sequences make a score incomplete (exit 1), bootstrap intervals from ``scipy.stats.bootstrap``
-    #: (same percentile numbers for the same seed), the baseline's encoder reads the photos in reverse,
-    #: +Grounded from training text and a captioner, the correlation study's default measures are the paper's
-    #: (METEOR, smoothed BLEU, MiniLM cosine) with Kendall's tau beside Pearson and Spearman. (Generation rows
-    #: were stored as version 1 before the two numbers became one: such run folders are still reported, and a
-    #: rerun in one computes its stories again.)
-    version = 2
+    #: The one version of the VIST task, also in every stored score signature (history: :mod:`connote.vist.version`)
+    version = VERSION
     capability = "generate"
     reads = "photo sequences (a VIST challenge template/submission or an official SIS file) and a photo folder"
     title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
