@@ -82,6 +82,7 @@ def write_pairs(folder: Path) -> list[dict[str, str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_task_recipe_runs_as_written_and_gets_a_report_section(recipe, tmp_path, monkeypatch, capsys) -> None:
     from connote.cli import main
     from connote.media.images import load_image
