@@ -66,12 +66,16 @@ class ExplainTask(Task):
     reads = "a probe manifest (as cv-probes; the verb column names the verb to credit)"
     title = "MM-SHAP: T-SHAP/V-SHAP and the verb's share per probe pair, split by predicted match (Table 6)."
     label = "pairs"
+    report_kind = "cv-probes-explain"  # connote.cv_probes.report_explain: Table 6
     batch_size = 1  # each pair is many model calls of its own; one pair per stored row
 
     def __init__(self, data: str | Path, *, captions: str = "simplified", estimator: str | None = None,
                  budget: int | None = None, sample: int | None = None, seed: int = 0, grid: int | None = None,
-                 allow_network: bool = False, progress: bool = True, compat: str = DEFAULT_COMPAT) -> None:
+                 allow_network: bool = False, progress: bool = True, compat: str = DEFAULT_COMPAT,
+                 figures: int | None = None) -> None:
+        """``figures``: write ``figures/`` (the cell summary and heat maps of the first N pairs); None: none."""
         self.compat = check_compat(compat)
+        self.figures = figures
         self.estimator = estimator or default_estimator(self.compat)
         self.data, self.captions, self.budget, self.sample = data, captions, budget, sample
         self.seed, self.grid, self.allow_network, self.progress = seed, grid, allow_network, progress
@@ -81,8 +85,10 @@ class ExplainTask(Task):
         self.items = items
         self._nlp: Any = None
 
-    def check_model(self, model: Any) -> None:
-        require_masking(model)  # refuse a backend whose inputs cannot be masked before any work
+    def bind(self, model: Any) -> None:
+        """MM-SHAP's check in place of the capability check: a backend whose inputs cannot be masked is refused
+        before any work (naming the backends that can)."""
+        require_masking(model)
 
     def settings(self) -> dict[str, Any]:
         # verb_source: the data's verb column first, the tagger where it is empty (task version 2)
@@ -131,6 +137,8 @@ class ExplainTask(Task):
         write_jsonl(out / "explanations.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
         write_json(out / "results.json", results)
         write_text(out / "results.md", self.render(results))
+        if self.figures is not None:
+            _figures(rows, out, self.figures, self.allow_network, results)
 
 
 def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str = "simplified",
@@ -140,19 +148,15 @@ def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str 
     """Explain (a seeded sample of) the pairs of a manifest; returns results.json content.
 
     ``compat``: ``mmshap`` (default; the public MM-SHAP code's features, grid and masked id) or
-    ``connote``; ``estimator`` ``None`` means :func:`default_estimator` of ``compat``.
+    ``connote``; ``estimator`` ``None`` means :func:`default_estimator` of ``compat``. (A compatibility name for
+    library callers: the command is :func:`connote.tasks.api.run_task` with an :class:`ExplainTask`.)
     """
-    from connote.models.registry import check_spec, load_model
+    from connote.tasks.api import run_task
 
     task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
-                       grid=grid, allow_network=allow_network, progress=progress, compat=compat)
-    if model_obj is None:
-        check_spec(model)
-    matcher = model_obj if model_obj is not None else load_model(model)
-    results, outcome = task.run(matcher, out, seed=seed, extra_results={"model": model})
-    if results:
-        _figures(outcome.rows, Path(out), figures, allow_network, results)
-    return results
+                       grid=grid, allow_network=allow_network, progress=progress, compat=compat, figures=figures)
+    return run_task(task, model_obj if model_obj is not None else model, out, seed=seed,
+                    extra_results={"model": model}).results
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -228,6 +228,7 @@ class ProbeTask(Task):
             "verb, human_votes, label)"
     title = "Contextual verb probes: image-text matching accuracy per SG/PG cell (Tables 3-5)."
     label = "pairs"
+    report_kind = "cv-probes"  # connote.cv_probes.report: Tables 3-5
 
     def __init__(self, data: str | Path, *, captions: str = "original", pairs_per_chunk: int = 256,
                  allow_network: bool = False, progress: bool = True) -> None:
@@ -261,6 +262,10 @@ class ProbeTask(Task):
     def render(self, results: dict[str, Any]) -> str:
         return markdown_table(results, title=f"{results.get('model')} ({self.captions} captions)")
 
+    def extra_results(self, spec: str) -> dict[str, Any]:
+        """What results.json records beside the numbers: the model spec, the captions, the manifest's path."""
+        return {"model": spec, "captions": self.captions, "data": str(self.data.resolve())}
+
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_json(out / "results.json", results)
         write_jsonl(out / "items.jsonl", ({k: r.get(k) for k in ITEM_FIELDS} for r in rows))
@@ -275,22 +280,14 @@ def run_probe(data: str | Path, model: str | None = None, out: str | Path = "run
     The manifest is parsed (and rejected with file/line/column) before any model loads.
     ``model`` is a spec like ``hf-blip-itm:Salesforce/blip-itm-base-coco``; None means the
     embedded ``objects`` baseline. ``model_obj`` lets library users pass a built ``Matcher``.
+    (A compatibility name for library callers: the command is :func:`connote.tasks.api.run_task` with a
+    :class:`ProbeTask` and :meth:`ProbeTask.extra_results`.)
     """
-    from connote.models.registry import check_spec, load_model
+    from connote.tasks.api import run_task
 
     task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
                      progress=progress)
     spec = model or (str(model_obj.describe().get("backend", type(model_obj).__name__)) if model_obj is not None
                      else "objects")
-    if model_obj is None:
-        check_spec(spec)  # option and weights errors before the seed and any loading
-    try:
-        import torch
-
-        torch.manual_seed(seed)
-    except ImportError:  # pragma: no cover - every matcher needs torch
-        pass
-    matcher = model_obj if model_obj is not None else load_model(spec)
-    results, _ = task.run(matcher, out, seed=seed, extra_results={
-        "model": spec, "captions": captions, "data": str(Path(data).resolve())})
-    return results
+    return run_task(task, model_obj if model_obj is not None else spec, out, seed=seed,
+                    extra_results=task.extra_results(spec)).results

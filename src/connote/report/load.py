@@ -37,12 +37,16 @@ def kind_object(name: str) -> Any | None:
 
 
 def available_kinds() -> dict[str, Any]:
-    """Registered kinds whose modules exist, in recognition order."""
+    """Registered kinds whose modules exist, in recognition order, then the kinds every registered task
+    declares through the task contract (:func:`connote.report.tasks.task_kinds`)."""
+    from connote.report.tasks import task_kinds
+
     kinds = {}
     for name in RUN_KINDS:
         obj = kind_object(name)
         if obj is not None:
             kinds[name] = obj
+    kinds.update(task_kinds(kinds))
     return kinds
 
 

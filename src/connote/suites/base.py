@@ -229,6 +229,11 @@ class PairSuiteTask(Task):
         if not self.items:
             raise InputError(f"no {self.name} items found", path=self.data)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "report_kind" not in cls.__dict__ and "name" in cls.__dict__:
+            cls.report_kind = cls.name  # connote.suites.report: the suite's table beside its published rows
+
     # subclasses ---------------------------------------------------------------------------------
     def read(self, data: Path, images: Path | None) -> list[SuiteItem]:
         raise NotImplementedError
@@ -382,7 +387,8 @@ class SuiteExplainTask(Task):
             pairs = [pairs[k] for k in chosen]
         self.pairs = pairs
 
-    def check_model(self, model: Any) -> None:
+    def bind(self, model: Any) -> None:
+        """MM-SHAP's check in place of the capability check (as ``cv-probes-mmshap``)."""
         from connote.models.masking import require_masking
 
         require_masking(model)

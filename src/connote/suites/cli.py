@@ -58,12 +58,12 @@ def _run(task: Any, model: str, out: Path, seed: int, json_out: bool) -> dict | 
     import json
 
     from connote.media.embedded import quiet_transformers
-    from connote.models.registry import check_spec, load_model
+    from connote.models.registry import check_spec
+    from connote.tasks.api import run_task
 
     check_spec(model)
     quiet_transformers()
-    _seed(seed)
-    results, _ = task.run(load_model(model), out, seed=seed, extra_results={"model": model})
+    results = run_task(task, model, out, seed=seed, extra_results={"model": model}).results
     if not results:
         return None
     if json_out:
@@ -109,15 +109,6 @@ def explain(
         return
     print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors; "
           f"run folder: {out}")
-
-
-def _seed(seed: int) -> None:
-    try:
-        import torch
-
-        torch.manual_seed(seed)
-    except ImportError:  # pragma: no cover - every matcher needs torch
-        pass
 
 
 def register(app: typer.Typer) -> None:

@@ -3,16 +3,20 @@
 A task is built with its data and settings (the data is read and validated in the constructor, so bad
 input stops the command with exit 2 before any model loads). It then
 
-1. turns its records into :class:`~connote.runs.runner.WorkItem` s, each with a content key
+1. binds to the model (``bind``): refuses a model that lacks the task's capability or takes other inputs
+   (exit 2, before any work), and resolves what the model decides (its frames, its prompt),
+2. turns its records into :class:`~connote.runs.runner.WorkItem` s, each with a content key
    (``work_items``),
-2. computes rows for a batch of items with a model that has the task's capability (``compute``),
-3. builds the row of an item that failed (``error_row``),
-4. aggregates rows into the paper's numbers (``aggregate``) and renders them as Markdown (``render``),
-5. writes its output files (``write_outputs``).
+3. computes rows for a batch of items with the bound model (``compute``),
+4. builds the row of an item that failed (``error_row``),
+5. aggregates rows into the paper's numbers (``aggregate``) and renders them as Markdown (``render``),
+6. writes its output files (``write_outputs``);
+7. tells ``connote report`` how its run folders are shown (``report_kind`` / ``report_columns``).
 
-:meth:`Task.run` strings these together through the one runner. ``name`` and ``version`` enter every
-stored row's fingerprint; bump ``version`` whenever a prompt, split, metric or aggregation changes a
-number, so no stored result of the old definition is reused.
+:func:`run_task` (a model spec or a built model) and :meth:`Task.run` (a built model) string these together
+through the one runner, seed torch, and return one :class:`RunResult`. ``name`` and ``version`` enter
+every stored row's fingerprint and every score signature a task stores; bump ``version`` whenever a prompt,
+split, metric, scoring or aggregation changes a number, so no stored result of the old definition is reused.
 
 A model never sees tasks: it answers capability calls (``match_probability``, ``generate``,
 ``masking_game``). A task never sees architectures: it asks the registry for a model by spec and checks
@@ -22,7 +26,8 @@ the capability it needs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,6 +37,65 @@ from connote.runs.store import run_metadata
 #: What a generator's ``inputs`` kind means, for the message that refuses a mismatch.
 INPUT_KINDS = {"images": "any number of images", "video": "the frames of one video clip",
                "photo-ids": "precomputed features of photo ids"}
+
+
+#: The fields :meth:`Task.run` adds to what :meth:`Task.aggregate` returned (plus ``<label>_this_run``).
+RUN_FIELDS = ("task", "task_version", "fingerprint", "model_fingerprint", "n_resumed", "n_computed_this_run",
+              "n_failed", "seconds_this_run", "world_size", "config", "versions", "seed", "created")
+
+
+@dataclass
+class RunResult:
+    """What running a task gives, for every task: its run folder, its results and what the runner did.
+
+    ``results`` is the content of the task's results file (empty off rank 0 of a distributed run);
+    ``outcome`` counts resumed, computed and failed items. Unpacks as ``results, outcome``.
+    """
+
+    task: str
+    out: Path
+    results: dict[str, Any]
+    outcome: RunOutcome
+
+    @property
+    def fingerprint(self) -> str:
+        return self.outcome.fingerprint
+
+    @property
+    def is_main(self) -> bool:
+        return self.outcome.is_main
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.results
+        yield self.outcome
+
+
+def seed_everything(seed: int | None) -> None:
+    """Seed torch (when installed) before a model loads or runs; ``None`` seeds 0."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:  # pragma: no cover - every backend that draws needs torch
+        return
+    import torch
+
+    torch.manual_seed(0 if seed is None else int(seed))
+
+
+def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None,
+             extra_results: dict[str, Any] | None = None) -> RunResult:
+    """Run ``task`` with ``model`` into the run folder ``out``: the one entry point of every task's command.
+
+    ``model`` is a spec (``backend[:weights][?k=v]``: checked before anything loads, then loaded after
+    seeding) or a built model. ``seed`` seeds torch (0 when None) and is recorded in the run's metadata
+    as given. ``extra_results`` are added to the results file (e.g. the model spec as typed).
+    """
+    if isinstance(model, str):
+        from connote.models.registry import check_spec, load_model
+
+        check_spec(model)  # option and weights errors before the seed and any loading
+        seed_everything(seed)
+        model = load_model(model)
+    return task.run(model, out, seed=seed, extra_results=extra_results)
 
 
 class Task(ABC):
@@ -53,6 +117,14 @@ class Task(ABC):
     results_file: ClassVar[str] = "results.json"
     #: The kinds of input a generator may take for this task (its ``inputs`` attribute; default "images").
     inputs: ClassVar[tuple[str, ...]] = ("images", "video", "photo-ids")
+
+    #: How ``connote report`` shows this task's run folders: the name of a run kind of the report (a paper's
+    #: own tables) or a lazy ``"module:attr"`` kind object; None: the section every task gets from the
+    #: contract (a folder whose results file names this task; one row per run, :attr:`report_columns`).
+    report_kind: ClassVar[str | None] = None
+    #: The contract section's columns: (title, key path ``a/b`` into the results); empty: every number that
+    #: :meth:`aggregate` put at the top level of the results.
+    report_columns: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     batch_size: int = 8
     progress: bool = True
@@ -94,9 +166,27 @@ class Task(ABC):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         """Write the task's output files (atomically) into the run folder."""
 
+    @classmethod
+    def score(cls, out: str | Path, references: str | Path, **options: Any) -> Any:
+        """Score a run folder against ``references`` and store the scores in it (``out/scores/``), under this
+        task's :attr:`version`: the second stage of a generation task (its protocol: ``vist-storytelling``,
+        ``vmc-captioning``). A task whose :meth:`aggregate` already is the paper's numbers has none."""
+        from connote.core.errors import InputError
+
+        raise InputError(f"task {cls.name} has no scoring stage: its numbers are its aggregate ({cls.results_file})")
+
+    def summary(self, result: RunResult) -> dict[str, Any]:
+        """What the task's command prints with ``--json``: by default the results."""
+        return result.results
+
     # ---- running --------------------------------------------------------------------------
-    def check_model(self, model: Any) -> None:
-        """Refuse (exit 2) a model that lacks this task's capability."""
+    def bind(self, model: Any) -> None:
+        """Bind the task to ``model`` before any work; called by :meth:`run` for every task.
+
+        The default refuses (exit 2) a model that lacks this task's capability or works from other inputs
+        than the task gives. A task that takes settings from the model (frames, prompt, whether photos are
+        read) overrides this, calls ``super().bind(model)`` and resolves them here.
+        """
         from connote.core.errors import InputError
         from connote.models.registry import require_capability
 
@@ -113,16 +203,17 @@ class Task(ABC):
         return {"task": self.name, "task_version": self.version, "model": model.describe(), **self.settings()}
 
     def run(self, model: Any, out: str | Path, *, seed: int | None = None,
-            extra_results: dict[str, Any] | None = None) -> tuple[dict[str, Any], RunOutcome]:
-        """Run the task with ``model`` into ``out``; returns (results, outcome). Results are empty off rank 0."""
-        self.check_model(model)
+            extra_results: dict[str, Any] | None = None) -> RunResult:
+        """Seed, bind to ``model`` and run through the runner into ``out`` (see :func:`run_task`)."""
+        seed_everything(seed)
+        self.bind(model)
         out = Path(out)
         description = self.description(model)
         outcome = run_items(out, description, self.work_items(), lambda batch: self.compute(model, batch),
                             on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
                             progress=self.progress, label=self.label)
         if not outcome.is_main:
-            return {}, outcome
+            return RunResult(self.name, out, {}, outcome)
         results = self.aggregate(outcome.rows)
         results.update({
             "task": self.name, "task_version": self.version, "fingerprint": outcome.fingerprint,
@@ -135,7 +226,7 @@ class Task(ABC):
         })
         self._say_if_replacing(out / self.results_file, outcome.fingerprint)
         self.write_outputs(out, outcome.rows, results)
-        return results, outcome
+        return RunResult(self.name, out, results, outcome)
 
     def _say_if_replacing(self, path: Path, fingerprint: str) -> None:
         """A run folder reused for another model or setting: say that its summary files now describe this run."""

@@ -292,8 +292,10 @@ def run_judges(model: Any, items: Sequence[JudgeInput], rubrics: Sequence[Rubric
     Returns per-item scores ``{item id: {"<score>[<judge>]": value}}`` and a summary: the results, a signature
     per rubric, and the parse failures and errors by item.
     """
+    from connote.tasks.api import run_task
+
     task = JudgeTask(items, rubrics, image_dir=image_dir, temperature=temperature, seed=seed, progress=progress)
-    results, outcome = task.run(model, out)
+    results, outcome = run_task(task, model, out)  # the judge's seed is its own (in the request); torch gets 0
     label = judge_label(model)
     scores: dict[str, dict[str, float]] = {}
     failures: dict[str, str] = {}

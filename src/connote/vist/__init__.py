@@ -28,15 +28,7 @@ from connote.vist.data import (
     read_submission,
     seq_id,
 )
-
-TASK_VERSION = 2
-"""Version of the VIST task's numbers; bumped whenever a default number changes.
-
-2: errored sequences make a score incomplete (exit 1), bootstrap intervals from ``scipy.stats.bootstrap``
-(same percentile numbers for the same seed), the baseline's encoder reads the photos in reverse,
-+Grounded from training text and a captioner, the correlation study's default measures are the paper's
-(METEOR, smoothed BLEU, MiniLM cosine) with Kendall's tau beside Pearson and Spearman.
-"""
+from connote.vist.version import VERSION as TASK_VERSION  # the task's one version (history in vist/version.py)
 
 __all__ = ["TASK_VERSION", "Album", "Gold", "Image", "PhotoSequence", "Problem", "Story", "Storylet", "Submission",
            "SubmissionEntry", "VistFile", "read_gold", "read_official", "read_submission", "seq_id"]

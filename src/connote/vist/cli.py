@@ -701,8 +701,8 @@ def generate_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
-    from connote.models.registry import check_spec, load_model
-    from connote.vist.task import load_sequences, run_generation
+    from connote.tasks.api import run_task
+    from connote.vist.task import GenerationSummary, StorytellingTask, load_sequences
 
     if sequences is None:
         from connote.vist.sample import sample_retrieval_spec, write_sample_vist
@@ -716,11 +716,9 @@ def generate_cmd(
     checks.at_least("--limit", limit, 1)
     checks.at_least("--batch-size", batch_size, 1)
     checks.folder("--out", out)
-    seqs = load_sequences(sequences)
-    check_spec(model)
-    gen = load_model(model)
-    summary = run_generation(gen, seqs, out, image_dir=images, batch_size=batch_size, limit=limit,
-                             team_name=team_name, meta={"sequences": str(sequences)}, progress=progress)
+    task = StorytellingTask(load_sequences(sequences), image_dir=images, batch_size=batch_size, limit=limit,
+                            team_name=team_name, meta={"sequences": str(sequences)}, progress=progress)
+    summary = GenerationSummary(**task.summary(run_task(task, model, out)))
     if as_json:
         _echo_json(summary.to_dict())
     else:
@@ -739,21 +737,18 @@ def demo_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
-    from connote.models.registry import load_model
-    from connote.vist.data import read_gold, read_submission
-    from connote.vist.protocols import score, store_scores
+    from connote.tasks.api import run_task
     from connote.vist.sample import sample_retrieval_spec, write_sample_vist
-    from connote.vist.task import load_sequences, run_generation
+    from connote.vist.task import GenerationSummary, StorytellingTask, load_sequences
 
     checks.folder("--out", out)
     paths = write_sample_vist(out / "sample")
     spec = model or sample_retrieval_spec(paths)  # the same generator as `story generate` without data
     print(f"sample VIST set written to {out / 'sample'}; model {spec}", file=sys.stderr)
-    seqs = load_sequences(paths["template"])
-    summary = run_generation(load_model(spec), seqs, out, image_dir=paths["images"],
-                             meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
-    result = score("album", read_submission(summary.submission_path), read_gold(paths["test"]))
-    stored, _ = store_scores(out, result, submission=summary.submission_path, gold=paths["test"])
+    task = StorytellingTask(load_sequences(paths["template"]), image_dir=paths["images"],
+                            meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
+    summary = GenerationSummary(**task.summary(run_task(task, spec, out)))
+    result, stored, _ = StorytellingTask.score(out, paths["test"], protocol="album")
     print(f"scores stored in {stored} (connote report {out})", file=sys.stderr)
     if as_json:
         _echo_json(result.to_dict())

@@ -41,8 +41,8 @@ import numpy as np
 from connote.core.errors import InputError
 from connote.metrics.registry import display_name, display_names
 from connote.metrics.statistics import CI_METHODS, bootstrap_ci, paired_bootstrap  # noqa: F401 (the protocols' names)
-from connote.vist import TASK_VERSION
 from connote.vist.data import Gold, SeqKey, Submission, seq_id
+from connote.vist.version import VERSION as TASK_VERSION
 
 PairScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
 CorpusScorer = Callable[[dict[str, str], dict[str, list[str]]],

@@ -7,7 +7,9 @@ challenge's ``story_text_normalized`` (lower case, punctuation split off). A seq
 when the run fingerprint and the sequence (album, photo ids, the photos' bytes) are unchanged. The run
 folder gets ``stories.jsonl``, the challenge-format ``submission.json`` (an errored sequence appears
 with an empty story and an ``error`` key, and is counted by ``connote vist score``) and ``run.json``.
-Scoring is ``connote vist score`` (the challenge and album protocols, :mod:`connote.vist.protocols`).
+Scoring is ``connote vist score`` (the challenge and album protocols, :mod:`connote.vist.protocols`), under
+the task's one version (:attr:`StorytellingTask.version`, also ``connote.vist.TASK_VERSION``), which enters
+both the generation fingerprint and every stored score signature.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Task
 from connote.vist.data import seq_id
+from connote.vist.version import VERSION
 
 STORY_PROMPT_VERSION = 1
 STORY_PROMPT = ("These photos are in order. Write a short story about them, one sentence per photo, "
@@ -96,12 +99,14 @@ class StorytellingTask(Task):
     """A story per photo sequence with any ``generate`` backend (VIST; scored by ``connote vist score``)."""
 
     name = "vist-storytelling"
-    version = 1
+    #: The one version of the VIST task, also in every stored score signature (history: :mod:`connote.vist.version`)
+    version = VERSION
     capability = "generate"
     reads = "photo sequences (a VIST challenge template/submission or an official SIS file) and a photo folder"
     title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
     label = "stories"
     results_file = "run.json"
+    report_kind = "vist-storytelling"  # connote.vist.report: the scored protocols' tables
     inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
 
     def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
@@ -178,12 +183,38 @@ class StorytellingTask(Task):
         return {"n_sequences": len(rows), "n_errors": sum(1 for r in rows if r.get("error")),
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
 
-    def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
+    def bind(self, model: Any) -> None:
+        """The capability check, then whether the model reads photos and its backend's name (for the submission)."""
         from connote.models.registry import needs_images
 
+        super().bind(model)
         self.needs_images = needs_images(model)
         self._backend = str(model.describe().get("backend"))
-        return super().run(model, out, **kw)
+
+    @classmethod
+    def score(cls, out: str | Path, references: str | Path, *, protocol: str = "challenge",
+              template: str | Path | None = None, tokenize: str | None = None, **options: Any) -> Any:
+        """Score the run's ``submission.json`` against the gold SIS file ``references`` under ``protocol``
+        (:func:`connote.vist.protocols.score`; ``options`` are its settings) and store the scores in
+        ``out/scores/``; returns (result, stored path, note). The signature carries this task's version."""
+        from connote.vist.data import read_gold, read_submission
+        from connote.vist.protocols import score, store_scores
+
+        submission = Path(out) / "submission.json"
+        result = score(protocol, read_submission(submission), read_gold(references),
+                       template=None if template is None else read_submission(template), **options)
+        path, note = store_scores(out, result, submission=submission, gold=references, template=template,
+                                  tokenize=tokenize)
+        return result, path, note
+
+    def summary(self, result: Any) -> dict[str, Any]:
+        """What ``connote story generate --json`` prints (:class:`GenerationSummary`)."""
+        out, outcome = Path(result.out), result.outcome
+        return GenerationSummary(n_sequences=outcome.total, n_generated_now=outcome.computed,
+                                 n_done_before=outcome.resumed, n_errors=outcome.failed,
+                                 n_empty=int(result.results.get("n_empty", 0)), fingerprint=outcome.fingerprint,
+                                 stories_path=str(out / "stories.jsonl"),
+                                 submission_path=str(out / "submission.json")).to_dict()
 
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         from connote.vist.data import submission_dict
@@ -202,12 +233,10 @@ def run_generation(generator: Any, sequences: Sequence[SequenceInput], out_dir: 
                    image_dir: str | Path | None = None, batch_size: int = 8, limit: int | None = None,
                    team_name: str = "connote", meta: dict[str, Any] | None = None,
                    progress: bool = True) -> GenerationSummary:
-    """Generate a story for every sequence, resumably, then write ``stories.jsonl`` and ``submission.json``."""
+    """Generate a story for every sequence, resumably (a compatibility name for library callers: the command is
+    :func:`connote.tasks.api.run_task` with a :class:`StorytellingTask`)."""
+    from connote.tasks.api import run_task
+
     task = StorytellingTask(sequences, image_dir=image_dir, batch_size=batch_size, limit=limit, team_name=team_name,
                             progress=progress, meta=meta)
-    results, outcome = task.run(generator, out_dir)
-    out = Path(out_dir)
-    return GenerationSummary(n_sequences=outcome.total, n_generated_now=outcome.computed,
-                             n_done_before=outcome.resumed, n_errors=outcome.failed,
-                             n_empty=int(results.get("n_empty", 0)), fingerprint=outcome.fingerprint,
-                             stories_path=str(out / "stories.jsonl"), submission_path=str(out / "submission.json"))
+    return GenerationSummary(**task.summary(run_task(task, generator, out_dir)))

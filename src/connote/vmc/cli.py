@@ -74,7 +74,8 @@ def caption_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
-    from connote.vmc.task import caption_videos
+    from connote.tasks.api import run_task
+    from connote.vmc.task import MetaphorCaptionTask
 
     for option, value in (("--k", k), ("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens),
                           ("--limit", limit), ("--samples", samples)):
@@ -91,9 +92,10 @@ def caption_cmd(
     if model is None:
         raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
                          "git-llava:runs/x/final); see `connote models --capability generate`")
-    summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
-                             max_new_tokens=max_new_tokens, limit=limit, progress=progress, samples=samples,
-                             temperature=temperature, frames=frames, frame_seed=frame_seed)
+    task = MetaphorCaptionTask(videos, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
+                               max_new_tokens=max_new_tokens, limit=limit, progress=progress, samples=samples,
+                               temperature=temperature, frames=frames, frame_seed=frame_seed)
+    summary = task.summary(run_task(task, model, out))
     print(json.dumps(summary))
     return 1 if summary["errors"] else 0
 
@@ -158,8 +160,7 @@ def score_cmd(
         TEXT_MODES,
         is_answer_file,
         score_runs,
-        score_signature,
-        store_run_scores,
+        store_scored,
     )
 
     for name, value, valid in (("--samples", samples, SAMPLE_MODES), ("--text", text, TEXT_MODES),
@@ -195,12 +196,8 @@ def score_cmd(
                 "concept_encoder": concept_encoder, "concept_split": concept_split if concept_encoder else None}
     stored: list[Path] = []
     for r in results:
-        protocol = {"samples": samples, "text": text}
-        if is_answer_file(r.run):  # references from the file itself unless --refs; one stored file per answer file
-            protocol["answers"] = Path(r.run).name
-        signature = score_signature(refs or r.run, split=split, video_ids=list(r.per_video), metrics=wanted,
-                                    n_boot=bootstrap, seed=seed, encoders=encoders, protocol=protocol)
-        path, note = store_run_scores(r, signature, refs=refs or r.run, split=split)
+        path, note = store_scored(r, refs, split=split, metrics=wanted, n_boot=bootstrap, seed=seed,
+                                  samples=samples, text=text, encoders=encoders)
         if note:
             print(f"note: {note}", file=sys.stderr)
         stored.append(path)

@@ -336,6 +336,20 @@ def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str 
     return save_scores(run, SCORES_TASK, SCORES_PREFIX, signature, fields, source=source)
 
 
+def store_scored(scores: RunScores, refs: str | Path | None, *, split: str | Path | None, metrics: Sequence[str],
+                 n_boot: int, seed: int, samples: str, text: str,
+                 encoders: dict[str, Any] | None = None) -> tuple[Path, str | None]:
+    """Store a scored run under its signature (what ``connote metaphor score`` and
+    :meth:`connote.vmc.task.MetaphorCaptionTask.score` do for each run); returns (path, note).
+    An answer file without ``refs`` is its own references."""
+    protocol: dict[str, Any] = {"samples": samples, "text": text}
+    if is_answer_file(scores.run):  # references from the file itself unless refs; one stored file per answer file
+        protocol["answers"] = Path(scores.run).name
+    signature = score_signature(refs or scores.run, split=split, video_ids=list(scores.per_video), metrics=metrics,
+                                n_boot=n_boot, seed=seed, encoders=encoders, protocol=protocol)
+    return store_run_scores(scores, signature, refs=refs or scores.run, split=split)
+
+
 def per_video_acd(run: str | Path) -> tuple[dict[str, float], Path | None]:
     """Per-video ACD of a run's most recently stored scores that have ACD (``{}, None`` when none).
 

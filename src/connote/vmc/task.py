@@ -40,6 +40,7 @@ class MetaphorCaptionTask(Task):
     title = "Video metaphor captioning: one '<primary> is as <property> as <secondary>' caption per video."
     label = "videos"
     results_file = "run.json"
+    report_kind = "vmc-captioning"  # connote.vmc.report: Table 1 from the stored scores
     inputs = ("images", "video")  # frames; they have no photo ids
 
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
@@ -71,10 +72,11 @@ class MetaphorCaptionTask(Task):
         self.batch_size, self.max_new_tokens, self.progress = int(batch_size), int(max_new_tokens), progress
 
     def bind(self, model: Any) -> None:
-        """Resolve the sampling and prompt the model asks for (the command line overrides them)."""
+        """The capability check, then the sampling and prompt the model asks for (the command line overrides them)."""
         from connote.media.frames import STRATEGIES
         from connote.models.registry import frames_of
 
+        super().bind(model)
         m_strategy, m_k, m_per_clip = frames_of(model)
         self.strategy = self.strategy or m_strategy
         if self.strategy not in STRATEGIES:
@@ -148,9 +150,28 @@ class MetaphorCaptionTask(Task):
         errors = {r["item_id"]: r["error"] for r in rows if r.get("error")}
         return {"videos": len(rows), "captioned": len(rows) - len(errors), "errors": errors}
 
-    def run(self, model: Any, out: str | Path, **kw: Any) -> tuple[dict[str, Any], Any]:
-        self.bind(model)
-        return super().run(model, out, **kw)
+    @classmethod
+    def score(cls, out: str | Path, references: str | Path, *, split: str | Path | None = None,
+              metrics: Sequence[str] = ("bleu", "rouge_l", "cider"), n_boot: int = 1000, seed: int = 0,
+              samples: str = "pooled", text: str = "first-line") -> Any:
+        """Score the run's captions against the VMC caption table ``references`` (optionally one split) as
+        Table 1 with the text metrics (:func:`connote.vmc.scoring.score_runs`, the defaults of ``connote metaphor
+        score``) and store them in ``out/scores/`` as that command does; returns (scores, stored path, note)."""
+        from connote.vmc.scoring import score_runs, store_scored
+
+        (scores,) = score_runs([str(out)], references, split=split, metrics=metrics, n_boot=n_boot, seed=seed,
+                               samples=samples, text=text)
+        encoders = {"bertscore_model": None, "bertscore_layer": None, "concept_encoder": None, "concept_split": None}
+        path, note = store_scored(scores, references, split=split, metrics=list(metrics), n_boot=n_boot, seed=seed,
+                                  samples=samples, text=text, encoders=encoders)
+        return scores, path, note
+
+    def summary(self, result: Any) -> dict[str, Any]:
+        """What ``connote metaphor caption`` prints."""
+        outcome = result.outcome
+        return {"run": str(result.out), "fingerprint": outcome.fingerprint, "videos": outcome.total,
+                "captioned": outcome.total - outcome.failed, "errors": outcome.failed,
+                "resumed": outcome.resumed, "computed": outcome.computed}
 
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_jsonl(out / "captions.jsonl", ({"question_id": r["item_id"], "video_id": r["item_id"],
@@ -165,16 +186,11 @@ def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, str
                    batch_size: int = 4, max_new_tokens: int = 48, limit: int | None = None,
                    progress: bool = True, samples: int = 1, temperature: float = 0.0, frames: str | None = None,
                    frame_seed: int | None = None) -> dict[str, Any]:
-    """Caption every listed video with ``model`` (a spec or a generator); returns a summary."""
-    from connote.models.registry import check_spec, load_model
+    """Caption every listed video with ``model`` (a spec or a generator); returns a summary (a compatibility
+    name for library callers: the command is :func:`connote.tasks.api.run_task` with a :class:`MetaphorCaptionTask`)."""
+    from connote.tasks.api import run_task
 
     task = MetaphorCaptionTask(videos, strategy=strategy, k=k, per_clip=per_clip, prompt=prompt,
                                batch_size=batch_size, max_new_tokens=max_new_tokens, limit=limit, progress=progress,
                                samples=samples, temperature=temperature, frames=frames, frame_seed=frame_seed)
-    if isinstance(model, str):
-        check_spec(model)
-        model = load_model(model)
-    results, outcome = task.run(model, out)
-    return {"run": str(out), "fingerprint": outcome.fingerprint, "videos": outcome.total,
-            "captioned": outcome.total - outcome.failed, "errors": outcome.failed,
-            "resumed": outcome.resumed, "computed": outcome.computed}
+    return task.summary(run_task(task, model, out))

@@ -39,7 +39,7 @@ def explain(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
-    from connote.cv_probes.explain import run_explain
+    from connote.cv_probes.explain import ExplainTask
     from connote.explain.shapley import ESTIMATORS
     from connote.media.embedded import quiet_transformers
     from connote.models.masking import check_compat
@@ -65,9 +65,11 @@ def explain(
             data = write_sample_probes(out / "sample")
             print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
         quiet_transformers()
-        results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget,
-                              sample=sample, seed=seed, grid=grid, allow_network=allow_network, progress=progress,
-                              figures=figures, compat=compat)
+        from connote.tasks.api import run_task
+
+        task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
+                           grid=grid, allow_network=allow_network, progress=progress, compat=compat, figures=figures)
+        results = run_task(task, model, out, seed=seed, extra_results={"model": model}).results
     if json_out:
         import json
 

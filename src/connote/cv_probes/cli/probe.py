@@ -29,7 +29,7 @@ def probe(
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
     import json
 
-    from connote.cv_probes.task import run_probe
+    from connote.cv_probes.task import ProbeTask
     from connote.media.embedded import quiet_transformers
     from connote.models.registry import check_spec
     from connote.runs.distributed import launched_rank
@@ -46,8 +46,12 @@ def probe(
             data = write_sample_probes(out / "sample")
             print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
         quiet_transformers()
-        results = run_probe(data, model, out, captions=captions, allow_network=allow_network,
-                            pairs_per_chunk=pairs_per_chunk, progress=progress, seed=seed)
+        from connote.tasks.api import run_task
+
+        task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
+                         progress=progress)
+        results = run_task(task, model or "objects", out, seed=seed,
+                           extra_results=task.extra_results(model or "objects")).results
     if not results:  # non-zero ranks of a distributed run
         return
     if json_out:
