@@ -49,7 +49,6 @@ def explain(
                       compat=compat, sample=sample, seed=seed, grid=grid, allow_network=allow_network,
                       json_out=json_out, quiet=quiet, config=None)
         return
-    from connote.embedded import quiet_transformers
     from connote.explain.shapley import ESTIMATORS
     from connote.models.masking import check_compat
     from connote.tasks.explain import run_explain
@@ -61,23 +60,21 @@ def explain(
         if value is not None and value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}")
     from connote.models.registry import check_spec
-    from connote.runs.distributed import launched_rank
-    from connote.runs.store import hold_run_folder
+    from connote.runs.launch import hold_run, main_rank_first
 
     if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
         check_spec(model)
-    with hold_run_folder(out, enabled=launched_rank() == 0):  # refused at once if another run writes there
+    with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
         if data is None:
-            import sys
-
             from connote.data.sample import write_sample_probes
 
-            data = write_sample_probes(out / "sample")
-            print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
-        quiet_transformers()
+            data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
+                                   notice=lambda d: f"no --data: using the sample probe set written to {d}")
         results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget,
                               sample=sample, seed=seed, grid=grid, allow_network=allow_network, progress=not quiet,
                               figures=figures, compat=compat)
+    if not results:  # non-zero ranks of a distributed run
+        return
     if json_out:
         import json
 

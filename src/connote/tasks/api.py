@@ -115,10 +115,17 @@ class Task(ABC):
         """Run the task with ``model`` into ``out``; returns (results, outcome). Results are empty off rank 0."""
         self.check_model(model)
         out = Path(out)
+        items = self.work_items()
+        from connote.models.lazy import LazyModel
+
+        lazy = isinstance(model, LazyModel)
+        if lazy:  # built now unless every row is stored under the description its store remembers
+            model.settle(out, self.description, items)
         description = self.description(model)
-        outcome = run_items(out, description, self.work_items(), lambda batch: self.compute(model, batch),
+        memo = model.memo() if lazy else None
+        outcome = run_items(out, description, items, lambda batch: self.compute(model, batch),
                             on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
-                            progress=self.progress, label=self.label)
+                            progress=self.progress, label=self.label, model_memo=memo)
         if not outcome.is_main:
             return {}, outcome
         results = self.aggregate(outcome.rows)

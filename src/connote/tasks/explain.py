@@ -149,13 +149,15 @@ def run_explain(data: str | Path, model: str, out: str | Path, *, captions: str 
     ``compat``: ``mmshap`` (default; the public MM-SHAP code's features, grid and masked id) or
     ``connote``; ``estimator`` ``None`` means :func:`default_estimator` of ``compat``.
     """
-    from connote.models.registry import check_spec, load_model
+    from connote.models.lazy import lazy_model
+    from connote.models.registry import check_spec
 
     task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
                        grid=grid, allow_network=allow_network, progress=progress, compat=compat)
     if model_obj is None:
         check_spec(model)
-    matcher = model_obj if model_obj is not None else load_model(model)
+    # built only if a pair is to explain (a fully resumed run loads no model)
+    matcher = model_obj if model_obj is not None else lazy_model(model, out, announce=progress)
     results, outcome = task.run(matcher, out, seed=seed, extra_results={"model": model})
     if results:
         _figures(outcome.rows, Path(out), figures, allow_network, results)

@@ -165,14 +165,15 @@ def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, str
                    progress: bool = True, samples: int = 1, temperature: float = 0.0, frames: str | None = None,
                    frame_seed: int | None = None) -> dict[str, Any]:
     """Caption every listed video with ``model`` (a spec or a generator); returns a summary."""
-    from connote.models.registry import check_spec, load_model
+    from connote.models.lazy import lazy_model
+    from connote.models.registry import check_spec
 
     task = MetaphorCaptionTask(videos, strategy=strategy, k=k, per_clip=per_clip, prompt=prompt,
                                batch_size=batch_size, max_new_tokens=max_new_tokens, limit=limit, progress=progress,
                                samples=samples, temperature=temperature, frames=frames, frame_seed=frame_seed)
     if isinstance(model, str):
         check_spec(model)
-        model = load_model(model)
+        model = lazy_model(model, out, announce=progress)  # built only if a video is to caption
     results, outcome = task.run(model, out)
     return {"run": str(out), "fingerprint": outcome.fingerprint, "videos": outcome.total,
             "captioned": outcome.total - outcome.failed, "errors": outcome.failed,

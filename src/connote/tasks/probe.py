@@ -297,7 +297,8 @@ def run_probe(data: str | Path, model: str | None = None, out: str | Path = "run
     ``model`` is a spec like ``hf-blip-itm:Salesforce/blip-itm-base-coco``; None means the
     embedded ``objects`` baseline. ``model_obj`` lets library users pass a built ``Matcher``.
     """
-    from connote.models.registry import check_spec, load_model
+    from connote.models.lazy import lazy_model
+    from connote.models.registry import check_spec
 
     task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
                      progress=progress)
@@ -305,13 +306,20 @@ def run_probe(data: str | Path, model: str | None = None, out: str | Path = "run
                      else "objects")
     if model_obj is None:
         check_spec(spec)  # option and weights errors before the seed and any loading
-    try:
-        import torch
 
-        torch.manual_seed(seed)
-    except ImportError:  # pragma: no cover - every matcher needs torch
-        pass
-    matcher = model_obj if model_obj is not None else load_model(spec)
+    def seed_torch() -> None:
+        try:
+            import torch
+
+            torch.manual_seed(seed)
+        except ImportError:  # pragma: no cover - every matcher needs torch
+            pass
+
+    if model_obj is not None:
+        seed_torch()
+    # built only if a row is to compute (a fully resumed run loads no model)
+    matcher = model_obj if model_obj is not None else lazy_model(spec, out, before_load=seed_torch,
+                                                                 announce=progress)
     results, _ = task.run(matcher, out, seed=seed, extra_results={
         "model": spec, "captions": captions, "data": str(Path(data).resolve())})
     return results
