@@ -84,8 +84,8 @@ def caption_cmd(
     if videos is not None and model is None:
         raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
                          "git-llava:runs/x/final); see `connote models --capability generate`")
-    if model is not None:  # a bad spec stops before the run folder is made
-        from connote.models.registry import check_spec
+    if videos is None and model is not None:  # a bad spec stops before the sample is written (videos given
+        from connote.models.registry import check_spec  # are checked first, then the spec)
 
         check_spec(model)
     from connote.runs.launch import hold_run, main_rank_first

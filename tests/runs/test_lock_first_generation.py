@@ -1,0 +1,44 @@
+"""``story generate`` and ``metaphor caption`` lock the run folder and check the spec before anything is written or
+loaded, as ``probe`` and ``explain`` do (issue 22, item 5)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from connote.cli import main
+
+COMMANDS = {"story generate": ["story", "generate", "--no-progress"],
+            "metaphor caption": ["metaphor", "caption", "--quiet"]}
+
+
+def _fail_if_called(*args, **kwargs):
+    raise AssertionError("a model was loaded although the run folder is locked")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_second_run_into_a_locked_folder_is_refused_before_writing_or_loading(command, tmp_path, monkeypatch,
+                                                                                  capsys):
+    from connote.runs.store import _lock_folder
+
+    out = tmp_path / "run"
+    out.mkdir()
+    fd = _lock_folder(out)  # another run holds the folder
+    try:
+        monkeypatch.setattr("connote.models.registry.load_model", _fail_if_called)
+        code = main([*COMMANDS[command], "--out", str(out)])
+    finally:
+        os.close(fd)
+    err = capsys.readouterr().err
+    assert code == 2 and "another connote run" in err and f"pid {os.getpid()}" in err
+    assert sorted(p.name for p in out.iterdir()) == [".connote.lock"]  # no sample/, no store
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_an_invalid_spec_leaves_no_run_folder(command, tmp_path, capsys):
+    out = tmp_path / "x"
+    assert main([*COMMANDS[command], "--model", "no-such-backend", "--out", str(out)]) == 2
+    assert "no-such-backend" in capsys.readouterr().err
+    assert not out.exists()
+
