@@ -4,7 +4,6 @@ a folder and loaded back through ``from_pretrained``; every construction of the 
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 import os
@@ -12,38 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tiny_models  # noqa: E402
+from tiny_manifest import write_manifest  # noqa: E402
 
 from connote.cli import main  # noqa: E402
 
 pytest.importorskip("transformers")
-
-CAPTIONS = [("a man begs on the street", "SG"), ("a man sits on the street", "PG"),
-            ("a dog begs for food", "SG"), ("a dog sits on the floor", "PG")]
-
-
-def write_manifest(folder: Path, n_images: int = 3) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for k in range(n_images):
-        rng = np.random.RandomState(k)
-        Image.fromarray((rng.rand(40, 48, 3) * 255).astype("uint8")).save(folder / f"img{k}.png")
-        for j, (caption, kind) in enumerate(CAPTIONS[2 * (k % 2):2 * (k % 2) + 2]):
-            rows.append([f"i{k}-{j}", f"img{k}.png", "SG" if k % 2 else "PG", caption, caption, kind,
-                         caption.split()[2], "1;0;1", ""])
-    path = folder / "probes.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["item_id", "image", "image_kind", "caption", "caption_simplified", "caption_kind", "verb",
-                    "human_votes", "label"])
-        w.writerows(rows)
-    return path
-
 
 @pytest.fixture(scope="module")
 def clip_dir(tmp_path_factory) -> Path:
@@ -124,6 +100,20 @@ def test_a_changed_option_or_task_version_forces_a_recompute(tmp_path, clip_dir,
     bumped = probe(data, f"hf-clip:{clip_dir}", out)
     assert len(builds) == 3 and bumped["n_computed_this_run"] == 6
     assert bumped["fingerprint"] not in (first["fingerprint"], other["fingerprint"])
+
+
+def test_the_wilson_interval_is_scipys():
+    from scipy.stats import binomtest
+
+    from connote.tasks.probe import accuracy_interval
+
+    for n in range(1, 41):
+        for k in range(n + 1):
+            for confidence in (0.9, 0.95, 0.99):
+                ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+                lo, hi = accuracy_interval(k, n, confidence)
+                assert abs(lo - ci.low) < 1e-12 and abs(hi - ci.high) < 1e-12, (k, n, confidence)
+    assert accuracy_interval(0, 5)[0] == 0.0 and accuracy_interval(5, 5)[1] == 1.0 and accuracy_interval(0, 0) is None
 
 
 def test_identity_is_none_where_a_build_could_differ(monkeypatch):

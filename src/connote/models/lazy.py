@@ -258,7 +258,7 @@ class LazyModel:
         return call
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
+        if name.startswith("_") or name in CAPABILITY_METHODS.values():  # (a declared capability's is set)
             raise AttributeError(name)
         if self._model is None:
             memo = self._remembered()
