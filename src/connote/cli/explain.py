@@ -69,7 +69,8 @@ def explain(
             from connote.data.sample import write_sample_probes
 
             data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
-                                   notice=lambda d: f"no --data: using the sample probe set written to {d}")
+                                   notice=lambda d: f"no --data: using the sample probe set written to {d}",
+                                   first=None if (out / "sample").is_dir() else "writing the sample probe set…")
         results = run_explain(data, model, out, captions=captions, estimator=estimator, budget=budget,
                               sample=sample, seed=seed, grid=grid, allow_network=allow_network, progress=not quiet,
                               figures=figures, compat=compat)

@@ -96,7 +96,8 @@ def caption_cmd(
 
             paths = main_rank_first(dist, lambda: write_sample_vmc(out / "sample"), notice=lambda p: (
                 f"no --videos: using the sample VMC set written to {out / 'sample'} (test clips {p['test_videos']}; "
-                f"references {p['captions']}); model {model or sample_caption_spec(p)}"))
+                f"references {p['captions']}); model {model or sample_caption_spec(p)}"),
+                first=None if (out / "sample").is_dir() else "writing the sample VMC set…")
             videos, model = paths["test_videos"], model or sample_caption_spec(paths)
         summary = caption_videos(videos, model, out, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
                                  max_new_tokens=max_new_tokens, limit=limit, progress=not quiet, samples=samples,

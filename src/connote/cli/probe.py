@@ -42,7 +42,8 @@ def probe(
             from connote.data.sample import write_sample_probes
 
             data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
-                                   notice=lambda d: f"no --data: using the sample probe set written to {d}")
+                                   notice=lambda d: f"no --data: using the sample probe set written to {d}",
+                                   first=None if (out / "sample").is_dir() else "writing the sample probe set…")
         results = run_probe(data, model, out, captions=captions, allow_network=allow_network,
                             pairs_per_chunk=pairs_per_chunk, progress=not quiet, seed=seed)
     if not results:  # non-zero ranks of a distributed run

@@ -723,7 +723,8 @@ def generate_cmd(
 
             paths = main_rank_first(dist, lambda: write_sample_vist(out / "sample"), notice=lambda p: (
                 f"no SEQUENCES: using the sample VIST set written to {out / 'sample'} (template {p['template']}, "
-                f"photos {images or p['images']}); model {model or sample_retrieval_spec(p)}"))
+                f"photos {images or p['images']}); model {model or sample_retrieval_spec(p)}"),
+                first=None if (out / "sample").is_dir() else "writing the sample VIST set…")
             sequences, images = paths["template"], images or paths["images"]
             model = model or sample_retrieval_spec(paths)
             seqs = load_sequences(sequences)

@@ -63,15 +63,21 @@ def hold_run(out: str | Path) -> Iterator[Dist]:
         dist.close()
 
 
-def main_rank_first(dist: Dist, make: Callable[[], T], *, notice: Callable[[T], str] | None = None) -> T:
+def main_rank_first(dist: Dist, make: Callable[[], T], *, notice: Callable[[T], str] | None = None,
+                    first: str | None = None) -> T:
     """``make()`` on rank 0 only (it writes files every rank reads), then the same value on every rank.
 
-    ``notice(value)`` is printed on stderr by rank 0 only. The other ranks wait until rank 0 is done; an error
-    on rank 0 stops them too (rank 0 raises its own).
+    ``first`` (a line for a log before ``make`` starts, which may take seconds) and ``notice(value)`` are
+    printed on stderr by rank 0 only. The other ranks wait until rank 0 is done; an error on rank 0 stops them
+    too (rank 0 raises its own).
     """
+    import sys
+
     value: Any = None
     failure: BaseException | None = None
     if dist.is_main:
+        if first is not None:
+            print(first, file=sys.stderr, flush=True)
         try:
             value = make()
         except Exception as exc:  # noqa: BLE001 - told to the other ranks, then raised here
@@ -85,7 +91,5 @@ def main_rank_first(dist: Dist, make: Callable[[], T], *, notice: Callable[[T], 
     if failure is not None:
         raise failure
     if notice is not None and dist.is_main:
-        import sys
-
         print(notice(value), file=sys.stderr)
     return value
