@@ -1,4 +1,5 @@
-"""The run folder is locked and the spec checked before anything is written or loaded (issue 22, item 5)."""
+"""The run folder is locked and the spec checked before anything is written or loaded (issue 22, item 5): probe,
+explain, story generate and metaphor caption."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import pytest
 
 from connote.cli import main
 
+COMMANDS = {"probe": ["probe", "--quiet"], "explain": ["explain", "--quiet"],
+            "story generate": ["story", "generate", "--no-progress"],
+            "metaphor caption": ["metaphor", "caption", "--quiet"]}
+
 
 def _fail_if_called(*args, **kwargs):
     raise AssertionError("a model was loaded although the run folder is locked")
 
 
-@pytest.mark.parametrize("command", ["probe", "explain"])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_second_run_into_a_locked_folder_is_refused_before_writing_or_loading(command, tmp_path, monkeypatch,
                                                                                   capsys):
     from connote.runs.store import _lock_folder
@@ -23,7 +28,7 @@ def test_a_second_run_into_a_locked_folder_is_refused_before_writing_or_loading(
     lock = _lock_folder(out)  # another run holds the folder
     try:
         monkeypatch.setattr("connote.models.registry.load_model", _fail_if_called)
-        code = main([command, "--out", str(out), "--quiet"])
+        code = main([*COMMANDS[command], "--out", str(out)])
     finally:
         lock.release()
     err = capsys.readouterr().err
@@ -31,10 +36,10 @@ def test_a_second_run_into_a_locked_folder_is_refused_before_writing_or_loading(
     assert sorted(p.name for p in out.iterdir()) == [".connote.lock"]  # no sample/, no store
 
 
-@pytest.mark.parametrize("command", ["probe", "explain"])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_an_invalid_spec_leaves_no_run_folder(command, tmp_path, capsys):
     out = tmp_path / "x"
-    assert main([command, "--model", "no-such-backend", "--out", str(out), "--quiet"]) == 2
+    assert main([*COMMANDS[command], "--model", "no-such-backend", "--out", str(out)]) == 2
     assert "no-such-backend" in capsys.readouterr().err
     assert not out.exists()
 

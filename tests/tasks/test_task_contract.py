@@ -53,6 +53,16 @@ def _vmc(root: Path) -> Task:
     return MetaphorCaptionTask(write_sample_vmc(root / "sample")["test_videos"], progress=False)
 
 
+def _synth(root: Path) -> Task:
+    from connote.vmc.synth_task import MetaphorSynthTask
+
+    table = root / "captions.csv"
+    root.mkdir(parents=True, exist_ok=True)
+    table.write_text("image,caption\na.jpg,A dog runs on the beach.\nb.jpg,Two people share a meal.\n",
+                     encoding="utf-8")
+    return MetaphorSynthTask(table, progress=False)
+
+
 def _probe_task(root: Path) -> Task:
     from connote.cv_probes.task import ProbeTask
 
@@ -71,6 +81,7 @@ BUILDERS: dict[str, Callable[[Path], Task]] = {
     "cv-probes-mmshap": _explain_task,
     "vist-storytelling": _vist,
     "vmc-captioning": _vmc,
+    "vmc-synth": _synth,
     **{name: _suite(name, 0) for name in ("svo-probes", "valse", "winoground", "sugarcrepe")},
     **{f"{name}-mmshap": _suite(name, 1) for name in ("svo-probes", "valse", "winoground", "sugarcrepe")},
 }

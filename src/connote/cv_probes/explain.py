@@ -188,6 +188,9 @@ def _figures(rows: list[dict[str, Any]], out: Path, n: int, allow_network: bool,
     fig_dir = out / "figures"
     if fig_dir.is_symlink():
         raise InputError("the run folder's figures/ is a symbolic link; refusing to write through it", path=fig_dir)
+    made_from = _figures_key(rows, n, results)
+    if _figures_current(fig_dir, made_from):  # a resumed run with the same rows: the figures are drawn already
+        return
     fig_dir.mkdir(exist_ok=True)
     plots.plot_cell_summary(results, fig_dir / "cells.png")
     taken = {"cells", "index"}
@@ -205,3 +208,39 @@ def _figures(rows: list[dict[str, Any]], out: Path, n: int, allow_network: bool,
         plots.plot_pair(row, image, target)
         index[str(row["item_id"])] = name
     write_json(fig_dir / "index.json", index)
+    write_text(out / FIGURES_STAMP, made_from)
+
+
+#: In the run folder: the hash of what ``figures/`` was drawn from (:func:`_figures_key`).
+FIGURES_STAMP = ".figures-made-from"
+
+
+def _figures_key(rows: list[dict[str, Any]], n: int, results: dict[str, Any]) -> str:
+    """Everything the figures are drawn from: the run's fingerprint, its rows (with their content keys, which
+    hold the images' sha256), how many pairs get a figure, and the plotting code and library."""
+    from importlib import metadata
+
+    from connote.explain import plots
+    from connote.runs.store import file_sha256
+
+    try:
+        mpl = metadata.version("matplotlib")
+    except metadata.PackageNotFoundError:
+        mpl = None
+    return content_key({"fingerprint": results.get("fingerprint"), "rows": rows, "n": n, "matplotlib": mpl,
+                        "plots": file_sha256(plots.__file__)})
+
+
+def _figures_current(fig_dir: Path, made_from: str) -> bool:
+    """Whether ``fig_dir`` holds every figure drawn from ``made_from`` (its stamp, index and files)."""
+    import json
+
+    try:
+        if (fig_dir.parent / FIGURES_STAMP).read_text(encoding="utf-8") != made_from:
+            return False
+        index = json.loads((fig_dir / "index.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    names = list(index.values()) if isinstance(index, dict) else [None]
+    return all(isinstance(name, str) and "/" not in name and (fig_dir / name).is_file()
+               for name in [*names, "cells.png"])

@@ -92,7 +92,8 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
               on_error: Callable[[WorkItem, str], dict[str, Any]],
               batches: Callable[[list[WorkItem]], list[list[WorkItem]]] | None = None, batch_size: int = 8,
               progress: bool = True, label: str = "items", dist: Dist | None = None,
-              log: Callable[[str], None] | None = None) -> RunOutcome:
+              log: Callable[[str], None] | None = None,
+              model_memo: tuple[str, Mapping[str, Any]] | None = None) -> RunOutcome:
     """Compute every item not already stored with the same fingerprint and content key.
 
     ``compute(batch)`` returns one row (a dict) per item, in order; the runner adds ``item_id``,
@@ -142,6 +143,8 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         store = RunStore(out)
     try:
         fp = store.register(description)
+        if model_memo is not None and dist.is_main:
+            store.remember_model(*model_memo)
         keys = {it.item_id: it.key for it in items}
         reusable = store.reusable(fp, keys)
         dist.barrier()  # every rank must shard the same to-do list, before any rank writes
@@ -154,6 +157,9 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         n_todo = sum(len(u) for u in units)
         resumed = len(reusable)
         text = f"{label}: {len(todo)} to compute" + (f", resumed {resumed} of {len(items)}" if resumed else "")
+        if progress and dist.is_main and not sys.stderr.isatty():  # a log shows this at once, not at the end
+            print(f"{len(items)} {label}: {resumed} stored, {len(todo)} to compute"
+                  + (f", {len(bad)} known bad" if bad else ""), file=sys.stderr, flush=True)
         with progress_bar(n_todo, text, enabled=progress and dist.is_main) as bar:
             for unit in units:
                 rows = _compute_with_retry(compute, unit, on_error)

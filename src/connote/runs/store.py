@@ -50,11 +50,15 @@ CREATE TABLE IF NOT EXISTS fingerprints (
     fingerprint TEXT PRIMARY KEY,
     description TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS models (
+    identity TEXT PRIMARY KEY,
+    memo TEXT NOT NULL
+);
 """
 
 
 TABLE_COLUMNS = {"items": ("fingerprint", "item_id", "item_key", "data", "error", "created"),
-                 "fingerprints": ("fingerprint", "description")}
+                 "fingerprints": ("fingerprint", "description"), "models": ("identity", "memo")}
 
 
 def canonical_json(obj: Any) -> str:
@@ -240,6 +244,17 @@ class RunStore:
             if bad is not None:
                 raise sqlite3.DatabaseError(f"the row of item {bad!r} is not a JSON object")
             return rows
+
+    def remember_model(self, identity: str, memo: Mapping[str, Any]) -> None:
+        """Keep a built model's description under its identity (:mod:`connote.models.lazy`), so a later run
+        whose rows are all stored knows its fingerprint without building the model."""
+        with self._sql(), self._con:
+            self._con.execute("INSERT OR REPLACE INTO models VALUES (?, ?)", (identity, canonical_json(memo)))
+
+    def remembered_model(self, identity: str) -> dict[str, Any] | None:
+        with self._sql():
+            row = self._con.execute("SELECT memo FROM models WHERE identity = ?", (identity,)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
         with self._sql():

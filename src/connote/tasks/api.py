@@ -90,11 +90,13 @@ def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None
     as given. ``extra_results`` are added to the results file (e.g. the model spec as typed).
     """
     if isinstance(model, str):
-        from connote.models.registry import check_spec, load_model
+        from connote.models.lazy import lazy_model
+        from connote.models.registry import check_spec
 
         check_spec(model)  # option and weights errors before the seed and any loading
-        seed_everything(seed)
-        model = load_model(model)
+        # built (after seeding) only if an item is to compute: a fully resumed run loads no model
+        model = lazy_model(model, out, before_load=lambda: seed_everything(seed),
+                           announce=bool(getattr(task, "progress", True)))
     return task.run(model, out, seed=seed, extra_results=extra_results)
 
 
@@ -204,14 +206,25 @@ class Task(ABC):
 
     def run(self, model: Any, out: str | Path, *, seed: int | None = None,
             extra_results: dict[str, Any] | None = None) -> RunResult:
-        """Seed, bind to ``model`` and run through the runner into ``out`` (see :func:`run_task`)."""
-        seed_everything(seed)
+        """Seed, bind to ``model`` and run through the runner into ``out`` (see :func:`run_task`).
+
+        A :class:`~connote.models.lazy.LazyModel` seeds just before it is built (and a fully resumed run, which
+        builds none, imports no torch); any other model is seeded here."""
+        from connote.models.lazy import LazyModel
+
+        lazy = isinstance(model, LazyModel)
+        if not lazy:
+            seed_everything(seed)
         self.bind(model)
         out = Path(out)
+        items = self.work_items()
+        if lazy:  # built now unless every row is stored under the description its store remembers
+            model.settle(out, self.description, items)
         description = self.description(model)
-        outcome = run_items(out, description, self.work_items(), lambda batch: self.compute(model, batch),
+        memo = model.memo() if lazy else None
+        outcome = run_items(out, description, items, lambda batch: self.compute(model, batch),
                             on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
-                            progress=self.progress, label=self.label)
+                            progress=self.progress, label=self.label, model_memo=memo)
         if not outcome.is_main:
             return RunResult(self.name, out, {}, outcome)
         results = self.aggregate(outcome.rows)

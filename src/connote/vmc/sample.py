@@ -91,10 +91,12 @@ def write_sample_vmc(folder: str | Path) -> dict[str, Path]:
     folder = Path(folder)
     videos = folder / "videos"
     videos.mkdir(parents=True, exist_ok=True)
-    photos = {name: load() for name, load in PHOTOS.items()}
+    photos: dict[str, Image.Image] = {}  # loaded only for a clip to write (the photo loaders import scikit-image)
     for vid, photo, motion, _ in CLIPS:
         path = videos / f"{vid}.mp4"
         if not path.exists():
+            if photo not in photos:
+                photos[photo] = PHOTOS[photo]()
             write_clip(path, photos[photo], motion)
     paths = {"videos": videos, "captions": folder / "vmc.csv", "train": folder / "train.txt",
              "test": folder / "test.txt", "test_videos": folder / "test-videos.csv"}

@@ -41,7 +41,6 @@ def explain(
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
     from connote.cv_probes.explain import ExplainTask
     from connote.explain.shapley import ESTIMATORS
-    from connote.media.embedded import quiet_transformers
     from connote.models.masking import check_compat
 
     if estimator is not None and estimator not in ESTIMATORS:
@@ -51,25 +50,24 @@ def explain(
         if value is not None and value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}")
     from connote.models.registry import check_spec
-    from connote.runs.distributed import launched_rank
-    from connote.runs.store import hold_run_folder
+    from connote.runs.launch import hold_run, main_rank_first
 
     if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
         check_spec(model)
-    with hold_run_folder(out, enabled=launched_rank() == 0):  # refused at once if another run writes there
+    with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
         if data is None:
-            import sys
-
             from connote.media.sample import write_sample_probes
 
-            data = write_sample_probes(out / "sample")
-            print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
-        quiet_transformers()
+            data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
+                                   notice=lambda d: f"no --data: using the sample probe set written to {d}",
+                                   first=None if (out / "sample").is_dir() else "writing the sample probe set…")
         from connote.tasks.api import run_task
 
         task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
                            grid=grid, allow_network=allow_network, progress=progress, compat=compat, figures=figures)
         results = run_task(task, model, out, seed=seed, extra_results={"model": model}).results
+    if not results:  # non-zero ranks of a distributed run
+        return
     if json_out:
         import json
 

@@ -30,22 +30,20 @@ def probe(
     import json
 
     from connote.cv_probes.task import ProbeTask
-    from connote.media.embedded import quiet_transformers
     from connote.models.registry import check_spec
-    from connote.runs.distributed import launched_rank
-    from connote.runs.store import hold_run_folder
+    from connote.runs.launch import hold_run, main_rank_first
 
     if captions not in ("original", "simplified"):
         raise InputError(f"--captions must be 'original' or 'simplified', got {captions!r}")
     if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
         check_spec(model or "objects")
-    with hold_run_folder(out, enabled=launched_rank() == 0):  # refused at once if another run writes there
+    with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
         if data is None:
             from connote.media.sample import write_sample_probes
 
-            data = write_sample_probes(out / "sample")
-            print(f"no --data: using the sample probe set written to {data}", file=sys.stderr)
-        quiet_transformers()
+            data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
+                                   notice=lambda d: f"no --data: using the sample probe set written to {d}",
+                                   first=None if (out / "sample").is_dir() else "writing the sample probe set…")
         from connote.tasks.api import run_task
 
         task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
