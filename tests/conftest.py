@@ -7,7 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
-from needs import missing
+
+from tests.needs import missing
+from tests.tiny_models import BUILDERS
+
+#: Fixture modules every test folder shares: the Potato/Chromium studies (one session fixture, served once,
+#: used by tests/collect/ and the papers' study tests).
+pytest_plugins = ["tests.collect.potato_driver"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -53,3 +59,15 @@ def arel_format_files(vist_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     gold.write_text(json.dumps({**human, "output_stories": [s for a in albums for s in by_album[a][1:]]}),
                     encoding="utf-8")
     return pred, gold
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Every image-text matching backend's tiny random model, saved once per session: ``{backend: folder}``."""
+    root = tmp_path_factory.mktemp("tiny")
+    return {name: build(root / name) for name, build in BUILDERS.items()}
+
+
+@pytest.fixture(scope="session")
+def tiny_blip_dir(tiny_dirs) -> Path:
+    return tiny_dirs["hf-blip-itm"]

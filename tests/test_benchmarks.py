@@ -4,7 +4,6 @@ section's code run end to end with tiny models, so the script has run before a G
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -14,13 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests import benchmark_scripts
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 ENV = {**os.environ, "PYTHON": sys.executable}  # gpu.sh runs this interpreter, not the first python on PATH
 
 
 def _gpu_figures():
-    sys.path.insert(0, str(BENCH))
-    return importlib.import_module("gpu_figures")
+    return benchmark_scripts.load("gpu_figures")
 
 
 def test_gpu_benchmark_dry_run_builds_real_size_configs_without_memory(tmp_path, capsys):

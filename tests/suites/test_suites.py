@@ -278,10 +278,8 @@ def test_sugarcrepe_missing_field_is_named_with_its_line(tmp_path: Path) -> None
 @pytest.fixture(scope="module")
 def blip(tmp_path_factory: pytest.TempPathFactory) -> str:
     pytest.importorskip("transformers")
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import tiny_models
+    from tests import tiny_models
 
     return f"hf-blip-itm:{tiny_models.tiny_blip(tmp_path_factory.mktemp('blip') / 'm')}"
 

@@ -20,9 +20,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from needs import missing
 
 from connote.cli import main
+from tests.needs import missing
 
 AREL_METEOR = ["-t", "hter"]  # vist_eval/meteor/meteor.py
 COCO_METEOR = ["-l", "en", "-norm"]  # the line AREL comments out (pycocoevalcap's)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -20,9 +19,7 @@ from connote.models.registry import load_model as load_generator
 from connote.vist.backend_retrieval import RetrievalStoryGenerator
 from connote.vist.data import read_official, read_submission
 from connote.vist.task import STORY_PROMPT, load_sequences, normalize_story, run_generation
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
+from tests import tiny_models
 
 COLOURS = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220)}
 
@@ -172,7 +169,7 @@ def test_hf_vlm_backend(tmp_path: Path) -> None:
 
 
 def test_caption_llm_backend(tmp_path: Path) -> None:
-    from tiny_sources import make_tiny_sources
+    from tests.tiny_sources import make_tiny_sources
 
     git_dir, llm_dir = make_tiny_sources(tmp_path / "tiny", ["story", "photos"])
     gen = load_generator(f"caption-llm:{git_dir}?llm={llm_dir}&max_new_tokens=5&caption_tokens=3")
@@ -247,9 +244,9 @@ def test_extract_features(tmp_path: Path, sis_file: Path, image_dir: Path) -> No
 
 def test_seq2seq_grounded_by_dii(tmp_path: Path, sis_file: Path) -> None:
     import torch
-    from vist_fixtures import official, write
 
     from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word
+    from tests.vist.vist_fixtures import official, write
 
     vf = read_official(sis_file)
     torch.manual_seed(0)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from potato_driver import Annotator, browser_login, chrome, click, shoot
 
 from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.vist.data import read_official
+from tests.collect.potato_driver import Annotator, browser_login, chrome, click, shoot
 
 pytestmark = pytest.mark.browser
 

@@ -172,7 +172,7 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
 
 
 def test_hf_video_chat_images_mode(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
-    from tiny_sources import make_tiny_llava
+    from tests.tiny_sources import make_tiny_llava
 
     folder = make_tiny_llava(tmp_path / "llava", ["Describe."])
     gen = load_generator(f"hf-video-chat:{folder}?frames=3&frames_as=images")

@@ -6,13 +6,13 @@ import csv
 import json
 
 import pytest
-from potato_driver import Annotator, browser_login, chrome, click, shoot
 
 from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.metrics.agreement import cohen_kappa, fleiss_kappa
 from connote.vmc.data import read_caption_table
+from tests.collect.potato_driver import Annotator, browser_login, chrome, click, shoot
 
 pytestmark = pytest.mark.browser
 RATERS = ("alice", "bob", "carol")

@@ -8,13 +8,21 @@ import time
 from pathlib import Path
 
 import pytest
-from potato_driver import Annotator, browser_login, chrome, click, page_instance, shoot, wait_for_next_page
 
 from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.collect.status import study_status
 from connote.cv_probes.manifest import read_probe_manifest
+from tests.collect.potato_driver import (
+    Annotator,
+    browser_login,
+    chrome,
+    click,
+    page_instance,
+    shoot,
+    wait_for_next_page,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -6,8 +6,7 @@ import torch
 from connote.core.errors import InputError
 from connote.models import load_model
 from connote.models.hf_itm import _sdpa_text_attention, _sdpa_vision_attention
-
-from .conftest import random_image
+from tests.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
 CAPTIONS = ["a man begs on the street", "a woman sits", "a cat", "a dog holds a red cup with a hand near a car"]

@@ -1,42 +1,13 @@
-"""Tiny random models and a small real-image manifest, built once per session."""
+"""A small real-image manifest of the CV-Probes tests (the tiny models are ``tests/conftest.py``'s)."""
 
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-
-BUILDERS = {
-    "hf-blip-itm": tiny_models.tiny_blip,
-    "hf-blip2-itm": tiny_models.tiny_blip2,
-    "hf-flava-itm": tiny_models.tiny_flava,
-    "hf-clip": tiny_models.tiny_clip,
-    "hf-vlm-yesno": tiny_models.tiny_llava,
-}
-
-
-@pytest.fixture(scope="session")
-def tiny_dirs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("tiny")
-    return {name: build(root / name) for name, build in BUILDERS.items()}
-
-
-@pytest.fixture(scope="session")
-def tiny_blip_dir(tiny_dirs) -> Path:
-    return tiny_dirs["hf-blip-itm"]
-
-
-def random_image(seed: int, size=(48, 40)) -> Image.Image:
-    rng = np.random.RandomState(seed)
-    return Image.fromarray((rng.rand(size[1], size[0], 3) * 255).astype("uint8"))
-
+from tests.tiny_models import random_image
 
 ROWS = [
     # item_id, image, image_kind, caption, simplified, caption_kind, verb, votes, label

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -14,13 +13,11 @@ import pytest
 
 pytest.importorskip("openai")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from test_chat_client import Server, send_json, serve, status  # noqa: E402,F401  (serve: the fixture)
-
 from connote.cli import main  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
 from connote.tasks.judge import SHARE, VMC_A7, JudgeInput, parse_a7, parse_pairwise, parse_share, run_judges  # noqa: E402
 from connote.vist.sample import write_sample_vist  # noqa: E402
+from tests.models.test_chat_client import Server, send_json, serve, status  # noqa: E402,F401  (serve: the fixture)
 
 STORIES = {"s1": "the red ball rolled . we laughed .", "s2": "a long day at the beach . the sun was hot .",
            "s3": "nothing to say ."}
@@ -208,9 +205,9 @@ def test_metaphor_correlate_with_an_a7_judge(serve, tmp_path: Path, capsys) -> N
 
 def test_a_chat_vlm_backend_as_judge(tmp_path: Path) -> None:
     """Any registered generation backend judges: a tiny random LLaVA answers nonsense, recorded per item."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import tiny_models
     from PIL import Image
+
+    from tests import tiny_models
 
     folder = tiny_models.tiny_llava(tmp_path / "llava")
     model = load_model(f"hf-vlm:{folder}?max_new_tokens=4")

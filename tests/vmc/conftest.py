@@ -48,9 +48,8 @@ def colour_set(tmp_path_factory: pytest.TempPathFactory) -> ColourSet:
     """24 short colour videos (4 colours x 6; 4 train + 2 held out per colour) and tiny models."""
     pytest.importorskip("av")
     pytest.importorskip("transformers")
-    from tiny_sources import make_tiny_sources
-
     from connote.media.synthetic import write_video
+    from tests.tiny_sources import make_tiny_sources
 
     root = tmp_path_factory.mktemp("colours")
     words = sorted({w for _, cap in COLOURS.values() for w in cap.split()})

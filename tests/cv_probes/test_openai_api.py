@@ -9,8 +9,7 @@ import pytest
 
 from connote.cv_probes.task import run_probe
 from connote.models import load_model
-
-from .conftest import random_image
+from tests.tiny_models import random_image
 
 
 class Server:
