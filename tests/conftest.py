@@ -11,9 +11,9 @@ import pytest
 from tests.needs import missing
 from tests.tiny_models import BUILDERS
 
-#: Fixture modules every test folder shares: the Potato/Chromium studies (one session fixture, served once,
-#: used by tests/collect/ and the papers' study tests).
-pytest_plugins = ["tests.collect.potato_driver"]
+#: Fixture modules every test folder shares: the fake OpenAI-compatible server (``serve``) and the
+#: Potato/Chromium studies (one session fixture, served once, used by tests/collect/ and the papers' study tests).
+pytest_plugins = ["tests.openai_server", "tests.collect.potato_driver"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -2,65 +2,37 @@
 
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from connote.cv_probes.task import run_probe
 from connote.models import load_model
+from tests import openai_server
 from tests.tiny_models import random_image
 
 
-class Server:
+class Server(openai_server.Server):
     """Chat-completions server: answers Yes with p = 0.8 when the caption mentions 'begs'."""
 
     def __init__(self, fail_first=0, fail_status=429, always_fail=False, with_logprobs=True):
         self.fail_first, self.fail_status, self.always_fail = fail_first, fail_status, always_fail
         self.with_logprobs = with_logprobs
-        self.requests = []
-        outer = self
+        super().__init__([self.reply])
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"body": body, "auth": self.headers.get("Authorization")})
-                if outer.always_fail or len(outer.requests) <= outer.fail_first:
-                    self.send_response(outer.fail_status)
-                    self.send_header("Retry-After", "0")
-                    self.end_headers()
-                    self.wfile.write(b'{"error": "busy"}')
-                    return
-                text = body["messages"][0]["content"][1]["text"]
-                p_yes = 0.8 if "begs" in text else 0.3
-                answer = "Yes" if p_yes > 0.5 else "No"
-                choice = {"index": 0, "message": {"role": "assistant", "content": answer}}
-                if outer.with_logprobs:
-                    choice["logprobs"] = {"content": [{"token": answer, "logprob": math.log(max(p_yes, 1 - p_yes)),
-                                                       "top_logprobs": [
-                                                           {"token": "Yes", "logprob": math.log(p_yes)},
-                                                           {"token": "No", "logprob": math.log(1 - p_yes)}]}]}
-                data = json.dumps({"choices": [choice]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def reply(self, h):
+        if self.always_fail or len(self.requests) <= self.fail_first:
+            openai_server.send_json(h, {"error": "busy"}, self.fail_status, {"Retry-After": "0"})
+            return
+        text = h.body["messages"][0]["content"][1]["text"]
+        p_yes = 0.8 if "begs" in text else 0.3
+        answer = "Yes" if p_yes > 0.5 else "No"
+        choice = {"index": 0, "message": {"role": "assistant", "content": answer}}
+        if self.with_logprobs:
+            choice["logprobs"] = {"content": [{"token": answer, "logprob": math.log(max(p_yes, 1 - p_yes)),
+                                               "top_logprobs": [
+                                                   {"token": "Yes", "logprob": math.log(p_yes)},
+                                                   {"token": "No", "logprob": math.log(1 - p_yes)}]}]}
+        openai_server.send_json(h, {"choices": [choice]})
 
 
 @pytest.fixture(autouse=True)

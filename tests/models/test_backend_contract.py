@@ -9,9 +9,7 @@ task's command without any other edit.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ pytest.importorskip("transformers")
 
 from connote.cli import main  # noqa: E402
 from connote.models.registry import MODELS, load_model, register_model  # noqa: E402
-from tests import tiny_models, tiny_sources
+from tests import openai_server, tiny_models, tiny_sources
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
 
@@ -80,34 +78,19 @@ def fx(tmp_path_factory: pytest.TempPathFactory) -> Fixtures:
     return Fixtures(tmp_path_factory.mktemp("contract"))
 
 
-class _Chat(BaseHTTPRequestHandler):
-    """An OpenAI-compatible server on loopback: Yes with log-probs for matching, text for generation."""
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if body.get("logprobs"):
-            reply = {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [{
-                "token": "Yes", "logprob": -0.2, "top_logprobs": [{"token": "Yes", "logprob": -0.2},
-                                                                  {"token": "No", "logprob": -1.7}]}]}}]}
-        else:
-            reply = {"choices": [{"message": {"content": "The sea is as calm as a lake."}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def _chat(body: dict) -> dict:
+    """An OpenAI-compatible server's answer: Yes with log-probs for matching, text for generation."""
+    if body.get("logprobs"):
+        return {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [{
+            "token": "Yes", "logprob": -0.2, "top_logprobs": [{"token": "Yes", "logprob": -0.2},
+                                                              {"token": "No", "logprob": -1.7}]}]}}]}
+    return {"choices": [{"message": {"content": "The sea is as calm as a lake."}}]}
 
 
 @pytest.fixture(scope="module")
 def chat_url():
-    server = HTTPServer(("127.0.0.1", 0), _Chat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with openai_server.Server([openai_server.answer(_chat)]) as server:
+        yield server.url
 
 
 def _seq2seq(root: Path, fx: Fixtures, url: str) -> str:

@@ -1,7 +1,5 @@
 """Judges against a loopback OpenAI-compatible server: cached calls, prompt invalidation, parse failures, 429s."""
 
-# ruff: noqa: F811  (the tests take the imported `serve` fixture as a parameter)
-
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +15,7 @@ from connote.cli import main  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
 from connote.tasks.judge import SHARE, VMC_A7, JudgeInput, parse_a7, parse_pairwise, parse_share, run_judges  # noqa: E402
 from connote.vist.sample import write_sample_vist  # noqa: E402
-from tests.models.test_chat_client import Server, send_json, serve, status  # noqa: E402,F401  (serve: the fixture)
+from tests.openai_server import Server, send_json, status  # noqa: E402
 
 STORIES = {"s1": "the red ball rolled . we laughed .", "s2": "a long day at the beach . the sun was hot .",
            "s3": "nothing to say ."}

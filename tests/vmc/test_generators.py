@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from connote.media.frames import read_frames  # noqa: E402
 from connote.models.protocols import GenerationRequest, Generator  # noqa: E402
 from connote.models.registry import backends_with  # noqa: E402
 from connote.models.registry import load_model as load_generator  # noqa: E402
+from tests import openai_server
 
 
 class MeanColour:
@@ -71,29 +70,12 @@ def test_nearest_caption(colour_set) -> None:  # noqa: ANN001
 
 
 def test_openai_video_sends_frames_as_images(colour_set) -> None:  # noqa: ANN001
-    seen: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            reply = json.dumps({"choices": [{"message": {"content": " The sea is as blue as ice. "}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        gen = load_generator(f"openai-video:test-model?base_url=http://127.0.0.1:{server.server_port}/v1")
+    with openai_server.Server([openai_server.answer(
+            lambda body: {"choices": [{"message": {"content": " The sea is as blue as ice. "}}]})]) as server:
+        gen = load_generator(f"openai-video:test-model?base_url={server.url}")
         frames = read_frames(colour_set.videos / "blue0.mp4", "segments").frames
         assert gen.generate([GenerationRequest(images=frames, prompt="Describe.")]) == ["The sea is as blue as ice."]
-    finally:
-        server.shutdown()
+    seen = [r["body"] for r in server.requests]
     content = seen[0]["messages"][0]["content"]
     assert seen[0]["model"] == "test-model"
     assert content[0] == {"type": "text", "text": "Describe."}
