@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.needs import missing
 from tests.tiny_models import BUILDERS
 
-#: Fixture modules every test folder shares: the fake OpenAI-compatible server (``serve``) and the
-#: Potato/Chromium studies (one session fixture, served once, used by tests/collect/ and the papers' study tests).
-pytest_plugins = ["tests.openai_server", "tests.collect.potato_driver"]
+#: Plugins every test folder shares: what a missing requirement does (skip; fail under CI=true), the fake
+#: OpenAI-compatible server (``serve``) and the Potato/Chromium studies (one session fixture, served once, used
+#: by tests/collect/ and the papers' study tests).
+pytest_plugins = ["tests.needs", "tests.openai_server", "tests.collect.potato_driver"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -26,6 +26,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the project; tests using it skip where it is absent (and fail under CI)."""
+    from tests.needs import missing  # (imported here: a plugin imported before pytest loads it is not rewritten)
+
     if not SHARED_DATA.is_dir():
         missing("../shared/data is not present in this checkout")
     return SHARED_DATA
@@ -35,6 +37,8 @@ def shared_data() -> Path:
 def vist_dir(shared_data: Path) -> Path:
     d = shared_data / "vist"
     if not d.is_dir():
+        from tests.needs import missing
+
         missing("../shared/data/vist is not present")
     return d
 

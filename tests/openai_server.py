@@ -98,11 +98,6 @@ def answer(fn: Callable[[dict], object]) -> Reply:
     return reply
 
 
-def chat_answer(content: str, **choice: object) -> dict:
-    """A chat-completions answer with one choice whose message says ``content`` (more fields in ``choice``)."""
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, **choice}]}
-
-
 @pytest.fixture()
 def serve() -> Iterator[Callable[[list], Server]]:
     """``serve(replies)`` -> a started :class:`Server`; every server started is closed after the test."""

