@@ -24,7 +24,7 @@ from tests.collect.potato_driver import (
     wait_for_next_page,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # alice answers through the page; bob and carol over HTTP. Known answers, item by item.
 ANNOTATORS = ("alice", "bob", "carol")

@@ -204,6 +204,7 @@ def _wide_release(folder: Path, names: tuple[str, ...]) -> Path:
     return src
 
 
+@pytest.mark.slow
 def test_convert_cv_probes_wide_table_runs_through_probe_with_the_embedded_default(tmp_path, capsys):
     names = ("grace_hopper", "chelsea")  # an SG image and a PG image: one item per cell, kept small for speed
     src = _wide_release(tmp_path / "release", names)

