@@ -23,6 +23,7 @@ def _gpu_figures():
     return benchmark_scripts.load("gpu_figures")
 
 
+@pytest.mark.slow
 def test_gpu_benchmark_dry_run_builds_real_size_configs_without_memory(tmp_path, capsys):
     gpu = _gpu_figures()
     assert gpu.main(["--dry-run", "--only", "probe", "--models", "clip-l", "--out", str(tmp_path / "figs")]) == 0
@@ -77,6 +78,7 @@ def test_gpu_benchmark_rejects_bad_arguments(capsys):
         gpu.parse_args(["--only", "gpu-burn"])
 
 
+@pytest.mark.slow
 def test_gpu_benchmark_smoke_runs_every_section_on_the_cpu(tmp_path):
     """``gpu.sh --smoke``: the GPU run's code with tiny models; both sides of each figure agree."""
     pytest.importorskip("shap")

@@ -382,6 +382,7 @@ def test_lxmert_mmshap_game_equals_the_public_scripts_text_masking_over_regions(
         model.masking_game(image, caption, grid=3)
 
 
+@pytest.mark.slow
 def test_probe_and_explain_commands_run_both_backends(albef, lxmert, tmp_path, capsys) -> None:
     """``connote probe`` and ``connote explain`` with ``albef-itm:FILE`` and ``hf-lxmert:DIR?features=FILE``."""
     root = lxmert["root"]

@@ -85,6 +85,7 @@ def limited():
         s.close()
 
 
+@pytest.mark.slow
 def test_adaptive_backend_backs_off_on_429_and_completes_every_item(limited) -> None:  # noqa: ANN001
     from PIL import Image
 

