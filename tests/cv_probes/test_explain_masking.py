@@ -103,6 +103,7 @@ def _public_mmshap_values(model, ids, pixels, masks):
     return torch.softmax(logits, -1)[:, 1].double().numpy()
 
 
+@pytest.mark.slow
 def test_mmshap_mode_exact_values_equal_an_independent_public_value_function(tiny_blip_dir):
     import torch
     from transformers import AutoProcessor, BlipForImageTextRetrieval
@@ -132,6 +133,7 @@ def test_mmshap_mode_exact_values_equal_an_independent_public_value_function(tin
     assert ours.full == pytest.approx(matcher.match_probability([image], ["a cat"], [(0, 0)])[0], abs=1e-5)
 
 
+@pytest.mark.slow
 def test_explain_cli_writes_rows_aggregates_and_resumes(tiny_blip_dir, manifest, tmp_path, capsys):
     out = tmp_path / "shap"
     args = ["explain", "--data", str(manifest), "--model", f"hf-blip-itm:{tiny_blip_dir}", "--out", str(out),
@@ -188,6 +190,7 @@ def test_explain_verb_from_data_and_flagged_when_absent(tiny_blip_dir, tmp_path,
     assert "whose manifest verb is not in the caption" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_explain_figures_stay_inside_the_run_folder_for_hostile_ids(tiny_blip_dir, tmp_path):
     hostile = ["../../../escape", str(tmp_path / "abs"), "a/b", "..", ".hidden", "cells", "x" * 300, "ok-1"]
     rows = [(hid, f"img{k % 5 + 1}.png", "SG", "a man sits", "a man sits", "PG", "sit", "1;1;1", "")

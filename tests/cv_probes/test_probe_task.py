@@ -147,6 +147,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_killed_run_loses_at_most_the_batch_in_flight(manifest, tmp_path):
     out = tmp_path / "run"
     script = tmp_path / "slow.py"
@@ -191,6 +192,7 @@ def test_killed_run_loses_at_most_the_batch_in_flight(manifest, tmp_path):
     assert "slow" not in MODELS  # the subprocess's registration did not leak here
 
 
+@pytest.mark.slow
 def test_two_process_run_equals_single_process(tiny_blip_dir, manifest, tmp_path):
     single = run_probe(manifest, f"hf-blip-itm:{tiny_blip_dir}", tmp_path / "one", progress=False,
                        pairs_per_chunk=2)
@@ -209,6 +211,7 @@ def test_two_process_run_equals_single_process(tiny_blip_dir, manifest, tmp_path
         [json.loads(x)["p_match"] for x in two_items], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_embedded_default_on_the_sample_set(tmp_path, capsys):
     assert main(["probe", "--out", str(tmp_path / "sample"), "-q"]) == 0
     res = json.loads((tmp_path / "sample" / "results.json").read_text())

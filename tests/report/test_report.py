@@ -210,6 +210,7 @@ def test_plot_option_writes_the_accuracy_bars(runs, tmp_path, capsys) -> None:
     assert capsys.readouterr().out.startswith("table,probe-accuracy,")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_html_in_headless_chromium(report_dir, tmp_path) -> None:
     """The page renders: its title, every table, and every image decoded (naturalWidth > 0)."""

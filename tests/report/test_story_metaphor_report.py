@@ -390,6 +390,7 @@ def test_vmc_human_evaluation_section(vmc, tmp_path, capsys) -> None:  # noqa: A
     assert err.value.exit_code == 2 and str(broken / "labels.csv") in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_story_and_vmc_page_fits_in_headless_chromium(story_runs, vmc, tmp_path) -> None:  # noqa: ANN001
     """VIST's seven metrics with intervals and VMC's Table 1 are the widest tables: they must fit the page."""

