@@ -60,6 +60,7 @@ def test_gpu_benchmark_generates_at_real_size_with_and_without_a_static_cache(tm
     assert runs["static"][runs["static"].index("--option") + 1] == "cache=static"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
 def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
     proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--out", str(tmp_path / "figs")], capture_output=True,

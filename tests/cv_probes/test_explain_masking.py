@@ -164,6 +164,7 @@ def test_explain_cli_writes_rows_aggregates_and_resumes(tiny_blip_dir, manifest,
     assert again == rows
 
 
+@pytest.mark.slow
 def test_explain_verb_from_data_and_flagged_when_absent(tiny_blip_dir, tmp_path, capsys):
     rows = [
         ("h1", "img1.png", "SG", "A man stands.", "A man stands.", "SG", "stand", "1;1;1", ""),

@@ -196,6 +196,7 @@ def test_openai_backend(tmp_path: Path, sis_file: Path, image_dir: Path) -> None
         assert isinstance(failed, Exception) and "HTTP 400" in str(failed)
 
 
+@pytest.mark.slow
 def test_retrieval_embedded_encoder(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
     """The offline default through its real loading path (shipped EfficientNet-Lite0 + MiniLM)."""
     gen = load_generator(f"retrieval?train={sis_file}&cache={tmp_path / 'cache'}")

@@ -101,6 +101,7 @@ def test_stage2_full_step_changes_llm(stage2_config, tmp_path: Path) -> None:  #
     assert _log(tmp_path / "run")[0]["step"] == 1
 
 
+@pytest.mark.slow
 def test_exact_resume(stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
     full = train(config_from_dict(stage2_config(tmp_path / "full", max_steps=6, save_every=2)))
     part_cfg = config_from_dict(stage2_config(tmp_path / "part", max_steps=6, save_every=2))
