@@ -476,6 +476,7 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) ->
         assert set(store.rows(fp)) == {"a"}
 
 
+@pytest.mark.slow
 def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> None:
     """Two gloo ranks on loopback; rank 1 is killed (SIGKILL) while rank 0 waits in a collective: rank 0's
     ``connote`` error boundary prints one line naming its rank, exit 2."""

@@ -48,6 +48,7 @@ def test_vist_stories_hter_task_exact_with_jar_synonym_tables(jar_meteor, vist_a
     _compare(m, jar_meteor("hter"), res, {i: gts[i] for i in ids}, exact=True)
 
 
+@pytest.mark.slow
 def test_generated_text_with_punctuation_matches_jar(meteor_rank, jar_meteor, gen_corpus):
     res, gts = gen_corpus(300, seed=7, punct=True)
     _compare(meteor_rank, jar_meteor("rank"), res, gts)

@@ -41,6 +41,7 @@ def test_meteor_falls_back_to_wordnet_without_the_jar(tmp_path):
     assert "syn:wordnet-3.0" in m.signature()
 
 
+@pytest.mark.slow
 def test_default_meteor_equals_the_jar_on_vist_stories(pycoco, jar_meteor, vist_album_corpus):
     """With the default synonyms connote's corpus and segment METEOR are the jar's, to 1e-12 (with Debian's
     WordNet, the former default, segments differed)."""
