@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
-from test_chat_client import send_json  # noqa: E402  (the loopback servers' one JSON reply)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.openai_server import send_json  # noqa: E402  (the loopback servers' one JSON reply)
 
 
 class _Echo(BaseHTTPRequestHandler):

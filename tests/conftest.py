@@ -7,7 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
-from needs import missing
+
+from tests.tiny_models import BUILDERS
+
+#: Plugins every test folder shares: what a missing requirement does (skip; fail under CI=true), the fake
+#: OpenAI-compatible server (``serve``) and the Potato/Chromium studies (one session fixture, served once, used
+#: by tests/collect/ and the papers' study tests).
+pytest_plugins = ["tests.needs", "tests.openai_server", "tests.collect.potato_driver"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -20,6 +26,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the project; tests using it skip where it is absent (and fail under CI)."""
+    from tests.needs import missing  # (imported here: a plugin imported before pytest loads it is not rewritten)
+
     if not SHARED_DATA.is_dir():
         missing("../shared/data is not present in this checkout")
     return SHARED_DATA
@@ -29,6 +37,8 @@ def shared_data() -> Path:
 def vist_dir(shared_data: Path) -> Path:
     d = shared_data / "vist"
     if not d.is_dir():
+        from tests.needs import missing
+
         missing("../shared/data/vist is not present")
     return d
 
@@ -53,3 +63,15 @@ def arel_format_files(vist_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     gold.write_text(json.dumps({**human, "output_stories": [s for a in albums for s in by_album[a][1:]]}),
                     encoding="utf-8")
     return pred, gold
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Every image-text matching backend's tiny random model, saved once per session: ``{backend: folder}``."""
+    root = tmp_path_factory.mktemp("tiny")
+    return {name: build(root / name) for name, build in BUILDERS.items()}
+
+
+@pytest.fixture(scope="session")
+def tiny_blip_dir(tiny_dirs) -> Path:
+    return tiny_dirs["hf-blip-itm"]

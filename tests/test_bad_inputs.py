@@ -45,8 +45,9 @@ def deep_json(levels: int = 100_000) -> str:
     return "[" * levels + "]" * levels
 
 
-def case(build: Build, expect: str, id: str) -> object:  # noqa: A002 - pytest's name
-    return pytest.param(build, expect, id=id)
+def case(build: Build, expect: str, id: str, slow: bool = False) -> object:  # noqa: A002 - pytest's name
+    """One row; ``slow``: its set-up runs a command end to end first (e.g. a caption run to score)."""
+    return pytest.param(build, expect, id=id, marks=[pytest.mark.slow] if slow else [])
 
 
 SIS_TRAIN = json.dumps({"images": [], "albums": [], "annotations": [[{
@@ -251,9 +252,9 @@ CASES = [
     case(lambda t: ["metaphor", "caption", "--out", str(t / "run"), "--k", "-2", "-q"],
          "--k must be at least 1, got -2", id="metaphor-caption-k-negative"),
     case(lambda t: caption_run(t, "metaphor", "score", str(t / "run"), "--bootstrap", "-1"),
-         "--n-boot must be at least 0, got -1", id="metaphor-score-bootstrap-negative"),
+         "--n-boot must be at least 0, got -1", id="metaphor-score-bootstrap-negative", slow=True),
     case(cut_captions, "captions.jsonl, line 2, column 2: invalid JSON: Unterminated string",
-         id="metaphor-score-cut-captions"),
+         id="metaphor-score-cut-captions", slow=True),
     case(lambda t: ["vist", "anonymize", str(write(t, "s.txt", "Mary went home\n")),
                     "--names", str(write(t, "names.txt", "Mary,F,ten\n")), "--no-ner"],
          "names.txt, line 1, column 3: count 'ten' is not a whole number", id="vist-anonymize-count-not-a-number"),
@@ -307,6 +308,7 @@ def test_bad_input_exits_2_with_a_message(build: Build, expect: str, tmp_path: P
 # ---- wrong results that exit 0: each is checked for the number it gets
 
 
+@pytest.mark.slow
 def test_metaphor_score_scores_the_runs_captions_not_the_store(tmp_path: Path, capsys) -> None:
     """``metaphor caption --limit 1`` into a run folder that captioned 3 videos: the score covers 1 video's caption
     (the sample's test split has 3: the 2 others are uncaptioned, not scored from rows of the earlier run)."""
@@ -474,6 +476,7 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) ->
         assert set(store.rows(fp)) == {"a"}
 
 
+@pytest.mark.slow
 def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> None:
     """Two gloo ranks on loopback; rank 1 is killed (SIGKILL) while rank 0 waits in a collective: rank 0's
     ``connote`` error boundary prints one line naming its rank, exit 2."""

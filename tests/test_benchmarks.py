@@ -4,7 +4,6 @@ section's code run end to end with tiny models, so the script has run before a G
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -14,15 +13,17 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests import benchmark_scripts
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 ENV = {**os.environ, "PYTHON": sys.executable}  # gpu.sh runs this interpreter, not the first python on PATH
 
 
 def _gpu_figures():
-    sys.path.insert(0, str(BENCH))
-    return importlib.import_module("gpu_figures")
+    return benchmark_scripts.load("gpu_figures")
 
 
+@pytest.mark.slow
 def test_gpu_benchmark_dry_run_builds_real_size_configs_without_memory(tmp_path, capsys):
     gpu = _gpu_figures()
     assert gpu.main(["--dry-run", "--only", "probe", "--models", "clip-l", "--out", str(tmp_path / "figs")]) == 0
@@ -59,6 +60,7 @@ def test_gpu_benchmark_generates_at_real_size_with_and_without_a_static_cache(tm
     assert runs["static"][runs["static"].index("--option") + 1] == "cache=static"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
 def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
     proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--out", str(tmp_path / "figs")], capture_output=True,
@@ -77,6 +79,7 @@ def test_gpu_benchmark_rejects_bad_arguments(capsys):
         gpu.parse_args(["--only", "gpu-burn"])
 
 
+@pytest.mark.slow
 def test_gpu_benchmark_smoke_runs_every_section_on_the_cpu(tmp_path):
     """``gpu.sh --smoke``: the GPU run's code with tiny models; both sides of each figure agree."""
     pytest.importorskip("shap")

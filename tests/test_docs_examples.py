@@ -120,8 +120,16 @@ def test_the_rule_reads_marks(tmp_path: Path) -> None:
                    (12, "connote tasks", None)]
 
 
-def _documents_with_examples() -> list[Path]:
-    return [p for p in DOCUMENTS if extract_examples(p)]
+#: Documents whose offline examples only list and show things (seconds). Every other document with an example
+#: that runs offline runs commands on models and sample data end to end (a minute or more), so it is ``slow``.
+QUICK_DOCUMENTS = {"datasets.md"}
+
+
+def _documents_with_examples() -> list:
+    def quick(p: Path) -> bool:
+        return p.name in QUICK_DOCUMENTS or all(e.needs is not None for e in extract_examples(p))
+
+    return [p if quick(p) else pytest.param(p, marks=pytest.mark.slow) for p in DOCUMENTS if extract_examples(p)]
 
 
 @pytest.mark.parametrize("document", _documents_with_examples(), ids=lambda p: p.name)

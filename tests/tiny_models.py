@@ -17,6 +17,15 @@ WORDS = (
 ).split()
 
 
+def random_image(seed: int, size=(48, 40)):  # -> PIL.Image.Image
+    """A random RGB image, the same for the same seed."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.RandomState(seed)
+    return Image.fromarray((rng.rand(size[1], size[0], 3) * 255).astype("uint8"))
+
+
 def write_bert_vocab(folder: Path) -> Path:
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     path = folder / "vocab.txt"
@@ -183,6 +192,16 @@ def tiny_llava(folder: Path, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     proc.save_pretrained(folder)
     return folder
+
+
+#: The image-text matching backends' tiny models, by backend name.
+BUILDERS = {
+    "hf-blip-itm": tiny_blip,
+    "hf-blip2-itm": tiny_blip2,
+    "hf-flava-itm": tiny_flava,
+    "hf-clip": tiny_clip,
+    "hf-vlm-yesno": tiny_llava,
+}
 
 
 def tiny_albef(folder: Path, seed: int = 0, *, layout: str = "pretrain", grid: int = 2) -> tuple[Path, Path]:

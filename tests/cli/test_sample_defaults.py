@@ -8,6 +8,7 @@ from connote.cli import main
 from connote.vist.sample import TRAIN
 
 
+@pytest.mark.slow
 def test_story_generate_without_data_uses_the_sample_and_demo_generator(tmp_path, capsys) -> None:
     out = tmp_path / "story"
     assert main(["story", "generate", "--out", str(out), "--json", "--no-progress"]) == 0
@@ -23,6 +24,7 @@ def test_story_generate_without_data_uses_the_sample_and_demo_generator(tmp_path
     assert (tmp_path / "demo" / "stories.jsonl").read_text() == (out / "stories.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_metaphor_caption_without_videos_uses_the_sample(tmp_path, capsys) -> None:
     pytest.importorskip("av")
     from connote.vmc.sample import CLIPS, TEST

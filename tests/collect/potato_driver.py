@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests import needs
+
 #: Where screenshots are also copied for a person to look at (unset: they stay in the test's tmp dir).
 SHOTS = Path(os.environ["CONNOTE_SCREENSHOTS"]) if os.environ.get("CONNOTE_SCREENSHOTS") else None
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
@@ -43,10 +45,7 @@ def need_browser_tools() -> None:
     """Skip (or fail under CI=true) when Potato, Selenium or Chromium is absent."""
     missing = missing_tools()
     if missing:
-        message = "needs " + ", ".join(missing)
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: browser tests must run)")
-        pytest.skip(message)
+        needs.missing("needs " + ", ".join(missing))
 
 
 def free_port() -> int:

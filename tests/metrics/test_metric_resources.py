@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from connote.metrics.meteor import Meteor, MeteorResourceWarning
+from tests.needs import missing
 
 
 # ------------------------------------------------------------------ B: synonyms and PTB tokenization
@@ -33,13 +34,14 @@ def test_meteor_falls_back_to_wordnet_without_the_jar(tmp_path):
     from connote.metrics.wordnet import find_wordnet
 
     if find_wordnet() is None:
-        pytest.skip("no WordNet 3.0 files (apt-get install wordnet-base)")
+        missing("no WordNet 3.0 files (apt-get install wordnet-base)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MeteorResourceWarning)
         m = Meteor(meteor_data=tmp_path)  # no jar here
     assert "syn:wordnet-3.0" in m.signature()
 
 
+@pytest.mark.slow
 def test_default_meteor_equals_the_jar_on_vist_stories(pycoco, jar_meteor, vist_album_corpus):
     """With the default synonyms connote's corpus and segment METEOR are the jar's, to 1e-12 (with Debian's
     WordNet, the former default, segments differed)."""

@@ -8,6 +8,7 @@ import pytest
 
 from connote.metrics.tokenize import PUNCTUATIONS, ptb_tokenize
 from connote.metrics.wordnet import LEXNAMES, find_wordnet, load_wordnet_tables, prepare_nltk_wordnet
+from tests.needs import missing
 
 SENTENCES = [
     'A man (in red) said "Hi!" to me.',
@@ -51,7 +52,7 @@ def test_ptb_tokenize_examples():
 def test_find_wordnet_and_tables():
     wn = find_wordnet()
     if wn is None:
-        pytest.skip("no WordNet 3.0 files (apt-get install wordnet-base)")
+        missing("no WordNet 3.0 files (apt-get install wordnet-base)")
     tables = load_wordnet_tables(wn)
     assert set(tables.synsets["car"]) & set(tables.synsets["automobile"])
     assert "mouse" in tables.bases["mice"]
@@ -60,7 +61,7 @@ def test_find_wordnet_and_tables():
 def test_prepare_nltk_wordnet_writes_lexnames(tmp_path):
     wn = find_wordnet()
     if wn is None:
-        pytest.skip("no WordNet 3.0 files (apt-get install wordnet-base)")
+        missing("no WordNet 3.0 files (apt-get install wordnet-base)")
     dest = prepare_nltk_wordnet(tmp_path, wn)
     lex = (dest / "lexnames").read_text().splitlines()
     assert len(lex) == len(LEXNAMES) == 45 and lex[3].split("\t")[1] == "noun.Tops"
@@ -71,7 +72,7 @@ def test_prepare_nltk_wordnet_writes_lexnames(tmp_path):
 def test_nltk_reads_prepared_wordnet(tmp_path):
     wn = find_wordnet()
     if wn is None:
-        pytest.skip("no WordNet 3.0 files")
+        missing("no WordNet 3.0 files")
     prepare_nltk_wordnet(tmp_path, wn)
     import os
     import sys

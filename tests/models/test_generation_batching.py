@@ -14,11 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import tiny_models  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from connote.models.protocols import GenerationRequest, greedy_batches  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
+from tests import tiny_models  # noqa: E402
 
 
 def photos(n: int, seed: int) -> list[Image.Image]:
@@ -54,6 +54,7 @@ def llava(tmp_path_factory) -> Path:
     return tiny_models.tiny_llava(tmp_path_factory.mktemp("llava") / "m")
 
 
+@pytest.mark.slow
 def test_chat_vlm_batches_greedy_requests_with_the_outputs_of_one_at_a_time(llava: Path) -> None:
     prompts = ["a man sits on the bench", "dog", "the woman holds a red cup near the street", "cat",
                "a child prays in the church", "story"]
@@ -86,10 +87,9 @@ def test_chat_vlm_static_cache_option(llava: Path) -> None:
 
 @pytest.fixture(scope="module")
 def git_llava(tmp_path_factory) -> Path:
-    from tiny_sources import make_tiny_sources
-
     from connote.vmc.train.config import ModelConfig
     from connote.vmc.train.git_llava import GitLlava
+    from tests.tiny_sources import make_tiny_sources
 
     tmp = tmp_path_factory.mktemp("gl")
     git, llm = make_tiny_sources(tmp / "src", ["red", "blue", "sky", "fire", "sea"])
@@ -100,6 +100,7 @@ def git_llava(tmp_path_factory) -> Path:
     return model.save(tmp / "model")
 
 
+@pytest.mark.slow
 def test_git_llava_batches_greedy_requests_with_the_outputs_of_one_at_a_time(git_llava: Path) -> None:
     reqs = [GenerationRequest(images=photos(6, seed=i), prompt=p, max_new_tokens=n)
             for i, (p, n) in enumerate([(None, 8), ("describe the video", 8), (None, 5), (None, 8),

@@ -13,9 +13,7 @@ import base64
 import io
 import json
 import math
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from PIL import Image
 pytest.importorskip("openai")
 
 from connote.cli import main  # noqa: E402
+from tests import openai_server  # noqa: E402
 
 SERVED = "llava-hf/llava-onevision-qwen2-7b-ov-hf"
 
@@ -33,33 +32,22 @@ def p_yes(caption_prompt: str) -> float:
     return 0.05 + 0.9 * (zlib.crc32(caption_prompt.encode()) % 1000) / 1000
 
 
-class FakeVllm:
+class FakeVllm(openai_server.Server):
     def __init__(self, *, max_images: int = 6, max_logprobs: int = 20) -> None:
         self.max_images, self.max_logprobs = max_images, max_logprobs
-        self.bodies: list[dict] = []
-        self.auth: list[str | None] = []
-        outer = self
+        super().__init__([self.reply])
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a: object) -> None:
-                pass
+    def reply(self, h) -> None:  # noqa: ANN001
+        code, obj = self.answer(h.path, h.body)
+        openai_server.send_json(h, obj, code)
 
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.bodies.append(body)
-                outer.auth.append(self.headers.get("Authorization"))
-                status, reply = outer.answer(self.path, body)
-                data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    @property
+    def bodies(self) -> list[dict]:
+        return [r["body"] for r in self.requests]
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+    @property
+    def auth(self) -> list[str | None]:
+        return [r["auth"] for r in self.requests]
 
     def answer(self, path: str, body: dict) -> tuple[int, dict]:
         if path != "/v1/chat/completions":
@@ -97,11 +85,6 @@ class FakeVllm:
         return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": SERVED,
                      "choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                      "prompt_logprobs": None}
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture()
 def vllm(monkeypatch):
@@ -152,6 +135,7 @@ def test_yes_no_probing_reads_the_servers_logprobs(vllm: FakeVllm, tmp_path: Pat
         assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 20
 
 
+@pytest.mark.slow
 def test_server_limits_come_back_as_item_errors(vllm: FakeVllm, tmp_path: Path) -> None:
     vllm.max_images = 4  # served with --limit-mm-per-prompt '{"image": 4}': the 5-photo sequences are refused
     out = tmp_path / "story"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -10,10 +9,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-
 from connote.cli import main  # noqa: E402
+from tests import tiny_models
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,15 @@ A labels.csv in the format ``connote collect import`` writes stands for a human 
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-from probe.conftest import HEADER, ROWS  # noqa: E402  (the probe tests' 10-pair manifest, with votes)
-
 from connote.cli import main  # noqa: E402
+from tests import tiny_models
+from tests.cv_probes.conftest import HEADER, ROWS  # (the probe tests' 10-pair manifest, with votes)
 
 #: Two raters' fluency labels whose Cohen's kappa is 0.5833 (the docstring example of cohen_kappa).
 FLUENCY_A = [1, 1, 0, 0, 1, 0, 1, 1, 0, 1]

@@ -119,10 +119,8 @@ def _cmd(args: list[str], out: Path) -> Path:
 
 
 def _blip(root: Path) -> str:
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import tiny_models
+    from tests import tiny_models
 
     return str(tiny_models.tiny_blip(root / "tiny-blip"))
 

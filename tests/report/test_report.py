@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
 
 from connote.cli import main
 from connote.cv_probes.records import CELLS
 from connote.cv_probes.task import format_interval, format_pct, format_r
+from tests.report.report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
 
 
 def _results(folder: Path) -> dict:
@@ -210,6 +210,7 @@ def test_plot_option_writes_the_accuracy_bars(runs, tmp_path, capsys) -> None:
     assert capsys.readouterr().out.startswith("table,probe-accuracy,")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_html_in_headless_chromium(report_dir, tmp_path) -> None:
     """The page renders: its title, every table, and every image decoded (naturalWidth > 0)."""

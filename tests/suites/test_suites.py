@@ -278,14 +278,13 @@ def test_sugarcrepe_missing_field_is_named_with_its_line(tmp_path: Path) -> None
 @pytest.fixture(scope="module")
 def blip(tmp_path_factory: pytest.TempPathFactory) -> str:
     pytest.importorskip("transformers")
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import tiny_models
+    from tests import tiny_models
 
     return f"hf-blip-itm:{tiny_models.tiny_blip(tmp_path_factory.mktemp('blip') / 'm')}"
 
 
+@pytest.mark.slow
 def test_tiny_blip_scores_every_winoground_pair_as_alone(tmp_path: Path, blip: str) -> None:
     from connote.models.registry import load_model
     from connote.suites.winoground.task import WinogroundTask, example_scores
@@ -306,6 +305,7 @@ def test_tiny_blip_scores_every_winoground_pair_as_alone(tmp_path: Path, blip: s
     assert results["overall"]["text"]["accuracy"] == sum(f[0] for f in flags) / 2
 
 
+@pytest.mark.slow
 def test_suite_cli_run_explain_and_report(tmp_path: Path, blip: str, capsys) -> None:
     data = _valse(tmp_path)
     assert main(["suite", "run", "valse", "--data", str(data), "--model", blip, "--out", str(tmp_path / "v"),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vist_fixtures import make_sis
+
+from tests.vist.vist_fixtures import make_sis
 
 
 @pytest.fixture

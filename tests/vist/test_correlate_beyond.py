@@ -56,6 +56,7 @@ def write_study(tmp_path: Path) -> tuple[Path, Path, np.ndarray, dict[str, np.nd
     return ratings, scores, y / 2, metrics
 
 
+@pytest.mark.slow
 def test_known_correlations_and_paired_tests_through_the_command(tmp_path: Path, capsys) -> None:
     ratings, scores, y, metrics = write_study(tmp_path)
     assert main(["vist", "correlate", str(ratings), "--scores", str(scores), "--paired", "--n-boot", "300",

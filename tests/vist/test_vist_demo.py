@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from connote.cli import main
 from connote.vist.data import read_gold, read_official
 from connote.vist.sample import TRAIN, write_sample_vist
@@ -16,6 +18,7 @@ def test_sample_files_are_valid_vist(tmp_path):
     assert main(["vist", "validate", str(paths["template"]), "--template", str(paths["template"])]) == 0
 
 
+@pytest.mark.slow
 def test_demo_generates_and_scores_offline(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["story", "demo", "--out", str(out), "--json"]) == 0

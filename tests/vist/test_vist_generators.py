@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +17,7 @@ from connote.models.registry import load_model as load_generator
 from connote.vist.backend_retrieval import RetrievalStoryGenerator
 from connote.vist.data import read_official, read_submission
 from connote.vist.task import STORY_PROMPT, load_sequences, normalize_story, run_generation
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiny_models  # noqa: E402
+from tests import openai_server, tiny_models
 
 COLOURS = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220)}
 
@@ -172,7 +167,7 @@ def test_hf_vlm_backend(tmp_path: Path) -> None:
 
 
 def test_caption_llm_backend(tmp_path: Path) -> None:
-    from tiny_sources import make_tiny_sources
+    from tests.tiny_sources import make_tiny_sources
 
     git_dir, llm_dir = make_tiny_sources(tmp_path / "tiny", ["story", "photos"])
     gen = load_generator(f"caption-llm:{git_dir}?llm={llm_dir}&max_new_tokens=5&caption_tokens=3")
@@ -181,46 +176,27 @@ def test_caption_llm_backend(tmp_path: Path) -> None:
     assert isinstance(story(gen, ("1", "2"), [img("red"), img("blue")]), str)
 
 
-class _Api(BaseHTTPRequestHandler):
-    seen: list[dict] = []
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Api.seen.append(body)
-        n_images = sum(1 for c in body["messages"][0]["content"] if c["type"] == "image_url")
-        if n_images == 2:
-            self.send_response(400)
-            self.end_headers()
-            self.wfile.write(b"bad request")
-            return
-        reply = {"choices": [{"message": {"content": f"We saw {n_images} Photos. It was Great!"}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def _api(body: dict) -> tuple[int, dict]:
+    """Stories that say how many photos came; a request with two photos is refused (HTTP 400)."""
+    n_images = sum(1 for c in body["messages"][0]["content"] if c["type"] == "image_url")
+    if n_images == 2:
+        return 400, {"error": "bad request"}
+    return 200, {"choices": [{"message": {"content": f"We saw {n_images} Photos. It was Great!"}}]}
 
 
 def test_openai_backend(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
-    server = HTTPServer(("127.0.0.1", 0), _Api)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        gen = load_generator(f"openai:test-model?base_url={url}&max_retries=0")
+    with openai_server.Server([openai_server.answer(_api)]) as server:
+        gen = load_generator(f"openai:test-model?base_url={server.url}&max_retries=0")
         summary = run_generation(gen, load_sequences(sis_file), tmp_path / "run", image_dir=image_dir)
         assert summary.n_errors == 1 and summary.n_generated_now == 3
         assert normalize_story(story(gen, tuple("12345"), [img("red")] * 5)) == "we saw 5 photos . it was great !"
-        assert _Api.seen[-1]["model"] == "test-model" and _Api.seen[-1]["temperature"] == 0
+        assert server.requests[-1]["body"]["model"] == "test-model"
+        assert server.requests[-1]["body"]["temperature"] == 0
         failed = story(gen, ("6", "7"), [img("red")] * 2)  # a failing request comes back in its place
         assert isinstance(failed, Exception) and "HTTP 400" in str(failed)
-    finally:
-        server.shutdown()
 
 
+@pytest.mark.slow
 def test_retrieval_embedded_encoder(tmp_path: Path, sis_file: Path, image_dir: Path) -> None:
     """The offline default through its real loading path (shipped EfficientNet-Lite0 + MiniLM)."""
     gen = load_generator(f"retrieval?train={sis_file}&cache={tmp_path / 'cache'}")
@@ -247,9 +223,9 @@ def test_extract_features(tmp_path: Path, sis_file: Path, image_dir: Path) -> No
 
 def test_seq2seq_grounded_by_dii(tmp_path: Path, sis_file: Path) -> None:
     import torch
-    from vist_fixtures import official, write
 
     from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word
+    from tests.vist.vist_fixtures import official, write
 
     vf = read_official(sis_file)
     torch.manual_seed(0)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from vist_fixtures import challenge, write
 
 from connote.cli import main
 from connote.vist import protocols
@@ -19,6 +18,7 @@ from connote.vist.protocols import (
     score_album,
     score_challenge,
 )
+from tests.vist.vist_fixtures import challenge, write
 
 S1, S2, S3 = ["1", "2", "3", "4", "5"], ["6", "7", "8", "9", "10"], ["11", "12", "13", "14", "15"]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vist_fixtures import challenge, write
-
 from connote.cli import main
 from connote.vist.validate import validate_submission
+from tests.vist.vist_fixtures import challenge, write
 
 S1, S2, S3 = ["1", "2", "3", "4", "5"], ["6", "7", "8", "9", "10"], ["11", "12", "13", "14", "15"]
 

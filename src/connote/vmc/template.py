@@ -1,6 +1,6 @@
 """The VMC caption template: ``<primary concept> is as <property> as <secondary concept>``.
 
-Rules of :func:`parse_metaphor` (each has a hand-written test in ``tests/metaphor/test_template.py``):
+Rules of :func:`parse_metaphor` (each has a hand-written test in ``tests/vmc/test_template.py``):
 
 * Copulas: ``is``, ``are``, ``was``, ``were`` and the contraction ``'s`` ("the car's as fast as ..."),
   matched case-insensitively. The primary concept is everything before the *first* copula that is
