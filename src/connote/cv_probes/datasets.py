@@ -31,7 +31,7 @@ DATASETS: tuple[Dataset, ...] = (
                          counts_source="the paper, Table 2: 117 socially grounded and 171 physically grounded "
                          "image-caption pairs (not checked: the release's row layout is unknown)"),
             ExpectedFile("images/", "the images the manifest names (relative paths resolve against its folder)",
-                         "image-folder", "connote probe (through the manifest)"),
+                         "image-folder", "connote cv-probes run (through the manifest)"),
         ),
         convert="connote datasets convert cv-probes SRC --out probes.csv",
         notes=("27 SG verbs from imSitu, 5 images per verb (paper, Data selection).",

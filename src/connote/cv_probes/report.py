@@ -1,6 +1,6 @@
 """The ``cv-probes`` report kind: probe runs side by side (the paper's Tables 3-5) and per-cell accuracy bars.
 
-A probe run folder holds the ``results.json`` written by ``connote probe`` (task ``cv-probes``): per cell
+A probe run folder holds the ``results.json`` written by ``connote cv-probes run`` (task ``cv-probes``): per cell
 (image kind - caption kind) the accuracy, its 95% Wilson interval, n, errors and Pearson's r against the
 human votes; the harmonic mean; and, when the data has votes, the Human row (majority of votes).
 Runs are comparable when they share the data (manifest and image bytes) and the task version; the
@@ -29,7 +29,7 @@ def run_name(results: dict[str, Any]) -> str:
 
 
 class ProbeKind:
-    """Recognises ``connote probe`` run folders and builds Tables 3/4 and 5 and the accuracy figure."""
+    """Recognises ``connote cv-probes run`` run folders and builds Tables 3/4 and 5 and the accuracy figure."""
 
     name = NAME
     expects = "results.json of task cv-probes, with 'cells'"

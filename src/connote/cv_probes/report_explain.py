@@ -1,6 +1,6 @@
 """The ``cv-probes-explain`` report kind: MM-SHAP runs (the paper's Table 6), per-cell bars and example heat-maps.
 
-An explain run folder holds the ``results.json`` written by ``connote explain`` (task
+An explain run folder holds the ``results.json`` written by ``connote cv-probes explain`` (task
 :data:`connote.cv_probes.explain.TASK_NAME`): :func:`connote.explain.mmshap.aggregate`'s means of T-SHAP, V-SHAP,
 the verb's attribution and its share of the text attribution, overall and per cell, each split by the
 model's predicted match (``value_full`` > threshold) and non-match; and ``figures/index.json`` naming the
@@ -46,7 +46,7 @@ def _fmt(x: Any, spec: str = ".2f", scale: float = 100.0) -> str:
 
 
 class ExplainKind:
-    """Recognises ``connote explain`` run folders and builds Table 6, the per-cell bars and heat-maps."""
+    """Recognises ``connote cv-probes explain`` run folders and builds Table 6, the per-cell bars and heat-maps."""
 
     name = NAME
     expects = f"results.json of task {TASK_NAME}"

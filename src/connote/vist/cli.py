@@ -256,7 +256,7 @@ def _submission_file(path: Path) -> tuple[Path, Path | None]:
     if path.is_dir():
         sub = path / "submission.json"
         if not sub.is_file():
-            raise InputError("a folder given as the submission must be a `connote story generate` run folder "
+            raise InputError("a folder given as the submission must be a `connote vist generate` run folder "
                              "(no submission.json in it)", path=path)
         return sub, path
     return path, None

@@ -65,7 +65,7 @@ DATASETS: tuple[Dataset, ...] = (
                          counts={"sequences": 2019, "albums": 1011},
                          counts_source="measured on the challenge repository's file (../shared/data/vist)"),
             ExpectedFile("images/", "the photos, <photo id>.<ext> in any subfolder (train/, val/, test/)",
-                         "image-folder", "connote story features --images; connote story demo", required=False,
+                         "image-folder", "connote vist features --images; connote vist demo", required=False,
                          counts_source="the paper: 81,743 unique photos in 20,211 sequences (not checked: "
                          "some photos were removed from Flickr, see the challenge README)"),
         ),

@@ -1,4 +1,4 @@
-"""Report section of visual storytelling runs (``connote story generate`` folders) and their stored scores.
+"""Report section of visual storytelling runs (``connote vist generate`` folders) and their stored scores.
 
 A storytelling run folder (``run.json`` with task ``vist-storytelling``) has no scores of its own;
 ``connote vist score RUN --refs GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json`` (the key hashes

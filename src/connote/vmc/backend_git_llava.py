@@ -1,4 +1,4 @@
-"""A trained GIT-LLaVA / GIT-LLaVA-X folder (written by ``connote metaphor train``) as a generator.
+"""A trained GIT-LLaVA / GIT-LLaVA-X folder (written by ``connote vmc train``) as a generator.
 
 The architecture and its training live in :mod:`connote.vmc.train.git_llava`; this backend only loads a
 saved folder and generates captions for requests of ``clips x frames_per_clip`` frames.
@@ -16,7 +16,7 @@ from connote.models.protocols import GenerationRequest, greedy_batches
 
 
 class GitLlavaGenerator:
-    """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote metaphor train`` output)."""
+    """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote vmc train`` output)."""
 
     backend = "git-llava"
 

@@ -1,4 +1,4 @@
-"""Reading a caption run folder (written by ``connote metaphor caption``, :mod:`connote.vmc.task`)."""
+"""Reading a caption run folder (written by ``connote vmc caption``, :mod:`connote.vmc.task`)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ MODELS = {
     "git-llava": {"target": "connote.vmc.backend_git_llava:GitLlavaGenerator.from_spec",
                   "capabilities": ("generate",), "inputs": "video", "frames": ("segments", 6, 6),
                   "weights": "folder",
-                  "help": "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote metaphor train)."},
+                  "help": "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote vmc train)."},
     "nearest": {"target": "connote.vmc.backend_nearest:NearestCaptionGenerator.from_spec",
                 "capabilities": ("generate",), "inputs": "video", "frames": ("segments", 6, 6), "weights": "file",
                 "help": "Offline metaphor default: caption of the nearest training video (embedded encoders)."},

@@ -1,7 +1,7 @@
 """Report sections of video metaphor captioning (VMC): caption runs with their stored scores (Table 1) and
 the human evaluation imported by ``connote collect import`` (the paper's human-evaluation figure).
 
-``CAPTIONS`` recognises a ``connote metaphor caption`` run folder (``run.json`` with task ``vmc-captioning``).
+``CAPTIONS`` recognises a ``connote vmc caption`` run folder (``run.json`` with task ``vmc-captioning``).
 ``connote vmc score RUN --refs REFS`` stores its scores in ``RUN/scores/vmc-<key>.json`` (the key hashes
 the references' and split's sha256, the metrics, the encoders and the bootstrap settings; see
 :mod:`connote.vmc.scoring`); a run is reported with its most recent stored scores, and runs share a
@@ -46,7 +46,7 @@ def _scaled(value: float | None, column: str) -> float | None:
 
 
 def _how_to_score(folder: Path, meta: dict[str, Any]) -> str:
-    return f"connote metaphor score {folder} --refs VMC_CAPTIONS.csv --split TEST_SPLIT.txt"
+    return f"connote vmc score {folder} --refs VMC_CAPTIONS.csv --split TEST_SPLIT.txt"
 
 
 def _label(folder: Path, meta: dict[str, Any]) -> str:

@@ -353,7 +353,7 @@ def store_scored(scores: RunScores, refs: str | Path | None, *, split: str | Pat
 def per_video_acd(run: str | Path) -> tuple[dict[str, float], Path | None]:
     """Per-video ACD of a run's most recently stored scores that have ACD (``{}, None`` when none).
 
-    Reads the keyed files of ``connote metaphor score`` (``scores/vmc-*.json``) and, for run folders scored
+    Reads the keyed files of ``connote vmc score`` (``scores/vmc-*.json``) and, for run folders scored
     before scores were keyed, the old ``scores.json``.
     """
     from connote.runs.scores import stored_scores

@@ -36,7 +36,7 @@ again.
 The table (:func:`stage1_records`)
 ----------------------------------
 ``metaphors.json``: a JSON list of ``{"id", "image", "caption", "kind": "metaphor", "source_caption"}``, image
-paths as in the caption table (relative to its image folder): what ``connote metaphor train`` stage 1 reads as
+paths as in the caption table (relative to its image folder): what ``connote vmc train`` stage 1 reads as
 ``data.metaphor_images`` (or ``data.synth``, which also finds the image folder).
 """
 

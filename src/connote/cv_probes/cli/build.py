@@ -80,8 +80,8 @@ def build_cmd(
 
 def validation_study(out: Path, manifest: Path, rows: list[dict[str, Any]], log: Callable[[str], None]) -> str | None:
     """The validation study of the candidates (made once per candidates file; a study with answers is kept)."""
-    from connote.cv_probes.studies import validation as probes_validation
     from connote.core.errors import InputError
+    from connote.cv_probes.studies import validation as probes_validation
 
     kinds = {r["image_kind"] for r in rows}
     if not {"SG", "PG"} <= kinds:

@@ -6,7 +6,7 @@ g) the one-line caption "<primary> is as <property> as <secondary>"; h) a free d
 Questions b-h appear once a) is answered "yes" (Potato's ``display_logic``).
 
 Import keeps the videos that every annotator marked metaphoric (the paper's rule) and writes, into the
-``--out`` folder, the files ``connote metaphor`` reads: ``captions.csv`` (``unique_id, annotator_1..N``,
+``--out`` folder, the files ``connote vmc`` reads: ``captions.csv`` (``unique_id, annotator_1..N``,
 the g) captions), plus ``concepts.csv`` (d, e, f, b, h per annotator), ``segments.csv`` (c), and
 ``labels.csv`` (a and b per annotator, the format ``connote agreement`` reads).
 """

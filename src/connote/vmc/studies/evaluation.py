@@ -60,7 +60,7 @@ def read_captions(run: Path) -> dict[str, str]:
     """``video_id -> caption`` from a run folder's ``captions.jsonl`` (or that file)."""
     path = run / "captions.jsonl" if run.is_dir() else run
     if not path.is_file():
-        raise InputError("no captions.jsonl (expected a `connote metaphor caption` run folder)", path=run)
+        raise InputError("no captions.jsonl (expected a `connote vmc caption` run folder)", path=run)
     from connote.core.jsonio import read_jsonl
 
     out: dict[str, str] = {}
@@ -131,7 +131,7 @@ def _pearson(x: list[float], y: list[float]) -> dict[str, Any]:
 
 def _acd(manifest: dict[str, Any], scores: list[Path] | None) -> dict[str, dict[str, float]]:
     """run name -> video -> ACD: from the given scores files (``per_video[vid]["ACD"]``), else from each run
-    folder's most recent stored scores with ACD (``scores/vmc-*.json`` of ``connote metaphor score``)."""
+    folder's most recent stored scores with ACD (``scores/vmc-*.json`` of ``connote vmc score``)."""
     from connote.vmc.scoring import acd_values, per_video_acd
 
     found: dict[str, dict[str, float]] = {}

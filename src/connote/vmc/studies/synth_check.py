@@ -3,7 +3,7 @@ for fluency and creativity, yes or no (the paper: 98.7 % fluent, 97.8 % creative
 
 The layout is the VMC evaluation study's (:mod:`connote.vmc.studies.evaluation`): one yes/no radio question per
 criterion, the same fluency and creativity wording, an attention check; here the medium is the image and the
-default is two annotators per item. The source is a ``connote metaphor synth`` run folder (its ``metaphors.json``
+default is two annotators per item. The source is a ``connote vmc synth`` run folder (its ``metaphors.json``
 and the image folder its ``run.json`` records) or a ``metaphors.json`` with ``--images``. One item per kept
 caption, id the synth row's id.
 

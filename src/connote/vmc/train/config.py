@@ -95,7 +95,7 @@ class DataConfig:
     """Stage 1: an MSCOCO folder (annotations/captions_<coco_split>.json + <coco_split>/), literal pairs."""
     coco_split: str = "train2014"
     synth: str | None = None
-    """Stage 1: a ``connote metaphor synth`` run folder or its metaphors.json (synthetic metaphor pairs, A.5.2)."""
+    """Stage 1: a ``connote vmc synth`` run folder or its metaphors.json (synthetic metaphor pairs, A.5.2)."""
     synth_image_dir: str | None = None
     """The synthetic table's image folder (default: the synth run's --images)."""
     val_fraction: StrictFloat = 0.0

@@ -9,7 +9,7 @@ after ``[CLS]`` up to and including ``[SEP]``, image positions excluded. No prom
 It runs in the GIT-LLaVA loop (:func:`connote.vmc.train.loop.train`: AdamW, warm-up, cosine decay, validation and
 early stopping, exact-resume checkpoints) when the config says ``model.architecture: git``; the loop talks to
 :class:`GitBaseline` through the same methods as to :class:`~connote.vmc.train.git_llava.GitLlava`. ``final/`` is a
-plain ``save_pretrained`` folder (model + processor), so ``connote metaphor caption --model git-video:DIR``
+plain ``save_pretrained`` folder (model + processor), so ``connote vmc caption --model git-video:DIR``
 captions with it (:mod:`connote.models.git`).
 """
 
@@ -110,5 +110,5 @@ class GitBaseline(nn.Module):
         self.processor.save_pretrained(str(folder))
         (folder / "git_baseline.json").write_text(json.dumps(
             {"format": FORMAT, "model": dataclasses.asdict(self.cfg),
-             "caption_with": f"connote metaphor caption --model git-video:{folder}"}, indent=2) + "\n")
+             "caption_with": f"connote vmc caption --model git-video:{folder}"}, indent=2) + "\n")
         return folder

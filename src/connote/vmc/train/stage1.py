@@ -3,7 +3,7 @@
 * The metaphor half: all HAIVMet images with their generation prompts as captions, read from the dataset
   catalogue's layout (``connote datasets``: a folder with ``haivmet.json`` and ``images/``; ``data.haivmet``),
   and/or any JSON list of image-caption records (``data.metaphor_images`` + ``data.image_dir``), and/or the
-  synthetic metaphor captions of ``connote metaphor synth`` (A.5.2; ``data.synth``: its run folder or its
+  synthetic metaphor captions of ``connote vmc synth`` (A.5.2; ``data.synth``: its run folder or its
   ``metaphors.json``, the images found through the run's ``--images`` or ``data.synth_image_dir``).
 * The literal half: MSCOCO image-caption pairs, from a COCO folder (``data.coco``:
   ``annotations/captions_<coco_split>.json`` and ``<coco_split>/``) and/or a COCO captions file
@@ -54,7 +54,7 @@ def synth_files(source: str | Path, image_dir: str | None) -> tuple[Path, Path]:
     source = Path(source)
     table = source / "metaphors.json" if source.is_dir() else source
     if not table.is_file():
-        raise InputError("data.synth: no metaphors.json (expected a `connote metaphor synth` run folder or its "
+        raise InputError("data.synth: no metaphors.json (expected a `connote vmc synth` run folder or its "
                          "metaphors.json)", path=source)
     if image_dir:
         return table, Path(image_dir)
