@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TOP = """
@@ -55,12 +57,14 @@ def run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
                           cwd=tmp_path, timeout=300)
 
 
+@pytest.mark.slow
 def test_without_ci_a_missing_package_skips_with_its_reason(tmp_path: Path) -> None:
     proc = run(tmp_path, None)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4 skipped" in proc.stdout and "could not import 'no_such_module_x'" in proc.stdout
 
 
+@pytest.mark.slow
 def test_under_ci_a_missing_package_fails_naming_the_package_and_its_extra(tmp_path: Path) -> None:
     proc = run(tmp_path, "true")
     out = proc.stdout

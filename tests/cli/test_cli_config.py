@@ -32,6 +32,7 @@ def _train_config(tmp_path: Path, sample: dict[str, Path], **extra) -> Path:
     return cfg
 
 
+@pytest.mark.slow
 def test_file_values_are_used_and_the_command_line_overrides_them(tmp_path, sample, capsys) -> None:
     cfg = _train_config(tmp_path, sample)
     assert main(["story", "train", "--config", str(cfg)]) == 0

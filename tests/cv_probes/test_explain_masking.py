@@ -18,6 +18,7 @@ from .conftest import ROWS, write_manifest
 CAPTION = "a man begs on the street"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_connote_mode_full_mask_equals_engine_and_masked_tokens_keep_specials(name, tiny_dirs, monkeypatch):
     matcher = load_model(f"{name}:{tiny_dirs[name]}")

@@ -57,6 +57,7 @@ def test_text_answer_when_no_logprobs():
         assert m.match_probability([random_image(0)], ["a man begs", "a man sits"], [(0, 0), (0, 1)]) == [1.0, 0.0]
 
 
+@pytest.mark.slow
 def test_failing_api_records_every_item_as_errored(manifest, tmp_path):
     with Server(always_fail=True, fail_status=503) as srv:
         spec = f"openai:gpt-4o?base_url={srv.url}&backoff=0.001&max_retries=2"

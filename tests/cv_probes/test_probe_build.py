@@ -331,6 +331,7 @@ def test_hf_chat_rewriter_generates_and_is_checked(models, inputs, tmp_path):
 
 # ---- end to end ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_build_end_to_end_then_probe(inputs, server, models, calls, tmp_path, capsys):
     Rewriter.requests.clear()
     out = tmp_path / "run"

@@ -97,6 +97,7 @@ def test_token_spans_wordpieces():
         ("a red car", ["a", "red", "car"], [], []),
     ],
 )
+@pytest.mark.slow
 def test_find_verbs(nlp, caption, tokens, verb_idx, words):
     idx, found = find_verbs(caption, token_spans(caption, tokens), nlp=nlp)
     assert idx == verb_idx and found == words

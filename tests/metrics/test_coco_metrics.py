@@ -40,6 +40,7 @@ def test_generated_text_matches_pycocoevalcap(pycoco, gen_corpus):
     _check(res, gts)
 
 
+@pytest.mark.slow
 def test_real_vist_stories_match_pycocoevalcap(pycoco, vist_album_corpus):
     res, gts = vist_album_corpus
     ids = list(gts)[:400]

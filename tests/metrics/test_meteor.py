@@ -136,6 +136,7 @@ def test_pairs_prepared_in_separate_calls_still_find_paraphrases(pycoco):
     assert m1.score(a, [b]) == pytest.approx(m2.corpus([a], [[b]])[1][0], abs=1e-12)
 
 
+@pytest.mark.slow
 def test_non_ascii_and_mixed_case_text_matches_jar(meteor_rank, jar_meteor):
     hyps = ["Un caf\u00e9 tr\u00e8s na\u00efve \u00e0 Paris.", "The \u201cBig\u201d Dog's bone \u2013 isn't it?",
             "\u041c\u043e\u0441\u043a\u0432\u0430 is a city", "Stra\u00dfe und Gr\u00fc\u00dfe!"]
@@ -207,6 +208,7 @@ def test_blank_texts_match_jar(meteor_rank, jar_meteor):
     assert seg == pytest.approx(jseg, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_beam_pruning_and_sentence_caches_change_no_alignment(pycoco, gen_corpus, vist_album_corpus):
     """The pruned beam search (and the per-sentence caches) choose exactly the alignments of the
     plain search, on generated text and on real stories."""
@@ -288,6 +290,7 @@ def test_compiled_aligner_counts_what_the_python_search_counts(pycoco, gen_corpu
         assert (fast[:, 4 + 3] + fast[:, 12 + 3]).sum() > 0 and (fast[:, 4 + 2] + fast[:, 4 + 1]).sum() > 0
 
 
+@pytest.mark.slow
 def test_compiled_aligner_on_ambiguous_and_empty_texts(pycoco):
     """Random texts over a tiny vocabulary (every word many times: long candidate lists, stems,
     synonyms, paraphrases), empty texts and a text of ~1,000 words: compiled counts = Python counts."""

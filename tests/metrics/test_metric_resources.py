@@ -201,6 +201,7 @@ print(json.dumps({"status": int(counts[0, _align.STATUS]), "score": m.score(h, [
 """
 
 
+@pytest.mark.slow
 def test_a_long_pair_is_aligned_in_bounded_memory(pycoco):
     """A 6,000-word pair over a small vocabulary (thousands of candidates per word) stays in the compiled
     aligner and in well under a gigabyte (today's code sends it to the Python search: minutes, gigabytes)."""

@@ -349,6 +349,7 @@ def test_region_feature_files_other_layouts_and_errors(lxmert, tmp_path) -> None
         RegionFeatures(tmp_path / "none.h5")
 
 
+@pytest.mark.slow
 def test_lxmert_mmshap_game_equals_the_public_scripts_text_masking_over_regions(lxmert) -> None:
     """Under ``mmshap``: ids -> 0 with [CLS] and the last [SEP] written back (the public LXMERT script's
     custom_masker); the image players are the regions, a masked one's features zeroed (box kept)."""

@@ -77,6 +77,7 @@ def test_gives_up_after_max_retries(serve: Callable[[list], Server]) -> None:
     assert len(server.requests) == 3
 
 
+@pytest.mark.slow
 def test_trickling_server_ends_at_the_deadline(serve: Callable[[list], Server]) -> None:
     def trickle(h: http.server.BaseHTTPRequestHandler) -> None:
         h.send_response(200)
@@ -100,6 +101,7 @@ def test_trickling_server_ends_at_the_deadline(serve: Callable[[list], Server]) 
     assert len(server.requests) == 1
 
 
+@pytest.mark.slow
 def test_silent_server_times_out_and_is_retried_within_the_deadline(serve: Callable[[list], Server]) -> None:
     def silent(h: http.server.BaseHTTPRequestHandler) -> None:
         server.stop.wait(10)
@@ -158,6 +160,7 @@ def test_an_answer_that_is_not_json_is_retried(serve: Callable[[list], Server]) 
         ChatClient("m", base_url=server2.url, max_retries=1, backoff=0.01).chat([])
 
 
+@pytest.mark.slow
 def test_trickled_headers_end_at_the_deadline(serve: Callable[[list], Server]) -> None:
     """The status line and headers a byte every 0.3 s: no read times out, the deadline still ends it."""
     def trickle_headers(h: http.server.BaseHTTPRequestHandler) -> None:

@@ -66,6 +66,7 @@ def test_rows_are_matched_by_model_spec_and_compared() -> None:
                     "inside": None}]
 
 
+@pytest.mark.slow
 def test_report_puts_a_blip_run_beside_the_papers_blip_row(runs, capsys) -> None:  # noqa: ANN001
     assert main(["report", str(runs["original"]), str(runs["simplified"]), "--json"]) == 0
     sections = json.loads(capsys.readouterr().out)["sections"]

@@ -267,6 +267,7 @@ def vmc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return got
 
 
+@pytest.mark.slow
 def test_vmc_scores_keyed_by_split_and_reported(vmc, capsys) -> None:  # noqa: ANN001
     from connote.vist.protocols import paired_bootstrap
     from connote.vmc.report import CAPTIONS, per_video_column

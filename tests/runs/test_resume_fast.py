@@ -100,6 +100,7 @@ def test_a_changed_option_or_task_version_forces_a_recompute(tmp_path, clip_dir,
     assert bumped["fingerprint"] not in (first["fingerprint"], other["fingerprint"])
 
 
+@pytest.mark.slow
 def test_the_wilson_interval_is_scipys():
     from scipy.stats import binomtest
 

@@ -181,6 +181,7 @@ def test_a_task_without_a_scoring_stage_says_so() -> None:
         TASKS.get("cv-probes").score("run", "refs")
 
 
+@pytest.mark.slow
 def test_the_storytelling_task_scores_under_its_one_version(tmp_path: Path) -> None:
     """``vist-storytelling`` is scored by the task, and the stored signature carries the task's version."""
     import connote.vist

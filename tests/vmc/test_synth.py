@@ -239,6 +239,7 @@ def test_the_two_annotator_check_study(server: Server, tmp_path: Path, capsys: p
     assert labels[0] == "item_id,rater,criterion,label" and len(labels) == 1 + 12
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_with_nothing_asked_again(tmp_path: Path) -> None:
     """SIGKILL while the second batch waits for the server: the first batch's rows are kept and never asked again."""
     import os

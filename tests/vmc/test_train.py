@@ -204,6 +204,7 @@ def test_workers_and_grad_accum_do_not_change_the_run(stage2_config, tmp_path: P
     assert other.losses == pytest.approx(base.losses, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_stage2_from_a_lora_model_and_bad_layer(colour_set, stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
     pytest.importorskip("peft")
     first = train(config_from_dict(stage2_config(tmp_path / "a", max_steps=1, warmup_ratio=0.0,
