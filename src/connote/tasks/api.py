@@ -91,9 +91,8 @@ def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None
     """
     if isinstance(model, str):
         from connote.models.lazy import lazy_model
-        from connote.models.registry import check_spec
 
-        check_spec(model)  # option and weights errors before the seed and any loading
+        # the spec is checked here (option and weights errors before the seed and any loading); the model is
         # built (after seeding) only if an item is to compute: a fully resumed run loads no model
         model = lazy_model(model, out, before_load=lambda: seed_everything(seed),
                            announce=bool(getattr(task, "progress", True)))
