@@ -116,7 +116,8 @@ def test_bad_items_are_recorded_and_the_run_goes_on(tmp_path):
     assert "image_kind must be SG or PG" in items["i5-sg"]["error"]
 
 
-def test_blip_run_via_cli_and_report(tiny_blip_dir, manifest, tmp_path, capsys):
+def test_blip_run_via_cli_and_report(tiny_blip_dir, manifest, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the runs' full names in the table, however long the temporary path
     out = tmp_path / "blip"
     assert main(["probe", "--data", str(manifest), "--model", f"hf-blip-itm:{tiny_blip_dir}",
                  "--out", str(out), "-q"]) == 0

@@ -21,6 +21,8 @@ from typing import Any
 
 from connote.core.plugins import PluginTable
 
+#: The first cell of a run's row in a published table (``run: NAME``); the terminal shortens NAME there too.
+RUN_ROW = "run: "
 
 @dataclass
 class Run:

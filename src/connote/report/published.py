@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from connote.core.published import PublishedTable, compare, for_kind
-from connote.report.document import Run, Section, Table
+from connote.report.document import RUN_ROW, Run, Section, Table
 
 
 def model_text(run: Run) -> str:
@@ -124,8 +124,8 @@ def published_table(table: PublishedTable, runs: Sequence[Run]) -> Table:
         notes.append(table.note)
     entries = comparisons(table, runs)
     for e in entries:
-        rows.append([f"run: {e['run']}", *(_cell(_times(e["values"].get(c), k[c]), _times(e["intervals"].get(c), k[c]))
-                                            for c in table.columns)])
+        rows.append([RUN_ROW + e["run"], *(_cell(_times(e["values"].get(c), k[c]), _times(e["intervals"].get(c), k[c]))
+                                           for c in table.columns)])
         if e["row"] is None:
             rows_with_models = [f"{r.row} ({' / '.join(r.models)})" for r in table.rows if r.models]
             notes.append(f"{e['run']}: no published row for this model"

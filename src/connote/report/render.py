@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from connote.report.document import Figure, Section, Table
+from connote.report.document import RUN_ROW, Figure, Section, Table
 
 _NUMERIC = re.compile(r"^[\s+\-−—–0-9.,*%()≤]*$")
 
@@ -237,6 +237,8 @@ table { border-collapse: collapse; font-size: .9rem; font-variant-numeric: tabul
 th, td { border: 1px solid var(--line); padding: .3rem .6rem; white-space: nowrap; text-align: left; }
 thead th { position: sticky; top: 2.9rem; background: var(--head); z-index: 1; }
 td.num, th.num { text-align: right; }
+/* a text cell (a run named by its model path) wraps where the table would run past the page, numbers never */
+td:not(.num) { white-space: normal; overflow-wrap: anywhere; }
 tr.rule td { border-bottom: 2px solid var(--fg); }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 figure { margin: 1.2rem 0; }
@@ -347,9 +349,11 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
             if shorten:
                 abbreviated = []
                 for row in rows:
-                    if row and row[0] in abbreviations:
-                        used[row[0]] = abbreviations[row[0]]
-                        row = [abbreviations[row[0]], *row[1:]]
+                    # a run's own row, or its row in a published table ("run: NAME", report.published)
+                    name = row[0][len(RUN_ROW):] if row and row[0].startswith(RUN_ROW) else (row[0] if row else "")
+                    if name in abbreviations:
+                        used[name] = abbreviations[name]
+                        row = [row[0][: len(row[0]) - len(name)] + abbreviations[name], *row[1:]]
                     abbreviated.append(row)
                 rows = abbreviated
             numeric = numeric_columns(table)
@@ -366,7 +370,13 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
             console.print()
         for name, short_name in used.items():
             run = next((r for r in section.runs if r.name == name), None)
-            console.print(f"  {short_name} = {name}" + (f"  ({run.folder})" if run else ""), markup=False)
+            # a long name (a model path) continues on the label's line and folds at the console's width, rather
+            # than leaving "R1 =" alone on its line
+            legend = f"  {short_name} = {name}" + (f"  ({run.folder})" if run else "")
+            width = max(20, console.width)
+            lines = [legend[:width]] + ["    " + legend[i:i + width - 4] for i in range(width, len(legend), width - 4)]
+            for line in lines:
+                console.print(line, markup=False, soft_wrap=True)
         if section.figures:
             console.print(f"{len(section.figures)} figure(s): written with --out (report.html embeds them)",
                           style="dim", markup=False)
