@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiny_models import BUILDERS
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one torch thread per worker process (set before anything imports torch): the workers, one per core
+    # (addopts -n auto), share the cores
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+from tests.tiny_models import BUILDERS  # noqa: E402
 
 #: Plugins every test folder shares: what a missing requirement does (skip; fail under CI=true), the fake
 #: OpenAI-compatible server (``serve``) and the Potato/Chromium studies (one session fixture, served once, used

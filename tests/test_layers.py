@@ -8,6 +8,7 @@ cycle before anyone has to notice it by hand. ``docs/architecture.md`` draws the
 from __future__ import annotations
 
 import ast
+from functools import cache, lru_cache
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "connote"
@@ -45,8 +46,14 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the tests of this file (the tests only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     mod = _module_name(path)
     package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
     found: set[str] = set()
@@ -72,6 +79,7 @@ def _exists(module: str) -> bool:
     return (SRC / rel).with_suffix(".py").is_file() or (SRC / rel / "__init__.py").is_file()
 
 
+@lru_cache(maxsize=1)
 def _graph() -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in SRC.rglob("*.py")}
     graph: dict[str, set[str]] = {}
@@ -167,7 +175,7 @@ def test_the_layer_test_sees_lazy_imports(tmp_path: Path) -> None:
 
 def _code_strings(path: Path) -> list[tuple[int, str]]:
     """Every string literal and imported module name of a module, docstrings left out (comments are not in the ast)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     docstrings = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
