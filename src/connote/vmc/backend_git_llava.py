@@ -15,10 +15,10 @@ from connote.core.errors import InputError
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.protocols import GenerationRequest, greedy_batches
 
-#: Greedy requests per LLM ``generate`` call (and ``connote vmc caption``'s videos per call). A decoding step
-#: costs about the same Python overhead for 1 row as for 16, so the rows share it; on CPU at small size 16
-#: rows cost ~2x one row per step. A batch the accelerator's memory cannot hold (the KV cache grows with
-#: rows x (6 x 257 visual + prompt + new tokens) at GIT-large) is halved and retried.
+#: Greedy requests per LLM ``generate`` call (and ``connote vmc caption``'s videos per call). A decoding
+#: step's Python overhead is paid once for all rows: on a CPU at small size 16 rows cost 1.6-2.5x one row's
+#: step (benchmarks/generation.py). A batch the accelerator's memory cannot hold (the KV cache grows with
+#: rows x (6 x 257 visual + prompt + new tokens) positions at GIT-large) is halved and retried.
 DEFAULT_BATCH = 16
 
 
