@@ -4,9 +4,9 @@ Two generators, each on a random-init model saved with ``save_pretrained`` and l
 the public path, and the same inputs on both sides:
 
 * ``vlm``: a LLaVA-architecture chat VLM (the ``hf-vlm`` backend) writing a story for 5 photos, as
-  ``connote story generate`` asks it (the task's prompt, the requests in the task's batches of 8).
+  ``connote vist generate`` asks it (the task's prompt, the requests in the task's batches: 8).
 * ``git-llava``: a saved GIT-LLaVA folder (the ``git-llava`` backend) captioning 6 frames of a video,
-  as ``connote metaphor generate`` asks it (batches of 4).
+  as ``connote vmc caption`` asks it (in the task's batches: 16).
 
 The per-item loop is what a model card shows: processor -> ``model.generate`` -> decode for one item
 at a time (for GIT-LLaVA: the public code's order, GIT forward with hidden states -> projector ->
@@ -52,8 +52,7 @@ WORDS = ("the a man woman dog cat went to park beach party we had fun day family
 MODELS = ("vlm", "git-llava")
 DEFAULT_ITEMS = {"tiny": 3, "small": 16, "real": 64}
 DEFAULT_TOKENS = {"vlm": 120, "git-llava": 48}  # the story and metaphor tasks' max_new_tokens
-#: The task's requests per generate() call (storytelling 8, metaphor 4).
-TASK_BATCH = {"vlm": 8, "git-llava": 4}
+TASKS = {"vlm": "connote.vist.task:StorytellingTask", "git-llava": "connote.vmc.task:MetaphorCaptionTask"}
 PHOTOS = {"vlm": 5, "git-llava": 6}
 
 
@@ -260,11 +259,22 @@ def run_side(side: str, model: str, folder: Path, args: argparse.Namespace) -> d
     cmd = [__file__, "--worker", side, "--model", model, "--folder", str(folder),
            "--device", args.device, "--dtype", args.dtype, "--items", str(args.items),
            "--max-new-tokens", str(args.max_new_tokens or DEFAULT_TOKENS[model]),
-           "--batch", str(args.batch or TASK_BATCH[model])]
+           "--batch", str(args.batch or task_batch(model))]
     cmd += ["--threads", str(args.threads)] if args.threads else []
     for kv in args.option:
         cmd += ["--option", kv]
     return run_worker(cmd, f"{side} side of {model}")
+
+
+def task_batch(model: str) -> int:
+    """The task's requests per generate() call at its defaults (what ``connote vist generate`` and ``connote
+    vmc caption`` send; the backends' own ``batch_size`` defaults are as large)."""
+    import importlib
+    import inspect
+
+    module, name = TASKS[model].split(":")
+    task = getattr(importlib.import_module(module), name)
+    return int(inspect.signature(task.__init__).parameters["batch_size"].default)
 
 
 def gb(n: float) -> str:
@@ -275,8 +285,8 @@ def compare(model: str, naive: dict[str, Any], ours: dict[str, Any], args: argpa
     n_tokens = args.max_new_tokens or DEFAULT_TOKENS[model]
     what = "story for 5 photos (hf-vlm)" if model == "vlm" else "metaphor caption of 6 frames (git-llava)"
     print(f"\n{model}: {args.size} random-init model, {what}; {args.items} items, greedy, "
-          f"max {n_tokens} new tokens, connote in generate() calls of {args.batch or TASK_BATCH[model]} "
-          f"(the task's: {TASK_BATCH[model]}){' with ' + ', '.join(args.option) if args.option else ''}, "
+          f"max {n_tokens} new tokens, connote in generate() calls of {args.batch or task_batch(model)} "
+          f"(the task's: {task_batch(model)}){' with ' + ', '.join(args.option) if args.option else ''}, "
           f"device {args.device}, dtype {ours['dtype']}, torch threads {ours['torch_threads']}")
     ours["tokens"] = naive["tokens"]  # the loop counts ids; identical outputs have the same count
     for r in (naive, ours):

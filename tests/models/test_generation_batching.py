@@ -123,3 +123,52 @@ def test_git_llava_encode_skips_the_lm_head_with_the_same_states(git_llava: Path
     with torch.no_grad():
         full = model.captioner(input_ids=ids, pixel_values=pv[:, 0], output_hidden_states=True)
     assert torch.equal(model.encode(pv), full.hidden_states[model.cfg.layer])
+
+
+def test_git_llava_pixel_values_of_many_videos_in_one_call_equal_one_call_per_video(git_llava: Path) -> None:
+    from connote.vmc.train.git_llava import GitLlava
+
+    model = GitLlava.from_pretrained(git_llava)
+    videos = [[photos(6, seed=s)] for s in range(3)]
+    together = model.videos_pixel_values(videos)
+    assert together.shape == (3, 1, 6, 3, 32, 32)
+    assert torch.equal(together, torch.stack([model.pixel_values(v) for v in videos]))
+    with pytest.raises(ValueError, match="expected 1 clip"):
+        model.videos_pixel_values([[photos(3, seed=0), photos(3, seed=1)]])
+
+
+def test_git_llava_halves_a_batch_that_runs_out_of_memory_with_the_same_outputs(git_llava: Path, capsys) -> None:
+    """A generate call of more rows than the accelerator holds is split in halves (and batch_size lowered for
+    the calls after it); the captions are those of one call per request."""
+    reqs = [GenerationRequest(images=photos(6, seed=i), max_new_tokens=4) for i in range(5)]
+    alone = load_model(f"git-llava:{git_llava}?batch_size=1")
+    expected = [alone.generate([r])[0] for r in reqs]
+    gen = load_model(f"git-llava:{git_llava}")
+    assert gen.batch_size == 16  # the default: every request of the task's default call in one generate
+    calls: list[int] = []
+    inner = gen.model.generate
+
+    def generate(pv, prompts, **kwargs):  # noqa: ANN001, ANN003
+        calls.append(len(prompts))
+        if len(prompts) > 2:  # what a GPU with room for two rows' KV cache does
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return inner(pv, prompts, **kwargs)
+
+    gen.model.generate = generate
+    assert gen.generate(reqs) == expected
+    assert calls == [5, 3, 2, 1, 2] and gen.batch_size == 2
+    assert "batch_size is now 3" in capsys.readouterr().err
+    calls.clear()
+    assert gen.generate(reqs) == expected and calls == [2, 2, 1]  # the lowered size from then on
+
+
+def test_git_llava_and_the_caption_task_default_to_the_same_batch() -> None:
+    import inspect
+
+    from connote.vmc.backend_git_llava import DEFAULT_BATCH
+    from connote.vmc.cli import caption_cmd
+    from connote.vmc.task import MetaphorCaptionTask, caption_videos
+
+    assert DEFAULT_BATCH == 16
+    for fn in (MetaphorCaptionTask.__init__, caption_videos, caption_cmd):
+        assert inspect.signature(fn).parameters["batch_size"].default == DEFAULT_BATCH, fn

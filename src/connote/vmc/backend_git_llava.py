@@ -6,6 +6,7 @@ saved folder and generates captions for requests of ``clips x frames_per_clip`` 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,12 @@ from connote.core.errors import InputError
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.protocols import GenerationRequest, greedy_batches
 
+#: Greedy requests per LLM ``generate`` call (and ``connote vmc caption``'s videos per call). A decoding
+#: step's Python overhead is paid once for all rows: on a CPU at small size 16 rows cost 1.6-2.5x one row's
+#: step (benchmarks/generation.py). A batch the accelerator's memory cannot hold (the KV cache grows with
+#: rows x (6 x 257 visual + prompt + new tokens) positions at GIT-large) is halved and retried.
+DEFAULT_BATCH = 16
+
 
 class GitLlavaGenerator:
     """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote vmc train`` output)."""
@@ -21,7 +28,7 @@ class GitLlavaGenerator:
     backend = "git-llava"
 
     def __init__(self, weights: str, *, device: str | None = None, dtype: str | None = None,
-                 batch_size: int | str = 4) -> None:
+                 batch_size: int | str = DEFAULT_BATCH) -> None:
         from connote.vmc.train.git_llava import GitLlava
 
         if not weights:
@@ -70,27 +77,45 @@ class GitLlavaGenerator:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
         """Greedy requests in batches of ``batch_size``, grouped by ``max_new_tokens`` and sorted by prompt
-        (so a batch's rows have the same length and need no padding when the prompts agree); each video's
-        frames are encoded once, in one GIT pass per batch. Sampled requests go one at a time, each seeded."""
-        import torch
-
+        (so a batch's rows have the same length and need no padding when the prompts agree); the frames of
+        all requests go through GIT's processor in one call, and a batch's videos through GIT in one pass.
+        Sampled requests go one at a time, each seeded."""
         c = self.model.cfg
         out: list[Any] = [None] * len(requests)
-        pvs = []
+        videos = []
         for req in requests:
             frames = list(req.images)
             if len(frames) != c.clips * c.frames_per_clip:
                 raise ValueError(f"GIT-LLaVA wants {c.clips} x {c.frames_per_clip} frames, got {len(frames)}")
-            clips = [frames[j * c.frames_per_clip:(j + 1) * c.frames_per_clip] for j in range(c.clips)]
-            pvs.append(self.model.pixel_values(clips))
+            videos.append([frames[j * c.frames_per_clip:(j + 1) * c.frames_per_clip] for j in range(c.clips)])
+        pvs = self.model.videos_pixel_values(videos) if videos else None
         prompts = [req.prompt or c.prompt for req in requests]
         for i, req in enumerate(requests):
             if req.temperature > 0:  # sampled: one request at a time, each with its seed
-                out[i] = self.model.generate(pvs[i][None], [prompts[i]], max_new_tokens=req.max_new_tokens,
+                out[i] = self.model.generate(pvs[i:i + 1], [prompts[i]], max_new_tokens=req.max_new_tokens,
                                              **req.sampling())[0]
         for chunk in greedy_batches(requests, lambda i: (len(prompts[i]), prompts[i]), self.batch_size):
-            texts = self.model.generate(torch.stack([pvs[i] for i in chunk]), [prompts[i] for i in chunk],
-                                        max_new_tokens=requests[chunk[0]].max_new_tokens)
+            texts = self._greedy(pvs, prompts, chunk, requests[chunk[0]].max_new_tokens)
             for i, text in zip(chunk, texts):
                 out[i] = text
         return out
+
+    def _greedy(self, pvs: Any, prompts: list[str], rows: list[int], max_new_tokens: int) -> list[str]:
+        """One ``generate`` call for ``rows``; if the accelerator runs out of memory, the rows in two halves
+        (and ``batch_size`` halved for the calls that follow). Greedy rows do not depend on their batch."""
+        import torch
+
+        try:
+            return self.model.generate(pvs[rows], [prompts[i] for i in rows], max_new_tokens=max_new_tokens)
+        except torch.OutOfMemoryError:
+            if len(rows) == 1:
+                raise
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        half = (len(rows) + 1) // 2
+        if half < self.batch_size:
+            print(f"git-llava: {len(rows)} videos in one generate call ran out of memory; batch_size is now {half}",
+                  file=sys.stderr, flush=True)
+            self.batch_size = half
+        return (self._greedy(pvs, prompts, rows[:half], max_new_tokens)
+                + self._greedy(pvs, prompts, rows[half:], max_new_tokens))

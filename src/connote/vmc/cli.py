@@ -60,7 +60,8 @@ def caption_cmd(
     strategy: Annotated[str | None, typer.Option(help="Frame sampling (default: the model's).")] = None,
     k: Annotated[int | None, typer.Option(help="Frames (uniform) or clips (clips).")] = None,
     prompt: Annotated[str | None, typer.Option(help="Override the prompt.")] = None,
-    batch_size: Annotated[int, typer.Option(help="Videos per generate call.")] = 4,
+    batch_size: Annotated[int, typer.Option(help="Videos per generate call (git-llava batches them; a killed "
+                                              "run loses at most one call's).")] = 16,
     max_new_tokens: Annotated[int, typer.Option(help="Caption length limit in tokens.")] = 48,
     limit: Annotated[int | None, typer.Option(help="Only the first N videos.")] = None,
     samples: Annotated[int, typer.Option(help="Captions per video (several need --temperature > 0; the public "

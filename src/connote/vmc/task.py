@@ -44,7 +44,7 @@ class MetaphorCaptionTask(Task):
     inputs = ("images", "video")  # frames; they have no photo ids
 
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
-                 per_clip: int | None = None, prompt: str | None = None, batch_size: int = 4,
+                 per_clip: int | None = None, prompt: str | None = None, batch_size: int = 16,
                  max_new_tokens: int = 48, limit: int | None = None, progress: bool = True,
                  samples: int = 1, temperature: float = 0.0, frames: str | None = None,
                  frame_seed: int | None = None) -> None:
@@ -183,7 +183,7 @@ class MetaphorCaptionTask(Task):
 
 def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, strategy: str | None = None,
                    k: int | None = None, per_clip: int | None = None, prompt: str | None = None,
-                   batch_size: int = 4, max_new_tokens: int = 48, limit: int | None = None,
+                   batch_size: int = 16, max_new_tokens: int = 48, limit: int | None = None,
                    progress: bool = True, samples: int = 1, temperature: float = 0.0, frames: str | None = None,
                    frame_seed: int | None = None) -> dict[str, Any]:
     """Caption every listed video with ``model`` (a spec or a generator); returns a summary (a compatibility

@@ -166,11 +166,23 @@ class GitLlava(nn.Module):
 
     def pixel_values(self, clips: Sequence[Sequence[Image.Image]]) -> torch.Tensor:
         """``(clips, frames, 3, H, W)`` pixel values for one video through GIT's processor."""
-        if len(clips) != self.cfg.clips:
-            raise ValueError(f"expected {self.cfg.clips} clip(s), got {len(clips)}")
-        flat = [im for clip in clips for im in clip]
+        return self.videos_pixel_values([clips])[0]
+
+    def videos_pixel_values(self, videos: Sequence[Sequence[Sequence[Image.Image]]]) -> torch.Tensor:
+        """``(videos, clips, frames, 3, H, W)`` pixel values of several videos (each a list of clips) in one
+        call of GIT's processor: the same values as one call per video (the processor works image by
+        image), without paying its per-call cost once per video."""
+        for clips in videos:
+            if len(clips) != self.cfg.clips:
+                raise ValueError(f"expected {self.cfg.clips} clip(s), got {len(clips)}")
+            if any(len(clip) != len(clips[0]) for clip in clips):
+                raise ValueError(f"clips of different lengths: {[len(clip) for clip in clips]}")
+        per_clip = len(videos[0][0])
+        if any(len(clip) != per_clip for clips in videos for clip in clips):
+            raise ValueError("videos with different numbers of frames per clip cannot share a processor call")
+        flat = [im for clips in videos for clip in clips for im in clip]
         pv = self.processor(images=flat, return_tensors="pt").pixel_values
-        return pv.view(len(clips), len(clips[0]), *pv.shape[1:])
+        return pv.view(len(videos), self.cfg.clips, per_clip, *pv.shape[1:])
 
     def caption_ids(self, caption: str) -> list[int]:
         """Caption tokens plus end-of-sequence, truncated to ``max_caption_tokens``."""
