@@ -68,7 +68,8 @@ class _HFText:
 
 class TextChat(_HFText):
     """A text-only chat LM (``hf-chat:ID``): the prompt as one user turn through the tokenizer's chat
-    template (plain text when it has none), greedy decoding."""
+    template (plain text when it has none); greedy decoding, or sampling where a request asks for a temperature
+    (seeded by the request). Registered as the ``hf-chat`` backend (inputs: the prompt alone)."""
 
     backend = "hf-chat"
 
@@ -86,7 +87,7 @@ class TextChat(_HFText):
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, **self._identity(), "max_new_tokens": self.max_new_tokens,
-                "decoding": "greedy"}
+                "decoding": "greedy unless the request asks for a temperature"}
 
     def _text(self, prompt: str) -> str:
         if getattr(self.tokenizer, "chat_template", None):
@@ -106,7 +107,7 @@ class TextChat(_HFText):
             enc = enc.to(self.device)
             with self.torch.inference_mode():
                 ids = self.model.generate(**enc, max_new_tokens=min(self.max_new_tokens, req.max_new_tokens),
-                                          do_sample=False, pad_token_id=pad)
+                                          pad_token_id=pad, **req.sampling())
             out.append(self.tokenizer.decode(ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True).strip())
         return out
 
