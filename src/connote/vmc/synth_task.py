@@ -6,7 +6,10 @@ whether images are sent) and the item's content (caption, image path, and the im
 are unchanged, so a killed run resumes where it stopped and a rerun asks nothing again. Rows without an image or
 caption, and (with an image folder) rows whose image file is missing, are recorded as errors without a model
 call; an answer with no text is an error too (retried by a rerun); an answer outside the template is *dropped*
-with its reason. The run folder gets:
+with its reason. Each request carries its row id as ``key``: the ``custom_id`` of the OpenAI Batch API request
+file :meth:`MetaphorSynthTask.batch_requests` writes (``--write-batch``), by which ``openai-batch:OUTPUT.jsonl``
+answers it (a failed or missing line is that row's error). Text-only backends (``hf-chat``, ``openai-batch``)
+are taken; ``--send-image`` needs one that takes images. The run folder gets:
 
 * ``metaphors.json``: the kept pairs as stage-1 records (``data.metaphor_images`` or ``data.synth`` of
   ``connote vmc train``);
