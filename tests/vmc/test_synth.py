@@ -179,7 +179,7 @@ def test_bad_caption_files_exit_2_naming_file_and_line(server: Server, tmp_path:
 def test_the_synth_table_trains_stage_1(server: Server, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("accelerate")
-    from tiny_sources import make_tiny_sources
+    from tests.tiny_sources import make_tiny_sources
 
     from connote.vmc.train.config import config_from_dict
     from connote.vmc.train.git_llava import GitLlava
@@ -280,7 +280,7 @@ def test_an_hf_chat_vlm_converts_with_the_image(tmp_path: Path) -> None:
     """Any generate backend: a tiny random LLaVA (hf-vlm, which needs an image: --send-image) answers every
     sendable caption; random answers are filtered like any other."""
     pytest.importorskip("torch")
-    from tiny_sources import make_tiny_llava
+    from tests.tiny_sources import make_tiny_llava
 
     captions, images = write_coco(tmp_path / "coco")
     vlm = make_tiny_llava(tmp_path / "llava", words=("clock", "bus", "sky", "sea", "blue", "the", "is", "as"))
