@@ -169,6 +169,40 @@ def test_answers_from_the_output_file_are_filtered_and_failures_recorded(
                     "The cat is as lazy as a Sunday."]
 
 
+def test_the_request_file_checks_each_answer_is_for_this_runs_request(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``?requests=``: answers are used only for the requests this run makes (prompt, length limit, temperature)."""
+    table, images = write_table(tmp_path / "data")
+    requests = tmp_path / "requests.jsonl"
+    assert synth(str(table), "--images", str(images), "--write-batch", str(requests), "--out",
+                 str(tmp_path / "w")) == 0
+    lines = requests.read_text().splitlines()
+    write_lines(requests, lines[:4])  # r5's request is not in the file
+    output = write_lines(tmp_path / "out.jsonl", [*OUTPUT, ok("r5", "The plate is as full as the moon.")])
+    spec = f"openai-batch:{output}?requests={requests}"
+    base = [str(table), "--images", str(images), "--model", spec, "--max-failed", "9"]
+    assert synth(*base, "--out", str(tmp_path / "a")) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (first["kept"], first["dropped"]) == (2, 1)
+    assert first["failed_by_reason"] == {"batch request failed": 1, "image not found": 1, "not this run's request": 1}
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "a" / "synth.jsonl").read_text().splitlines())}
+    assert "custom_id 'r5': no such request in requests.jsonl" in rows["r5"]["error"]
+    # another prompt or length limit than the file's: no answer is taken
+    assert synth(*base, "--prompt", "Metaphor: {caption}", "--out", str(tmp_path / "b")) == 0
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (second["kept"], second["dropped"], second["failed_by_reason"]) == (
+        0, 0, {"image not found": 1, "not this run's request": 5})
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "b" / "synth.jsonl").read_text().splitlines())}
+    assert "its prompt was 'Convert the following image caption" in rows["r1"]["error"]
+    assert synth(*base, "--max-new-tokens", "32", "--out", str(tmp_path / "c")) == 0
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "c" / "synth.jsonl").read_text().splitlines())}
+    assert "it asked for max_tokens=64, this run for 32" in rows["r2"]["error"]
+    bad = write_lines(tmp_path / "bad-requests.jsonl", [lines[0], '{"custom_id": "r2", "body": {}}'])
+    assert synth(*base[:3], "--model", f"openai-batch:{output}?requests={bad}", "--out", str(tmp_path / "d")) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}, line 2: expected a Batch API request line" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize(("lines", "line", "message"), [
     ([OUTPUT[0], '{"custom_id": "r1", "response": '], 2, "invalid JSON"),
     ([OUTPUT[0], OUTPUT[1], ["r2"]], 3, "expected a JSON object (a Batch API output line), got list"),

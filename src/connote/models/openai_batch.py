@@ -44,6 +44,8 @@ MAX_CUSTOM_ID = 64
 NOT_IN_OUTPUT = "not in the Batch API output"
 #: The marker of an item whose request failed in the batch.
 BATCH_FAILED = "Batch API request failed"
+#: The marker of an item whose request in the request file (``?requests=``) is not the one this run makes.
+NOT_THIS_REQUEST = "differs from the request file"
 
 
 class BatchFailure(RuntimeError):
@@ -136,17 +138,57 @@ def _answer(line: dict[str, Any], where: str, path: Path, lineno: int) -> BatchA
     return BatchAnswer(content or "", None, where, model)
 
 
-def output_files(path: str | Path) -> list[Path]:
-    """The output files ``path`` names: itself, or every ``*.jsonl`` in a folder (sorted)."""
+def output_files(path: str | Path, what: str = "output") -> list[Path]:
+    """The output (or request) files ``path`` names: itself, or every ``*.jsonl`` in a folder (sorted)."""
     path = Path(path).expanduser()
     if path.is_dir():
         files = sorted(p for p in path.glob("*.jsonl") if p.is_file() and not p.name.startswith("."))
         if not files:
-            raise InputError("no Batch API output files (*.jsonl) in this folder", path=path)
+            raise InputError(f"no Batch API {what} files (*.jsonl) in this folder", path=path)
         return files
     if not path.is_file():
-        raise InputError("Batch API output file not found", path=path)
+        raise InputError(f"Batch API {what} file not found", path=path)
     return [path]
+
+
+def read_requests(files: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """``custom_id`` -> the request's ``body``, over request files as :func:`request_line` writes them."""
+    from connote.core.jsonio import read_jsonl
+
+    bodies: dict[str, dict[str, Any]] = {}
+    for path in files:
+        for lineno, line in read_jsonl(path, what="Batch API request file"):
+            custom_id = line.get("custom_id") if isinstance(line, dict) else None
+            body = line.get("body") if isinstance(line, dict) else None
+            if not isinstance(custom_id, str) or not custom_id or not isinstance(body, dict) \
+                    or not isinstance(body.get("messages"), list) or not body["messages"]:
+                raise InputError("expected a Batch API request line {custom_id, method, url, body: {model, "
+                                 "messages, ...}}", path=path, line=lineno)
+            if custom_id in bodies:
+                raise InputError(f"custom_id {custom_id!r} occurs twice in the request files", path=path,
+                                 line=lineno)
+            bodies[custom_id] = body
+    return bodies
+
+
+def _sent_text(body: dict[str, Any]) -> str | None:
+    """The text of a request body's last user turn (a string, or the text parts of a content list)."""
+    content = body["messages"][-1].get("content") if isinstance(body["messages"][-1], dict) else None
+    if isinstance(content, list):
+        parts = [c.get("text") for c in content if isinstance(c, dict) and c.get("type") == "text"]
+        return "".join(p for p in parts if isinstance(p, str))
+    return content if isinstance(content, str) else None
+
+
+def request_mismatch(body: dict[str, Any], req: Any) -> str | None:
+    """Why the request written to the file is not ``req`` (prompt, length limit, temperature), or None."""
+    if _sent_text(body) != (req.prompt or ""):
+        return f"its prompt was {(_sent_text(body) or '')[:80]!r}"
+    if body.get("max_tokens", body.get("max_completion_tokens")) != req.max_new_tokens:
+        return f"it asked for max_tokens={body.get('max_tokens')}, this run for {req.max_new_tokens}"
+    if float(body.get("temperature", 1.0)) != float(req.temperature):
+        return f"it was sent at temperature {body.get('temperature', 1.0)}, this run asks {req.temperature}"
+    return None
 
 
 def read_output(files: Iterable[Path]) -> dict[str, BatchAnswer]:
@@ -178,11 +220,15 @@ def read_output(files: Iterable[Path]) -> dict[str, BatchAnswer]:
 
 class OpenAIBatchAnswers:
     """``openai-batch:OUTPUT.jsonl`` (or a folder of output files): each request answered from the Batch API
-    output by its ``key`` (the ``custom_id`` the request file gave it); nothing is sent anywhere."""
+    output by its ``key`` (the ``custom_id`` the request file gave it); nothing is sent anywhere.
+
+    ``?requests=REQUESTS.jsonl`` (a file or folder of the request files the batch ran) checks each answer against
+    the request it was for: a request whose prompt, length limit or temperature is not this run's is that item's
+    error (``differs from the request file``), as is one the request files do not hold."""
 
     backend = "openai-batch"
 
-    def __init__(self, weights: str | None = None) -> None:
+    def __init__(self, weights: str | None = None, *, requests: str | None = None) -> None:
         if not weights:
             raise InputError("openai-batch needs the Batch API output: openai-batch:OUTPUT.jsonl (or a folder of "
                              "output files)")
@@ -191,14 +237,28 @@ class OpenAIBatchAnswers:
         self.files = output_files(weights)
         self.answers = read_output(self.files)
         self.sha256 = {p.name: file_sha256(p) for p in self.files}
+        self.request_files = output_files(requests, "request") if requests else []
+        self.requests = read_requests(self.request_files) if requests else None
+        self.request_sha256 = {p.name: file_sha256(p) for p in self.request_files}
 
     @classmethod
-    def from_spec(cls, weights: str | None = None) -> OpenAIBatchAnswers:
-        return cls(weights)
+    def from_spec(cls, weights: str | None = None, **options: Any) -> OpenAIBatchAnswers:
+        return cls(weights, **options)
 
     def describe(self) -> dict[str, Any]:
         models = sorted({a.model for a in self.answers.values() if a.model})
-        return {"backend": self.backend, "files": self.sha256, "answers": len(self.answers), "models": models}
+        return {"backend": self.backend, "files": self.sha256, "answers": len(self.answers), "models": models,
+                "requests": self.request_sha256 or None}
+
+    def _checked(self, key: str, req: Any) -> BatchFailure | None:
+        if self.requests is None:
+            return None
+        body = self.requests.get(key)
+        if body is None:
+            return BatchFailure(f"custom_id {key!r}: no such request in {', '.join(self.request_sha256)} (the "
+                                f"request {NOT_THIS_REQUEST})")
+        why = request_mismatch(body, req)
+        return BatchFailure(f"custom_id {key!r}: this run's request {NOT_THIS_REQUEST}: {why}") if why else None
 
     def generate(self, requests: Sequence[Any]) -> list[str | BaseException]:
         out: list[str | BaseException] = []
@@ -209,7 +269,10 @@ class OpenAIBatchAnswers:
                                         "carry none (use a task that writes Batch API request files)"))
                 continue
             answer = self.answers.get(key)
-            if answer is None:
+            mismatch = self._checked(key, req)
+            if mismatch is not None:
+                out.append(mismatch)
+            elif answer is None:
                 out.append(BatchFailure(f"custom_id {key!r} is {NOT_IN_OUTPUT} ({', '.join(self.sha256)})"))
             elif answer.failure is not None:
                 out.append(BatchFailure(f"{BATCH_FAILED} ({answer.where}): {answer.failure}"))

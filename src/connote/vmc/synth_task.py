@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.models.openai_batch import BATCH_FAILED, NOT_IN_OUTPUT
+from connote.models.openai_batch import BATCH_FAILED, NOT_IN_OUTPUT, NOT_THIS_REQUEST
 from connote.models.protocols import GenerationRequest
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
@@ -43,9 +43,12 @@ from connote.vmc.synth import (
     synth_prompt,
 )
 
-ERROR_KINDS = (("no caption", "no caption"), ("no image for this caption", "no image"),
-               ("image file not found", "image not found"), ("unreadable image", "unreadable image"),
-               (NO_TEXT, "no text"), (NOT_IN_OUTPUT, "not in the batch output"), (BATCH_FAILED, "batch request failed"))
+#: marker in a row's error -> its reason in run.json (the first that matches; the batch markers first, as their
+#: messages quote a prompt)
+ERROR_KINDS = ((NOT_THIS_REQUEST, "not this run's request"), (NOT_IN_OUTPUT, "not in the batch output"),
+               (BATCH_FAILED, "batch request failed"), ("no caption", "no caption"),
+               ("no image for this caption", "no image"), ("image file not found", "image not found"),
+               ("unreadable image", "unreadable image"), (NO_TEXT, "no text"))
 
 
 def error_kind(message: str) -> str:
