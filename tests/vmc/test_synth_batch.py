@@ -272,7 +272,8 @@ def test_the_sample_runs_offline_with_its_counts(tmp_path: Path, capsys: pytest.
 
 def test_any_hf_chat_model_converts_the_captions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``hf-chat:DIR`` on a tiny random Llama chat model: each answer is transformers' greedy continuation of the
-    chat template's prompt (checked here with plain transformers calls); random answers are filtered like any."""
+    chat template's prompt, one prompt at a time (checked here with plain transformers calls), though the backend
+    decodes the five prompts of different lengths in one left-padded batch; random answers are filtered like any."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from tests.tiny_models import tiny_chat_lm
