@@ -194,6 +194,23 @@ def tiny_llava(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+def tiny_chat_lm(folder: Path, seed: int = 0) -> Path:
+    """A tiny random Llama chat LM (``LlamaForCausalLM`` + the word-level tokenizer with its chat template): what
+    ``hf-chat:DIR`` loads as it loads a hub chat model."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    tok = word_tokenizer(folder)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=2, intermediate_size=64, max_position_embeddings=256,
+                      pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    model = spread(LlamaForCausalLM(cfg).eval(), std=0.2, seed=seed)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
 #: The image-text matching backends' tiny models, by backend name.
 BUILDERS = {
     "hf-blip-itm": tiny_blip,

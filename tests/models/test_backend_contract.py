@@ -70,6 +70,10 @@ class Fixtures:
             rows.append(f"v{k},{cap}")
         self.captions = root / "vmc.csv"
         self.captions.write_text("\n".join(rows) + "\n")
+        # image captions for the tasks that send a prompt alone (vmc synth): what text-only backends run
+        self.synth_captions = root / "synth.csv"
+        self.synth_captions.write_text("id,image,caption\nc0,p0.jpg,a man sits on the street\n"
+                                       "c1,p1.jpg,a dog holds a cup\n")
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +117,16 @@ def _git_llava(root: Path, fx: Fixtures, url: str) -> str:
     return f"git-llava:{root / 'gl'}"
 
 
+def _openai_batch(root: Path, fx: Fixtures, url: str) -> str:
+    """A Batch API output file answering the synth requests of ``fx.synth_captions`` (one in the template)."""
+    lines = [{"id": f"batch_req_{cid}", "custom_id": cid, "error": None, "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"role": "assistant", "content": text}}]}}}
+        for cid, text in (("c1", "a dog with a cup"), ("c0", "the man is as still as a stone"))]
+    path = root / "batch-output.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return f"openai-batch:{path}"
+
+
 def _retrieval(root: Path, fx: Fixtures, url: str) -> str:
     from connote.vist.sample import write_sample_vist
 
@@ -148,6 +162,8 @@ BUILDERS: dict[str, Callable[[Path, Fixtures, str], str]] = {
     "retrieval": _retrieval,
     "seq2seq": _seq2seq,
     "nearest": lambda root, fx, url: f"nearest:{fx.captions}?videos={fx.videos}",
+    "hf-chat": lambda root, fx, url: f"hf-chat:{tiny_models.tiny_chat_lm(root / 'm')}?max_new_tokens=4",
+    "openai-batch": _openai_batch,
 }
 
 
@@ -181,6 +197,15 @@ def _stories(model, fx: Fixtures, out: Path) -> None:
     assert summary.n_errors == 0 and summary.n_sequences == 2
     sub = json.loads((out / "submission.json").read_text())
     assert [e["photo_sequence"] for e in sub["output_stories"]] == [["p0", "p1", "p2"], ["p3", "p4", "p5"]]
+
+
+def _synth(model, fx: Fixtures, out: Path) -> None:
+    from connote.vmc.synth_task import MetaphorSynthTask
+
+    results, outcome = MetaphorSynthTask(fx.synth_captions, images=fx.photos, max_new_tokens=4,
+                                         progress=False).run(model, out)
+    assert outcome.failed == 0, [r["error"] for r in outcome.rows]
+    assert results["captions"] == 2 and results["kept"] + results["dropped"] == 2
 
 
 def _captions(model, fx: Fixtures, out: Path) -> None:
@@ -224,6 +249,8 @@ def test_backend_runs_every_task_it_declares(name: str, fx: Fixtures, chat_url: 
             _stories(model, fx, tmp_path / "stories")
         if inputs in MetaphorCaptionTask.inputs:  # seq2seq writes from photo ids, not from frames
             _captions(model, fx, tmp_path / "captions")
+        if inputs == "text":  # the prompt alone: the synthetic-caption task, the one that sends no image
+            _synth(model, fx, tmp_path / "synth")
         ran.append("generate")
     assert ran, f"{name}: no task exercised"
 

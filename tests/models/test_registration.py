@@ -113,9 +113,10 @@ def test_story_backends_lists_what_the_storytelling_task_accepts(capsys) -> None
     assert listed == backends_with("generate", StorytellingTask.inputs)
     for name in listed:
         assert MODELS.get(name).inputs in StorytellingTask.inputs
-    video = [n for n in backends_with("generate") if n not in listed]
-    assert video == ["git-llava", "nearest"]
-    assert all(MODELS.get(n).inputs == "video" for n in video)
+    left_out = [n for n in backends_with("generate") if n not in listed]
+    # video generators (frames of one clip) and text-only ones (the prompt alone: they see no photo)
+    assert {n: MODELS.get(n).inputs for n in left_out} == {"git-llava": "video", "nearest": "video",
+                                                           "hf-chat": "text", "openai-batch": "text"}
 
 
 def test_masking_is_refused_by_declaration() -> None:

@@ -4,8 +4,9 @@ grammaticality scorers that choose the best of three.
 Rewriter specs (``--rewriter``):
 
 * ``none`` (default): the templated captions are kept as they are;
-* ``hf-chat:ID_OR_DIR`` (options ``revision``, ``device``, ``dtype``, ``max_new_tokens``): any Hugging Face
-  causal LM with a chat template, greedy decoding;
+* ``hf-chat:ID_OR_DIR`` (options ``revision``, ``device``, ``dtype``, ``max_new_tokens``, ``batch_size``): any
+  Hugging Face causal LM with a chat template, greedy decoding (also the registered ``hf-chat`` backend, which
+  ``connote vmc synth`` takes);
 * any registered ``generate`` backend (``openai:gpt-3.5-turbo`` as the paper, ``openai:MODEL?base_url=...`` for a
   local OpenAI-compatible server): the request carries the prompt and no image.
 
@@ -68,25 +69,26 @@ class _HFText:
 
 class TextChat(_HFText):
     """A text-only chat LM (``hf-chat:ID``): the prompt as one user turn through the tokenizer's chat
-    template (plain text when it has none), greedy decoding."""
+    template (plain text when it has none); greedy decoding, or sampling where a request asks for a temperature
+    (seeded by the request). Registered as the ``hf-chat`` backend (inputs: the prompt alone)."""
 
     backend = "hf-chat"
 
     def __init__(self, weights: str, *, revision: str | None = None, device: str | None = None,
-                 dtype: str | None = None, max_new_tokens: int | str = 48) -> None:
+                 dtype: str | None = None, max_new_tokens: int | str = 48, batch_size: int | str = 8) -> None:
         self._load(weights, revision, device, dtype)
-        self.max_new_tokens = int(max_new_tokens)
+        self.max_new_tokens, self.batch_size = int(max_new_tokens), max(1, int(batch_size))
 
     @classmethod
     def from_spec(cls, spec: str) -> TextChat:
-        weights, options = _options(spec, ("revision", "device", "dtype", "max_new_tokens"))
+        weights, options = _options(spec, ("revision", "device", "dtype", "max_new_tokens", "batch_size"))
         if not weights:
             raise InputError("hf-chat needs weights: hf-chat:HUB_ID or hf-chat:LOCAL_DIR")
         return cls(weights, **options)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, **self._identity(), "max_new_tokens": self.max_new_tokens,
-                "decoding": "greedy"}
+                "decoding": "greedy unless the request asks for a temperature"}
 
     def _text(self, prompt: str) -> str:
         if getattr(self.tokenizer, "chat_template", None):
@@ -98,16 +100,45 @@ class TextChat(_HFText):
                 return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return prompt
 
+    def _generate_batch(self, texts: Sequence[str], max_new_tokens: int, sampling: dict[str, Any]) -> list[str]:
+        """One ``generate`` call for several prompts, left-padded to the longest (the attention mask skips the
+        padding)."""
+        tok = self.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        side = tok.padding_side
+        tok.padding_side = "left"
+        try:
+            if len(texts) > 1 and tok.pad_token_id is None:
+                tok.pad_token = tok.eos_token  # padding only: the mask hides it
+            enc = tok(list(texts), return_tensors="pt", add_special_tokens=False, padding=len(texts) > 1)
+        finally:
+            tok.padding_side = side
+        enc = enc.to(self.device)
+        with self.torch.inference_mode():
+            ids = self.model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
+        new = ids[:, enc["input_ids"].shape[1]:]
+        return [tok.decode(row, skip_special_tokens=True).strip() for row in new]
+
     def generate(self, requests: Sequence[Any]) -> list[str]:
-        out = []
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        for req in requests:
-            enc = self.tokenizer(self._text(req.prompt or ""), return_tensors="pt", add_special_tokens=False)
-            enc = enc.to(self.device)
-            with self.torch.inference_mode():
-                ids = self.model.generate(**enc, max_new_tokens=min(self.max_new_tokens, req.max_new_tokens),
-                                          do_sample=False, pad_token_id=pad)
-            out.append(self.tokenizer.decode(ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True).strip())
+        """Greedy requests ``batch_size`` at a time (sorted by prompt length, split where the length limit
+        changes); sampled ones one at a time, each seeded, so a sample does not depend on its batch."""
+        import dataclasses
+
+        from connote.models.protocols import greedy_batches
+
+        requests = [dataclasses.replace(r, max_new_tokens=min(self.max_new_tokens, r.max_new_tokens))
+                    for r in requests]
+        texts = [self._text(r.prompt or "") for r in requests]
+        out: list[Any] = [None] * len(requests)
+        for i, req in enumerate(requests):
+            if req.temperature > 0:
+                out[i] = self._generate_batch([texts[i]], req.max_new_tokens, req.sampling())[0]
+        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        for chunk in greedy_batches(requests, lambda i: lengths[i], self.batch_size):
+            answers = self._generate_batch([texts[i] for i in chunk], requests[chunk[0]].max_new_tokens,
+                                           {"do_sample": False})
+            for i, text in zip(chunk, answers):
+                out[i] = text
         return out
 
 

@@ -53,6 +53,9 @@ class GenerationRequest:
     #: 0 = greedy; above 0, sample at this temperature with ``seed`` (for repeatable samples)
     temperature: float = 0.0
     seed: int | None = None
+    #: A stable name of the request within its task (the item id), for backends that answer from a file of
+    #: answers prepared beforehand (``openai-batch``: the Batch API ``custom_id``); None where a task gives none
+    key: str | None = None
 
     def sampling(self) -> dict[str, Any]:
         """``generate()`` keyword arguments of Hugging Face models for this request (seeding torch first)."""

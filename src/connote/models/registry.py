@@ -29,8 +29,9 @@ from connote.core.registry import Registry, import_target
 
 CAPABILITIES = ("match", "mask", "generate")
 #: What a backend works from: the images themselves, the frames of one video clip, or photo ids (precomputed
-#: features looked up by ``GenerationRequest.image_ids``). A task declares which of these it can give.
-INPUTS = ("images", "video", "photo-ids")
+#: features looked up by ``GenerationRequest.image_ids``), or the prompt's text alone (a text-only LM; answers
+#: read from a file). A task declares which of these it can give.
+INPUTS = ("images", "video", "photo-ids", "text")
 #: The frames a video generator wants unless it declares others: the VMC paper's two frames from each third.
 DEFAULT_FRAMES = ("segments", 6, 6)
 
@@ -459,3 +460,9 @@ _BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
 ]
 for _name, _target, _caps, _weights, _help, _defaults in _BUILTIN:
     register_model(_name, _target, capabilities=frozenset(_caps), help=_help, weights=_weights, defaults=_defaults)
+# text-only generators (inputs "text"): only the tasks that send a prompt alone take them (vmc synth)
+register_model("hf-chat", "connote.models.probe_text:TextChat", capabilities=frozenset({"generate"}), weights="hf",
+               inputs="text", help="Any Hugging Face chat LM, text only: the prompt as one user turn (chat template).")
+register_model("openai-batch", "connote.models.openai_batch:OpenAIBatchAnswers.from_spec",
+               capabilities=frozenset({"generate"}), weights="file", inputs="text",
+               help="Answers read from an OpenAI Batch API output file (or a folder of them) by custom_id.")

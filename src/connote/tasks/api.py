@@ -36,7 +36,7 @@ from connote.runs.store import run_metadata
 
 #: What a generator's ``inputs`` kind means, for the message that refuses a mismatch.
 INPUT_KINDS = {"images": "any number of images", "video": "the frames of one video clip",
-               "photo-ids": "precomputed features of photo ids"}
+               "photo-ids": "precomputed features of photo ids", "text": "the prompt alone"}
 
 
 #: The fields :meth:`Task.run` adds to what :meth:`Task.aggregate` returned (plus ``<label>_this_run``).

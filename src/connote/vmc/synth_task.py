@@ -6,7 +6,10 @@ whether images are sent) and the item's content (caption, image path, and the im
 are unchanged, so a killed run resumes where it stopped and a rerun asks nothing again. Rows without an image or
 caption, and (with an image folder) rows whose image file is missing, are recorded as errors without a model
 call; an answer with no text is an error too (retried by a rerun); an answer outside the template is *dropped*
-with its reason. The run folder gets:
+with its reason. Each request carries its row id as ``key``: the ``custom_id`` of the OpenAI Batch API request
+file :meth:`MetaphorSynthTask.batch_requests` writes (``--write-batch``), by which ``openai-batch:OUTPUT.jsonl``
+answers it (a failed or missing line is that row's error). Text-only backends (``hf-chat``, ``openai-batch``)
+are taken; ``--send-image`` needs one that takes images. The run folder gets:
 
 * ``metaphors.json``: the kept pairs as stage-1 records (``data.metaphor_images`` or ``data.synth`` of
   ``connote vmc train``);
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.models.openai_batch import BATCH_FAILED, NOT_IN_OUTPUT, NOT_THIS_REQUEST
 from connote.models.protocols import GenerationRequest
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
@@ -39,9 +43,12 @@ from connote.vmc.synth import (
     synth_prompt,
 )
 
-ERROR_KINDS = (("no caption", "no caption"), ("no image for this caption", "no image"),
-               ("image file not found", "image not found"), ("unreadable image", "unreadable image"),
-               (NO_TEXT, "no text"))
+#: marker in a row's error -> its reason in run.json (the first that matches; the batch markers first, as their
+#: messages quote a prompt)
+ERROR_KINDS = ((NOT_THIS_REQUEST, "not this run's request"), (NOT_IN_OUTPUT, "not in the batch output"),
+               (BATCH_FAILED, "batch request failed"), ("no caption", "no caption"),
+               ("no image for this caption", "no image"), ("image file not found", "image not found"),
+               ("unreadable image", "unreadable image"), (NO_TEXT, "no text"))
 
 
 def error_kind(message: str) -> str:
@@ -59,6 +66,8 @@ class MetaphorSynthTask(Task):
     title = "VMC A.5.2: literal captions converted to '<primary> is as <property> as <secondary>' and filtered."
     label = "captions"
     results_file = "run.json"
+    #: the prompt alone (text-only LMs, Batch API answers) or with the image (--send-image)
+    inputs = ("images", "text")
 
     def __init__(self, captions: str | Path, *, images: str | Path | None = None, prompt: str = SYNTH_PROMPT,
                  temperature: float = 0.0, max_new_tokens: int = 64, batch_size: int = 16,
@@ -75,6 +84,35 @@ class MetaphorSynthTask(Task):
             raise InputError("--send-image needs --images (the folder the table's image paths are relative to)")
         self.prompt, self.temperature, self.max_new_tokens = prompt, float(temperature), int(max_new_tokens)
         self.batch_size, self.send_image, self.progress = int(batch_size), bool(send_image), progress
+
+    def bind(self, model: Any) -> None:
+        """The capability and inputs check; a text-only model cannot be sent the image."""
+        from connote.models.registry import inputs_of
+
+        super().bind(model)
+        if self.send_image and inputs_of(model) == "text":
+            raise InputError(f"--send-image: model backend {getattr(model, 'backend', type(model).__name__)} works "
+                             "from the prompt alone; send text only (the paper's way) or use an image-text model")
+
+    def batch_requests(self, model: str) -> tuple[list[dict[str, Any]], list[WorkItem]]:
+        """One OpenAI Batch API request per usable row (custom_id = the row id, body = the prompt as the
+        ``openai`` backend sends it, text only) and the rows left out (their errors set)."""
+        from connote.models.openai_batch import chat_body, request_line
+
+        if self.send_image:
+            raise InputError("--write-batch writes text-only requests (as the paper sent them); drop --send-image")
+        lines, skipped = [], []
+        for w in self.work_items():
+            if w.error is not None:
+                skipped.append(w)
+                continue
+            body = chat_body(model, synth_prompt(w.payload.caption, self.prompt), max_tokens=self.max_new_tokens,
+                             temperature=self.temperature, seed=0 if self.temperature > 0 else None)
+            try:
+                lines.append(request_line(w.item_id, body))
+            except InputError as exc:
+                raise InputError(f"{w.payload.where}: {exc}") from None
+        return lines, skipped
 
     def settings(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
@@ -117,7 +155,7 @@ class MetaphorSynthTask(Task):
                     continue
             requests.append(GenerationRequest(images=images, prompt=synth_prompt(w.payload.caption, self.prompt),
                                               max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                                              seed=0 if self.temperature > 0 else None))
+                                              seed=0 if self.temperature > 0 else None, key=w.item_id))
         answers = iter(model.generate(requests) if requests else [])
         rows = []
         for w in batch:
