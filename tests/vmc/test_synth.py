@@ -179,11 +179,10 @@ def test_bad_caption_files_exit_2_naming_file_and_line(server: Server, tmp_path:
 def test_the_synth_table_trains_stage_1(server: Server, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("accelerate")
-    from tests.tiny_sources import make_tiny_sources
-
     from connote.vmc.train.config import config_from_dict
     from connote.vmc.train.git_llava import GitLlava
     from connote.vmc.train.loop import train
+    from tests.tiny_sources import make_tiny_sources
 
     captions, images = write_coco(tmp_path / "coco")
     out = tmp_path / "synth"

@@ -63,7 +63,7 @@ def make_cmd(
         folder = module.make(srcs, out, images=images, **common)
     elif study == "vmc-synth-check":
         if len(srcs) != 1:
-            raise InputError("vmc-synth-check needs one --data (a `metaphor synth` run folder or its metaphors.json)")
+            raise InputError("vmc-synth-check needs one --data (a `vmc synth` run folder or its metaphors.json)")
         folder = module.make(srcs[0], out, images=images, **common)
     elif study == "vmc-annotation":
         if videos is None:
@@ -128,7 +128,7 @@ def import_cmd(
     out: Annotated[Path, typer.Option("--out", help="Output file (probes, vist) or folder (vmc-annotation).")],
     scores: Annotated[Optional[list[Path]], typer.Option(
         "--scores", help="vmc-evaluation: stored scores of `connote vmc score` (per-video ACD) for the "
-        "ACD-creativity correlation; default: the scores `metaphor score` stored in the runs.")] = None,
+        "ACD-creativity correlation; default: the scores `vmc score` stored in the runs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the import report as JSON.")] = False,
 ) -> int:
     """Turn Potato's answers into connote's formats; lists incomplete items and excluded annotators."""

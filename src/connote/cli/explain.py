@@ -1,4 +1,4 @@
-"""``connote explain``: CV-Probes' MM-SHAP command, and with ``--suite`` the same on a probe suite's pairs.
+"""``connote cv-probes explain``: CV-Probes' MM-SHAP command, and with ``--suite`` the same on a probe suite's pairs.
 
 The one command that spans two packages (:mod:`connote.cv_probes.cli.explain` and :mod:`connote.suites.cli`),
 so it is put together here, above both: the CV-Probes command's options plus ``--suite``.

@@ -1,4 +1,4 @@
-"""What ``vist correlate`` and ``metaphor correlate`` add to precomputed scores: judges, the paired test
+"""What ``vist correlate`` and ``vmc correlate`` add to precomputed scores: judges, the paired test
 between metrics, and pairwise / VMC-label human judgements. No command lives here."""
 
 from __future__ import annotations

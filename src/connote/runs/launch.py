@@ -1,6 +1,6 @@
 """A run command's hold on its run folder, on every rank of a launched job.
 
-A command that writes into a run folder (``connote cv-probes run``, ``explain``, ``story generate``, ``metaphor
+A command that writes into a run folder (``connote cv-probes run``, ``cv-probes explain``, ``vist generate``, ``vmc
 caption``) first locks it (:func:`connote.runs.store.hold_run_folder`), so that a second command into the same
 folder is refused before anything is written or loaded. Under ``torchrun``/``accelerate launch`` only rank 0
 locks; :func:`hold_run` then tells every rank rank 0's refusal (so no rank waits for one that has gone) and

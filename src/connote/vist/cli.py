@@ -113,7 +113,7 @@ def validate_cmd(
 @vist_app.command("score")
 def score_cmd(
     submission: Annotated[Path, typer.Argument(help="Challenge-format submission (or generation JSONL), or a "
-                                                "`story generate` run folder (its submission.json).")],
+                                                "`vist generate` run folder (its submission.json).")],
     gold: Annotated[Path, typer.Option("--refs", help="References: the official SIS file or challenge-format "
                                                       "gold.")],
     protocol: Annotated[str, typer.Option("--protocol", "-p", help="challenge | album")] = "challenge",
@@ -250,7 +250,7 @@ def _require_sequences(sub: Any) -> None:
 
 
 def _submission_file(path: Path) -> tuple[Path, Path | None]:
-    """(the submission file, the run folder or None): a folder is a ``story generate`` run folder."""
+    """(the submission file, the run folder or None): a folder is a ``vist generate`` run folder."""
     from connote.core.errors import InputError
 
     if path.is_dir():
@@ -654,7 +654,7 @@ def features_cmd(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
-    """Image features for ``story train``/``seq2seq``, from the embedded image encoder (offline)."""
+    """Image features for ``vist train``/``seq2seq``, from the embedded image encoder (offline)."""
     import numpy as np
 
     from connote.media.embedded import EmbeddedEncoder
@@ -691,7 +691,7 @@ def generate_cmd(
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="Generator spec, e.g. retrieval?train=TRAIN.json, hf-vlm:DIR, caption-llm:CAP?llm=LLM, "
         "openai:gpt-4o, seq2seq:DIR?features=F.npz&decode=greedy-dups. Default: the offline retrieval baseline "
-        "(on the sample set: over its training stories, as `story demo`).", show_default=False)] = None,
+        "(on the sample set: over its training stories, as `vist demo`).", show_default=False)] = None,
     images: Annotated[Path | None, typer.Option("--images", help="Folder of photos named <photo id>.<ext>.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N sequences.")] = None,
@@ -754,7 +754,7 @@ def demo_cmd(
 
     checks.folder("--out", out)
     paths = write_sample_vist(out / "sample")
-    spec = model or sample_retrieval_spec(paths)  # the same generator as `story generate` without data
+    spec = model or sample_retrieval_spec(paths)  # the same generator as `vist generate` without data
     print(f"sample VIST set written to {out / 'sample'}; model {spec}", file=sys.stderr)
     task = StorytellingTask(load_sequences(paths["template"]), image_dir=paths["images"],
                             meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())

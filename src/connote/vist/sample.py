@@ -139,7 +139,7 @@ def write_sample_vist(folder: str | Path) -> dict[str, Path]:
 
 
 def sample_retrieval_spec(paths: dict[str, Path]) -> str:
-    """The generator spec that ``story demo`` and ``story generate`` (without data) use on the sample.
+    """The generator spec that ``vist demo`` and ``vist generate`` (without data) use on the sample.
 
     The offline retrieval baseline over the sample's training stories, indexed by their photos (the test
     albums reuse the training photos, so the image index finds the story of the same photos), without an

@@ -114,7 +114,7 @@ def caption_cmd(
 
 def _sample_references(runs: list[Path], split: Path | None) -> tuple[Path, Path | None]:
     """The sample set's caption table (and test split, unless ``split`` is given) when every run was captioned on
-    the sample (`metaphor caption` without --videos writes it to RUN/sample); else exit 2 asking for --refs."""
+    the sample (`vmc caption` without --videos writes it to RUN/sample); else exit 2 asking for --refs."""
     tables = {(run / "sample" / "vmc.csv").resolve() for run in runs}
     if len(tables) == 1:
         table = next(iter(tables))
@@ -133,7 +133,7 @@ def score_cmd(
                                            "(JSONL: video_id, text[, true_caption], one row per sample); several "
                                            "are shown side by side.")],
     refs: Annotated[Path | None, typer.Option("--refs", help="VMC caption table (unique_id, annotator_1..3). "
-                                              "Default for runs captioned on the sample set (`metaphor caption` "
+                                              "Default for runs captioned on the sample set (`vmc caption` "
                                               "without --videos): the sample's table, and its test split.",
                                               show_default=False)] = None,
     split: Annotated[Path | None, typer.Option(help="Score only these ids (split file).")] = None,

@@ -1,4 +1,4 @@
-"""The VMC evaluation study's labels as human judgements for ``metaphor correlate``."""
+"""The VMC evaluation study's labels as human judgements for ``vmc correlate``."""
 
 from __future__ import annotations
 

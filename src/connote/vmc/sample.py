@@ -116,5 +116,5 @@ def write_sample_vmc(folder: str | Path) -> dict[str, Path]:
 
 
 def sample_caption_spec(paths: dict[str, Path]) -> str:
-    """The offline generator ``metaphor caption`` uses on the sample: the nearest training clip's caption."""
+    """The offline generator ``vmc caption`` uses on the sample: the nearest training clip's caption."""
     return f"nearest:{paths['captions']}?videos={paths['videos']}&split={paths['train']}"

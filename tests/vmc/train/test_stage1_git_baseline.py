@@ -33,9 +33,9 @@ RGB = {"red": (200, 30, 30), "blue": (30, 30, 200), "green": (30, 200, 30)}
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Tiny GIT + LLM, the catalogue's HAIVMet and COCO folders, and a 6-video VMC set."""
     from PIL import Image
-    from tests.tiny_sources import make_tiny_sources
 
     from connote.media.synthetic import write_video
+    from tests.tiny_sources import make_tiny_sources
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("stage1")

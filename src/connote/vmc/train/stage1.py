@@ -50,7 +50,7 @@ def coco_files(folder: str | Path, split: str) -> tuple[Path, Path]:
 
 
 def synth_files(source: str | Path, image_dir: str | None) -> tuple[Path, Path]:
-    """The synthetic table (``metaphors.json`` of a ``metaphor synth`` run) and the folder of its images."""
+    """The synthetic table (``metaphors.json`` of a ``vmc synth`` run) and the folder of its images."""
     source = Path(source)
     table = source / "metaphors.json" if source.is_dir() else source
     if not table.is_file():
