@@ -534,7 +534,7 @@ def correlate_cmd(
         echo_signatures(signatures)
 
 
-# --------------------------------------------------------------------------- story train
+# --------------------------------------------------------------------------- vist train
 
 
 def _training_options(steps: int, batch_size: int, lr: float, out: Path) -> None:
@@ -679,7 +679,7 @@ def features_cmd(
     _exit(1 if errors else 0)
 
 
-# --------------------------------------------------------------------------- story generate
+# --------------------------------------------------------------------------- vist generate
 
 
 @story_app.command("generate")
