@@ -84,7 +84,6 @@ def build_vlm(size: str, folder: Path) -> Path:
 def build_git_llava(size: str, folder: Path) -> Path:
     """A saved GIT-LLaVA folder (git_llava.json + projector + sources), as ``connote metaphor train`` writes."""
     import torch
-    from tiny_sources import make_tiny_sources
     from transformers import (
         AutoProcessor,
         AutoTokenizer,
@@ -99,6 +98,7 @@ def build_git_llava(size: str, folder: Path) -> Path:
     from connote.vmc.data import METAPHOR_PROMPT
     from connote.vmc.train.config import ModelConfig
     from connote.vmc.train.git_llava import GitLlava
+    from connote.vmc.train.tiny import make_tiny_sources
 
     p = size_params(size)
     small = size != "real"

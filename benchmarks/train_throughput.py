@@ -68,7 +68,7 @@ def build(size: str, device: str, folder: Path) -> Any:
     from connote.vmc.train.git_llava import GitLlava
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tiny tokenizer sources
-    from tiny_sources import make_tiny_sources
+    from connote.vmc.train.tiny import make_tiny_sources
 
     git_cfg, llm_cfg = configs(size)
     # a word-level tokenizer and GIT processor from the tiny sources; the models are real size

@@ -260,27 +260,42 @@ def _encoder_path(name: str) -> str:
 
 @metaphor_app.command("train")
 def train_cmd(
-    config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML); see docs/vmc.md.")],
-    output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Override output_dir.")] = None,
+    config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML), or the name of a shipped "
+                                         "recipe (e.g. paper-git-baseline); see docs/vmc.md.")],
+    output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Override output_dir (with --sample: the "
+                                                   "folder of the sample, its models and runs).")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Override train.max_steps.")] = None,
+    sample: Annotated[bool, typer.Option("--sample", help="Run the recipe offline on the packaged sample with tiny "
+                                         "random models (a smoke run of its pipeline: data layout, stages, the "
+                                         "checkpoint; the weights mean nothing).")] = False,
 ) -> int:
-    """Train GIT-LLaVA / GIT-LLaVA-X (stage 1: projector on still images; stage 2: VMC videos).
+    """Train GIT-LLaVA / GIT-LLaVA-X (stage 1: projector on still images; stage 2: VMC videos) or the GIT baseline.
 
     Multi-GPU / multi-node: ``accelerate launch -m connote.vmc.train --config c.yaml`` or
     ``torchrun --nproc_per_node N -m connote.vmc.train --config c.yaml``.
     """
-    from connote.vmc.train.config import load_config
+    from connote.vmc.train.config import find_config, load_config
     from connote.vmc.train.loop import train
 
-    overrides: dict = {}
-    if output_dir is not None:
-        overrides["output_dir"] = output_dir
     if max_steps is not None:
-        overrides.setdefault("train", {})["max_steps"] = max_steps
-    cfg = load_config(config, overrides)
+        checks.at_least("--max-steps", max_steps, 1)
+    path = find_config(config)
+    if sample:
+        from connote.vmc.train.sample_run import sample_config
+
+        out = Path(output_dir or "runs/vmc-train-sample")
+        checks.folder("--out", out)
+        cfg = sample_config(path, out, max_steps=max_steps, note=lambda m: print(f"sample run: {m}", file=sys.stderr))
+    else:
+        overrides: dict = {}
+        if output_dir is not None:
+            overrides["output_dir"] = output_dir
+        if max_steps is not None:
+            overrides.setdefault("train", {})["max_steps"] = max_steps
+        cfg = load_config(path, overrides)
     result = train(cfg)
     print(json.dumps({"final": result.final_dir, "steps": result.steps, "best_val_loss": result.best_val_loss,
-                      "stopped_early": result.stopped_early}))
+                      "stopped_early": result.stopped_early, **({"sample": True} if sample else {})}))
     return 0
 
 

@@ -271,6 +271,27 @@ def config_from_dict(data: dict[str, Any], path: str | Path | None = None, *, te
     return cfg
 
 
+#: The recipes that ship with connote (``paper-*.yaml`` as the paper states, ``public-*.yaml`` as its scripts ran).
+RECIPES = Path(__file__).resolve().parent / "recipes"
+
+
+def recipe_names() -> list[str]:
+    """The shipped recipes' names (file stems)."""
+    return sorted(p.stem for p in RECIPES.glob("*.yaml"))
+
+
+def find_config(path: str | Path) -> Path:
+    """``path`` when it is a file, else the shipped recipe of that name (``paper-git-baseline`` or
+    ``paper-git-baseline.yaml``); neither is an InputError listing the recipes."""
+    path = Path(path)
+    if path.exists():  # a file, or something else read_yaml names (a folder)
+        return path
+    if path.parent == Path(".") and (RECIPES / f"{path.stem}.yaml").is_file() and path.suffix in ("", ".yaml"):
+        return RECIPES / f"{path.stem}.yaml"
+    raise InputError(f"no such file, and no shipped recipe of that name; shipped recipes: {', '.join(recipe_names())}",
+                     path=path)
+
+
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Read a YAML training config; ``overrides`` (nested dict) are merged on top.
 
