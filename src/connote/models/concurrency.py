@@ -2,17 +2,23 @@
 
 ``ConcurrencyLimit`` gates each HTTP attempt of a :class:`connote.models.chat_client.ChatClient`
 (every thread of a backend's pool takes a slot before it sends and gives it back with what the server
-said). With ``adaptive`` on it is AIMD, as TCP's congestion window:
+said). With ``adaptive`` on it works as TCP's congestion window does:
 
 * **slow start**: until the server first throttles (or queues), each answered request adds one slot
   (the limit doubles every round trip);
 * **additive increase**: after that, each answered request adds ``1 / limit`` (one more slot per round
   of answers), up to ``ceiling``; within 10 % of the limit at which the server last throttled, a tenth
   of that (the known edge is probed slowly, so throttled answers stay rare; past it, growth resumes);
-* **multiplicative decrease**: a throttled answer (HTTP 429, or 503: overloaded) cuts the limit by 30 %, at
-  most once per round trip (the many 429s of one burst count once), down to 1;
-* **Retry-After**: a throttled answer that says when to come back (``Retry-After`` / ``retry-after-ms``)
-  holds every new request of the client until then, not only the one that was told;
+* **decrease**: a throttled answer (HTTP 429, or 503: overloaded) lowers the limit to the number of this
+  client's requests still in flight (the server was serving that many when it refused one more: its
+  capacity, as seen from here); every throttled answer of one burst (one round trip) lowers it further that
+  way, but the burst never cuts below 70 % of the limit it began at (a 429 at a call's tail, with few in
+  flight, says little about the server's capacity), down to 1;
+* **Retry-After**: the throttled request itself comes back when the answer says (``Retry-After`` /
+  ``retry-after-ms``: :class:`connote.models.chat_client.ChatClient`); from the second throttled answer of a
+  burst on, every new request of the client is held until then too (one refusal is the limit being probed
+  and the decrease answers it; more say the server is over its limit for everyone, so sending more before
+  then only collects more refusals);
 * **latency**: while the answers' smoothed latency is over ``latency_factor`` x the fastest seen (the
   server is queueing rather than refusing), the limit stops growing.
 
@@ -26,16 +32,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-#: Answers that say "too much": the limit is cut by ``DECREASE``.
+#: Requests in flight at the start of an adaptive limit, and a fixed pool's size (the backends' defaults).
+ADAPTIVE_START, FIXED_POOL = 8, 4
+#: Answers that say "too much": the limit is lowered (at most by ``DECREASE`` per burst).
 THROTTLE_STATUS = frozenset({429, 503})
-#: The multiplicative decrease (CUBIC's 0.7 rather than Reno's 0.5: a server's limit is a fixed rate, and the
-#: Retry-After hold already spaces the next sends, so a smaller cut keeps more of the limit).
+#: The deepest cut of one burst of throttled answers (CUBIC's 0.7 rather than Reno's 0.5: a server's limit is a
+#: fixed rate, and the Retry-After hold already spaces the next sends, so a smaller cut keeps more of the limit).
 DECREASE = 0.7
+#: The throttled answer of a burst from which on a Retry-After holds every new request, not only the told one.
+HOLD_FROM = 2
 
 
 @dataclass
 class ConcurrencyLimit:
-    start: int = 4
+    start: int = ADAPTIVE_START
     ceiling: int = 32
     adaptive: bool = True
     latency_factor: float = 3.0
@@ -51,6 +61,8 @@ class ConcurrencyLimit:
     _smoothed: float | None = field(init=False, default=None)
     _slow_start: bool = field(init=False, default=True)
     _edge: float = field(init=False, default=float("inf"))
+    _burst_base: float = field(init=False, default=0.0)
+    _burst: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         if self.start < 1 or self.ceiling < 1:
@@ -98,14 +110,17 @@ class ConcurrencyLimit:
             if status in THROTTLE_STATUS:
                 self.throttled += 1
                 if self.adaptive:
-                    if retry_after:
-                        self._paused_until = max(self._paused_until, now + retry_after)
                     round_trip = self._fastest if self._fastest is not None else latency
                     self._slow_start = False
-                    if now - self._last_cut >= round_trip:
-                        self._edge = self.limit
-                        self.limit = max(1.0, self.limit * DECREASE)
+                    if now - self._last_cut >= round_trip:  # a new burst of throttled answers
+                        self._edge = self._burst_base = self.limit
                         self._last_cut = now
+                        self._burst = 0
+                    self._burst += 1
+                    if retry_after and self._burst >= HOLD_FROM:
+                        self._paused_until = max(self._paused_until, now + retry_after)
+                    # refused while it served the others in flight: that many is its capacity (see the docstring)
+                    self.limit = min(self.limit, max(1.0, self._burst_base * DECREASE, float(self.in_flight)))
             elif status is None and not failed:
                 self.answered += 1
                 if self.adaptive:
@@ -120,6 +135,11 @@ class ConcurrencyLimit:
                             step /= 10
                         self.limit = min(float(self.ceiling), self.limit + step)
             self._cond.notify_all()
+
+    def hold_left(self) -> float:
+        """Seconds until a Retry-After hold on new requests ends (0: none)."""
+        with self._cond:
+            return max(0.0, self._paused_until - time.monotonic())
 
     def stats(self) -> dict[str, float | int]:
         with self._cond:
