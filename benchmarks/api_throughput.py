@@ -13,8 +13,8 @@ The server's limit is therefore ``min(rate, max_concurrent / latency)`` requests
 ``--items`` image-caption pairs with the ``openai`` backend (Yes/No with logprobs, as ``connote probe``
 asks) in calls of ``--batch`` pairs: the fixed pool (``adaptive=false``, 4 in flight: the backend's
 behaviour before) and the adaptive limit at the backend's defaults (raised and lowered from the server's
-answers: ``connote.models.concurrency``; starts at 8, ceiling ``--max-concurrency``). Printed: requests/s, its share of the server's limit, 429s, the peak in flight,
-items completed, and the load average.
+answers: ``connote.models.concurrency``; starts at 8, ceiling ``--max-concurrency``). Printed: requests/s,
+its share of the server's limit, 429s, the peak in flight, items completed, and the load average.
 
     python benchmarks/api_throughput.py                       # ~1 minute: 400 pairs, limit 40 requests/s
     python benchmarks/api_throughput.py --items 1000 --rate 80 --max-concurrent 24
