@@ -8,39 +8,51 @@ import time
 
 import pytest
 
-from connote.models.concurrency import DECREASE, ConcurrencyLimit
+from connote.models.concurrency import DECREASE, EDGE_SLOWDOWN, ConcurrencyLimit
 from tests import benchmark_scripts
 
 
 def test_slow_start_then_additive_increase_and_one_cut_per_round_trip() -> None:
-    c = ConcurrencyLimit(start=2, ceiling=8)
-    for _ in range(3):  # slow start: one slot per answer (each answer took 0.5 s: the round trip)
+    c = ConcurrencyLimit(start=4, ceiling=8)
+    for _ in range(4):  # slow start: half a slot per answer (each answer took 0.5 s: the round trip)
         c.release(c.acquire() - 0.5)
-    assert c.limit == 5.0
-    c.release(c.acquire() - 0.5, status=429)  # "too many"
-    assert c.limit == pytest.approx(5 * DECREASE) and c.throttled == 1
+    assert c.limit == 6.0
+    c.release(c.acquire() - 0.5, status=429)  # "too many": none in flight, 1 served of late -> the 30 % floor
+    assert c.limit == pytest.approx(6 * DECREASE) and c.throttled == 1
     c.release(c.acquire(), status=429)  # the same burst, within a round trip of the cut: no second cut
-    assert c.limit == pytest.approx(5 * DECREASE)
+    assert c.limit == pytest.approx(6 * DECREASE)
     before = c.limit
     c.release(c.acquire() - 0.5)  # after a cut: additive
     assert c.limit == pytest.approx(before + 1 / before)
-    while c.limit < 4.5:
+    while c.limit < 0.9 * 6:
         c.release(c.acquire() - 0.5)
     before = c.limit
-    c.release(c.acquire() - 0.5)  # within 10 % of the edge (5) where the server throttled: a tenth of a step
-    assert c.limit == pytest.approx(before + 0.1 / before)
-    for _ in range(200):
+    c.release(c.acquire() - 0.5)  # within 10 % of the edge (6) where the server throttled: a twentieth of a step
+    assert c.limit == pytest.approx(before + 1 / before / EDGE_SLOWDOWN) and EDGE_SLOWDOWN == 20
+    for _ in range(300):
         c.release(c.acquire() - 0.5)
     assert c.limit == 8.0  # the ceiling
     assert c.stats()["limit"] == 8.0 and c.stats()["throttled"] == 2 and c.stats()["peak_in_flight"] == 1
 
 
+def test_under_a_rate_limit_the_cut_keeps_what_the_server_answered_of_late() -> None:
+    c = ConcurrencyLimit(start=12, ceiling=12)
+    for _ in range(40):  # 40 answers of 1 s each within the window of 4 round trips: 10 served at once
+        c.release(c.acquire() - 1.0)
+    held = [c.acquire() for _ in range(3)]  # a lull: 3 in flight when a refusal comes
+    c.release(held.pop(), status=429, retry_after=0.01)
+    assert c.limit == pytest.approx(10.0, abs=0.01)  # not the 2 still in flight, nor only the 30 % cut (8.4)
+    for t in held:
+        c.release(t)
+
+
 def test_a_throttled_answer_lowers_the_limit_to_what_the_server_was_serving() -> None:
     c = ConcurrencyLimit(start=16, ceiling=32)
     c.release(c.acquire() - 10)  # one answer in 10 s: the round trip (every 429 below is one burst)
+    c.release(c.acquire() - 10)
     assert c.limit == 17.0  # slow start
     held = [c.acquire() for _ in range(15)]
-    c.release(held.pop(), status=429)  # refused while serving the 14 others
+    c.release(held.pop(), status=429)  # refused while serving the 14 others (of late: 2 x 10 s / 40 s = 0.5)
     assert c.limit == 14.0 and c.in_flight == 14
     c.release(held.pop(), status=429)  # the same burst: lowered again to the 13 still in flight
     assert c.limit == 13.0
