@@ -12,9 +12,9 @@ serving engines enforce:
 The server's limit is therefore ``min(rate, max_concurrent / latency)`` requests/s. Each side probes
 ``--items`` image-caption pairs with the ``openai`` backend (Yes/No with logprobs, as ``connote probe``
 asks) in calls of ``--batch`` pairs: the fixed pool (``adaptive=false``, 4 in flight: the backend's
-behaviour before) and the adaptive limit (AIMD from the server's answers; starts at 4, ceiling
-``max_concurrency``). Printed: requests/s, its share of the server's limit, 429s, the peak in flight,
-items completed, and the load average.
+behaviour before) and the adaptive limit at the backend's defaults (raised and lowered from the server's
+answers: ``connote.models.concurrency``; starts at 8, ceiling ``--max-concurrency``). Printed: requests/s,
+its share of the server's limit, 429s, the peak in flight, items completed, and the load average.
 
     python benchmarks/api_throughput.py                       # ~1 minute: 400 pairs, limit 40 requests/s
     python benchmarks/api_throughput.py --items 1000 --rate 80 --max-concurrent 24
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -63,6 +64,12 @@ class LimitedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # as serving engines' servers (uvicorn) do: the body is not held back until the client ACKs
+                # the headers (Nagle's algorithm against delayed ACKs: 40 ms per answer on a kept-alive connection)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"server: {args.rate:g} requests/s rate limit, {args.max_concurrent} in flight, {args.latency:g} s per "
           f"answer -> limit {limit:g} requests/s; {args.items} pairs in calls of {args.batch}")
     sides = [run_side("fixed pool of 4", "concurrency=4&adaptive=false", args),
-             run_side("adaptive (AIMD)", f"concurrency=4&max_concurrency={args.max_concurrency}", args)]
+             run_side("adaptive", f"max_concurrency={args.max_concurrency}", args)]
     print(f"{'':18}{'req/s':>8}{'of limit':>10}{'seconds':>9}{'HTTP 429':>10}{'peak in flight':>16}"
           f"{'completed':>11}  load avg (1 min)")
     for r in sides:

@@ -6,7 +6,8 @@ callable ``reply(h)`` that writes the response to the request handler ``h`` (``h
 body, ``h.path`` the path); ``replies[k]`` answers the k-th request, the last one repeats. Most replies are
 built by :func:`answer` (a function of the body) or :func:`status` (an error status); odd ones (a trickling
 body, no answer at all) write to ``h`` themselves. Each request is recorded in ``Server.requests`` as
-``{"path", "body", "headers" (lower-case names), "auth" (the Authorization header or None)}``.
+``{"path", "body", "headers" (lower-case names), "auth" (the Authorization header or None), "port" (the
+client's: one port, one connection)}``.
 
 The ``serve`` fixture starts servers and closes them after the test (registered for every test folder
 by ``tests/conftest.py``).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 
@@ -34,12 +36,16 @@ class Server:
         class H(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self) -> None:
+                super().setup()  # no Nagle delay on kept-alive connections (as uvicorn, vLLM's server)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 self.body = json.loads(body)
                 outer.requests.append({"path": self.path, "body": self.body,
                                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                                       "auth": self.headers.get("Authorization")})
+                                       "auth": self.headers.get("Authorization"), "port": self.client_address[1]})
                 reply = outer.replies[min(len(outer.requests), len(outer.replies)) - 1]
                 try:
                     reply(self)

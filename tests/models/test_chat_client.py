@@ -47,6 +47,43 @@ def test_429_then_200_succeeds_after_retry_after(serve: Callable[[list], Server]
     assert time.monotonic() - t0 >= 0.3  # the server's Retry-After was honoured
 
 
+@pytest.mark.parametrize("headers", [{"retry-after-ms": "50"}, {"Retry-After": "0.05"}])
+def test_the_servers_retry_after_is_honoured_exactly_not_stretched_to_the_back_off(
+        serve: Callable[[list], Server], headers: dict[str, str]) -> None:
+    server = serve([status(429, headers), ok])
+    client = ChatClient("m", base_url=server.url, backoff=30, deadline=20)  # a back-off past the deadline
+    assert client.chat([])["id"] == "x"  # the retry went after the server's 0.05 s, not max(30 s, 0.05 s)
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("headers", [{}, {"Retry-After": "0"}])
+def test_without_a_time_from_the_server_the_retry_backs_off(serve: Callable[[list], Server],
+                                                            headers: dict[str, str]) -> None:
+    server = serve([status(429, headers), ok])
+    client = ChatClient("m", base_url=server.url, backoff=30, deadline=20)
+    with pytest.raises(ApiError, match=r"the next attempt \(in 3[0-9.]+ s\) would pass the 20 s deadline; "
+                                       r"last: HTTP 429"):
+        client.chat([])
+    assert len(server.requests) == 1
+
+
+def test_connections_and_tls_context_are_reused(serve: Callable[[list], Server]) -> None:
+    import ssl
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = serve([status(503, {"retry-after-ms": "1"}), ok])
+    client = ChatClient("m", base_url=server.url, backoff=0.01)
+    for _ in range(5):
+        assert client.chat([])["id"] == "x"
+    assert client.clients_made == 1 and len(server.requests) == 6  # a 503 and its retry, then 4 more
+    assert len({r["port"] for r in server.requests}) == 1  # one kept-alive connection for all six
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda _: client.chat([])["id"], range(40))) == ["x"] * 40
+    assert 1 <= client.clients_made <= 4  # at most one per thread sending at once, not one per request
+    assert len({r["port"] for r in server.requests}) == client.clients_made
+    assert isinstance(client._tls, ssl.SSLContext)  # one TLS context, made once, shared by every client
+
+
 @pytest.mark.parametrize("code", [408, 409, 500, 502, 503, 504])
 def test_retried_statuses(serve: Callable[[list], Server], code: int) -> None:
     server = serve([status(code), ok])
@@ -177,6 +214,7 @@ def test_trickled_headers_end_at_the_deadline(serve: Callable[[list], Server]) -
     with pytest.raises(ApiError, match=r"within the 1\.5 s deadline.*still arriving"):
         client.chat([])
     assert time.monotonic() - t0 < 8  # the headers alone would take a minute
+    assert client.clients_made == 1 and client._idle == []  # the cut-off client was closed, not pooled
 
 
 def _json_reply(obj: object) -> Callable[[http.server.BaseHTTPRequestHandler], None]:

@@ -4,8 +4,10 @@
 typed errors. Retrying is done here so its bounds are connote's, identical for every backend:
 
 * **Retried**: HTTP 408, 409, 429 and 5xx, connection failures and read timeouts, up to
-  ``max_retries`` times, with exponential back-off ``backoff * 2**attempt`` (+ up to 10 % jitter)
-  or the server's ``Retry-After`` / ``retry-after-ms`` when that is longer.
+  ``max_retries`` times. When the answer says when to come back (``retry-after-ms`` or ``Retry-After``,
+  over 0 s) the retry goes then, exactly (as the ``openai`` package's own retries do: the server knows when
+  its next slot or token is due; a longer wait only idles the client); otherwise after the exponential
+  back-off ``backoff * 2**attempt`` (+ up to 10 % jitter).
 * **Retry-After cap**: a server asking to wait more than ``max_retry_after`` seconds (default 60)
   ends the request at once with an ``ApiError`` saying so, rather than sleeping (a day, for
   ``Retry-After: 86400``).
@@ -14,6 +16,9 @@ typed errors. Retrying is done here so its bounds are connote's, identical for e
   runs in a worker thread that the caller waits for at most the time left, and when the deadline passes
   the attempt's HTTP client is closed (its sockets with it), so a server trickling the status line or
   the headers a byte at a time, or never answering at all, is cut off like one trickling the body.
+* **Connections**: HTTP clients are kept in a pool and reused (keep-alive: no new TCP/TLS handshake per
+  request) and share one TLS context (loading the CA store anew costs ~40 ms of CPU per client); a client
+  whose attempt passed the deadline is closed, not reused.
 * An answer that is not a JSON object is retried like a failed request; any other HTTP 4xx is an
   ``ApiError`` at once. Callers record
   an ``ApiError`` as that item's error, and a rerun retries the item.
@@ -27,13 +32,14 @@ import io
 import json
 import os
 import random
+import threading
 import time
 from typing import Any
 
 from PIL import Image
 
 from connote.core.registry import require
-from connote.models.concurrency import ConcurrencyLimit
+from connote.models.concurrency import FIXED_POOL, ConcurrencyLimit
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 """Statuses worth retrying; any other 5xx is retried as well."""
@@ -98,18 +104,34 @@ class ChatClient:
         openai = require("openai", "api")
         self._openai = openai
         #: requests in flight across the threads that share this client (connote.models.concurrency)
-        self.concurrency = concurrency or ConcurrencyLimit(adaptive=False)
+        self.concurrency = concurrency or ConcurrencyLimit(FIXED_POOL, adaptive=False)
+        self._idle: list[Any] = []  # HTTP clients free for the next attempt (each keeps its connections)
+        self._lock = threading.Lock()
+        self._tls: Any = None
+        #: HTTP clients made so far (one per thread at most, plus one per attempt cut off at the deadline)
+        self.clients_made = 0
 
     def _new_client(self) -> Any:
+        with self._lock:
+            if self._tls is None:
+                self._tls = _tls_context(self._openai)
+            self.clients_made += 1
+        http_client = self._openai.DefaultHttpxClient(verify=self._tls)
         # retries are ours (see the module docstring), so the library's own are off
         return self._openai.OpenAI(api_key=self.api_key or "none", base_url=self.base_url, max_retries=0,
-                                   timeout=self.timeout)
+                                   timeout=self.timeout, http_client=http_client)
+
+    def _take_client(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self._new_client()
 
     def _attempt(self, body: dict[str, Any], end: float) -> bytes:
-        """One HTTP request on a client of its own, ended at the deadline ``end`` whatever the server does."""
-        import threading
-
-        client = self._new_client()
+        """One HTTP request on a client no other attempt uses meanwhile, ended at the deadline ``end`` whatever
+        the server does (the client is then closed, its sockets with it); otherwise the client goes back to
+        the pool."""
+        client = self._take_client()
         result: dict[str, Any] = {}
 
         def work() -> None:
@@ -125,7 +147,8 @@ class ChatClient:
             client.close()  # closes the connection: the worker's read fails and it ends
             worker.join(5.0)
             raise _DeadlinePassed
-        client.close()
+        with self._lock:
+            self._idle.append(client)
         if "error" in result:
             raise result["error"]
         return result["raw"]
@@ -193,7 +216,8 @@ class ChatClient:
                     if asked > self.max_retry_after:
                         raise ApiError(f"{last}; the server asks to retry after {asked:g} s, over the "
                                        f"{self.max_retry_after:g} s cap (max_retry_after): not waiting") from None
-                    wait = max(wait, asked)
+                    if asked > 0:  # the server's time, exactly (0: it did not say; back off)
+                        wait = asked
             except openai.APITimeoutError:
                 last = f"no answer within {min(self.timeout, max(0.0, end - start)):g} s"
             except openai.APIConnectionError as exc:
@@ -213,6 +237,18 @@ class ChatClient:
             raise ApiError(f"no complete answer within the {self.deadline:g} s deadline "
                            f"({attempt + 1} attempt(s)); last: {last}")
         raise ApiError(f"gave up after {self.max_retries + 1} attempts; last: {last}")
+
+
+def _tls_context(openai: Any) -> Any:
+    """One TLS context as the ``openai`` package's HTTP library makes it (its CA store, ``SSL_CERT_FILE``);
+    ``True`` (each client makes its own) where that library has no ``create_ssl_context``."""
+    import importlib
+
+    try:
+        library = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+        return library.create_ssl_context()
+    except (AttributeError, ImportError, IndexError, TypeError):
+        return True
 
 
 class _DeadlinePassed(Exception):

@@ -8,8 +8,9 @@ and 408/409/429/5xx/connection failures are retried with exponential back-off (`
 up to ``max_retry_after`` seconds; every request has an overall ``deadline``), through the ``openai``
 package (:mod:`connote.models.chat_client`); a pair that still fails is returned as an error, recorded
 with its item, and retried on rerun. Requests in flight follow the server's answers (``adaptive``, the
-default: AIMD from 429/503, Retry-After held for every thread, starting at ``concurrency`` and capped by
-``max_concurrency``; ``adaptive=false`` keeps a fixed pool of ``concurrency``): :mod:`connote.models.concurrency`.
+default: raised from the answers, lowered on 429/503 to what the server was serving, Retry-After honoured,
+starting at ``concurrency`` (8) and capped by ``max_concurrency``; ``adaptive=false`` keeps a fixed pool of
+``concurrency`` (4)): :mod:`connote.models.concurrency`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from PIL import Image
 
 from connote.models.chat_client import ApiError, ChatClient, image_data_url
-from connote.models.concurrency import ConcurrencyLimit
+from connote.models.concurrency import ADAPTIVE_START, FIXED_POOL, ConcurrencyLimit
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, NO_WORDS, YES_WORDS, match_prompt
 
 __all__ = ["ApiError", "ChatClient", "OpenAIChat", "OpenAIMatcher", "image_data_url", "yes_probability"]
@@ -96,13 +97,14 @@ def yes_probability(response: dict[str, Any]) -> float:
 class OpenAIMatcher:
     backend = "openai"
 
-    def __init__(self, model: str | None = None, *, prompt: str = MATCH_PROMPT, concurrency: int | str = 4,
+    def __init__(self, model: str | None = None, *, prompt: str = MATCH_PROMPT, concurrency: int | str | None = None,
                  timeout: float | str = 60.0, max_retries: int | str = 5, backoff: float | str = 1.0,
                  base_url: str | None = None, top_logprobs: int | str = 10, max_retry_after: float | str = 60.0,
                  deadline: float | str = 120.0, adaptive: bool | str = True, max_concurrency: int | str = 32,
                  latency_factor: float | str = 3.0) -> None:
-        limit = ConcurrencyLimit(int(concurrency), int(max_concurrency), str(adaptive).lower() in ("1", "true", "yes"),
-                                 float(latency_factor))
+        is_adaptive = str(adaptive).lower() in ("1", "true", "yes")
+        start = int(concurrency) if concurrency is not None else (ADAPTIVE_START if is_adaptive else FIXED_POOL)
+        limit = ConcurrencyLimit(start, int(max_concurrency), is_adaptive, float(latency_factor))
         self.client = ChatClient(model or "gpt-4o", base_url=base_url, timeout=float(timeout),
                                  max_retries=int(max_retries), backoff=float(backoff),
                                  max_retry_after=float(max_retry_after), deadline=float(deadline), concurrency=limit)
