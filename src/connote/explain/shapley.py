@@ -16,9 +16,12 @@ Five estimators are registered in :data:`ESTIMATORS`:
     ``20 * (n + 1)`` because it re-evaluates the empty and full coalitions). A forward/backward pair
     is exact for games without interactions of order three or more.
 ``adaptive`` (the default, :data:`DEFAULT_ESTIMATOR`)
-    The same antithetic permutations, drawn in rounds until the expected absolute error of a target
-    statistic (e.g. T-SHAP) is below ``tolerance``, capped by the budget (default: the MM-SHAP
-    setting's calls). Where 10 permutations are more than the target accuracy needs, it stops early.
+    Antithetic permutations taken as rows of random Latin squares (``sampling="latin"``: every row a
+    uniform permutation, so unbiased; positions balanced across a square's rows, so a lower error than
+    independent permutations at the same calls), drawn in rounds until the expected absolute error of a
+    target statistic (e.g. T-SHAP) is below ``tolerance``, capped by the budget (default: 20
+    permutations' calls, about twice the MM-SHAP setting's). Where fewer permutations reach the target
+    accuracy, it stops early.
 ``stratified``
     ``adaptive`` with the permutations drawn in position-stratified pairs: the second permutation
     of a pair swaps the first one's quarters (``B1 B0 B3 B2``, each reshuffled), so every feature is
@@ -362,8 +365,9 @@ def adaptive_shapley(value_fn: ValueFn, n_features: int, *, budget: int | None =
     Args:
         value_fn: the game, called with boolean masks of shape ``(m, n)``.
         n_features: number of players ``n``.
-        budget: call cap (default: the MM-SHAP setting, :func:`permutation_calls` with 10
-            permutations, so it never spends more than MM-SHAP unless told to).
+        budget: call cap (default: :func:`permutation_calls` with :data:`ADAPTIVE_CAP_PERMUTATIONS` = 20
+            permutations, about twice the MM-SHAP setting's calls: with 10, the benchmark model's pairs
+            spent the whole cap without reaching the default tolerance).
         seed: seeds the permutations and the bootstrap.
         batch_size: largest number of masks passed to ``value_fn`` at once (``None``: a round).
         tolerance: target expected absolute error of the statistic (``0`` spends the whole budget).

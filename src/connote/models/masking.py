@@ -220,7 +220,7 @@ def game_batches(matcher: Any) -> tuple[int, int, int]:
     the engine's memory budget holds, up to :data:`GAME_BATCH` / :data:`GAME_IMAGE_BATCH`; a size the
     spec names is kept. The cache of encoded masked images gets a quarter of the memory budget (at least
     :data:`GAME_CACHE_BYTES`): a BLIP-base state with every cross-attention layer's keys and values is
-    44 MB, so a fixed 256 MB held five of them and the adaptive estimator's later rounds re-encoded
+    44.3 MB, so a fixed 256 MiB held six of them and the adaptive estimator's later rounds re-encoded
     masks it had already seen.
     """
     plan = matcher.work_plan()
