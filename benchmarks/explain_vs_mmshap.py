@@ -15,13 +15,16 @@ The connote path is ``masking_game(matcher, image, caption, compat="mmshap")`` (
 * ``permutation``: the same estimator (10 antithetic permutations: the same error in expectation, though
   each run's sampled permutations differ), and with 20 (``--connote-permutations``) for a lower error;
 * ``adaptive``: antithetic permutations drawn in rounds until T-SHAP's expected error is below
-  ``--tolerance`` (one row per tolerance given; 0.01 is ``explain_pair``'s default).
+  ``--tolerance`` (one row per tolerance, call cap and permutation design given; 0.01, the estimator's
+  default cap and ``latin`` are ``explain_pair``'s default).
 
-With ``--seeds S`` every pair is explained S times per path (the public path's shap seed and connote's
-estimator seed both vary). The table gives each path's mean seconds per pair and mean |T-SHAP error| with
-standard errors over the pair-seeds and the wall ratio with its standard error (delta method); then, *at
-matched error*, each connote path's error minus the public path's on the same pair-seeds (mean +- s.e.) and
-the fastest connote path whose mean error is at or below the public path's.
+With ``--seeds S`` every pair is explained S times per path; the public path's shap seed and connote's
+estimator seed are derived from the pair and the seed index (:func:`run_seed`), so every pair-seed is an
+independent draw (with one seed per index, pairs of the same ``n`` drew the same permutations, and 9
+pair-seeds were about 3 independent draws). The table gives each path's mean seconds per pair and mean
+|T-SHAP error| with standard errors over the pair-seeds and the wall ratio with its standard error (delta
+method); then, *at matched error*, each connote path's error minus the public path's on the same pair-seeds
+(mean +- s.e.) and the fastest connote path whose mean error is at or below the public path's.
 
 Reference T-SHAP per pair: exact enumeration of the same game (default: 3-word captions, 5 ids, 3x3
 patches, n = 14), or for larger games connote's permutation estimator with ``--ref-permutations``
@@ -180,6 +183,12 @@ class PublicMMSHAP:
 # ---------------------------------------------------------------------------------------- benchmark
 
 
+def run_seed(pair: int, seed: int) -> int:
+    """The estimator seed of pair ``pair``'s ``seed``-th run: distinct and independent per pair and index
+    (both paths take it; shap seeds numpy's legacy generator with it, connote its own)."""
+    return int(np.random.SeedSequence([pair, seed]).generate_state(1)[0])
+
+
 def se(values) -> float:
     """Standard error of the mean (0 for one value)."""
     v = np.asarray(values, dtype=float)
@@ -230,9 +239,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--tolerance", default="0.01,0.005",
                     help="adaptive estimator's T-SHAP tolerance(s), comma-separated: one row each (0.01 is "
                          "explain_pair's default)")
-    ap.add_argument("--adaptive-permutations", default="10",
-                    help="call caps of the adaptive rows, in permutations (comma-separated; 10 = its default cap, "
-                         "the MM-SHAP setting's calls): one row per tolerance and cap")
+    ap.add_argument("--adaptive-permutations", default=None,
+                    help="call caps of the adaptive rows, in permutations (comma-separated; default: the "
+                         "estimator's default cap; 10 = the MM-SHAP setting's calls): one row per tolerance and cap")
+    ap.add_argument("--adaptive-sampling", default="latin",
+                    help="permutation designs of the adaptive rows (comma-separated: latin, the default, and/or "
+                         "independent, the design before 2 December 2026)")
     ap.add_argument("--exact-up-to", type=int, default=14,
                     help="reference by exact enumeration when n <= this, else by --ref-permutations permutations")
     ap.add_argument("--ref-permutations", type=int, default=400)
@@ -256,7 +268,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ap.error("--connote-permutations needs at least one count >= 1")
     try:
         tolerances = [float(t) for t in str(args.tolerance).split(",") if t.strip()]
-        caps = [int(c) for c in str(args.adaptive_permutations).split(",") if c.strip()]
+        caps = [int(c) for c in str(args.adaptive_permutations or "0").split(",") if c.strip()]
     except ValueError:
         ap.error("--tolerance and --adaptive-permutations must be numbers separated by commas")
 
@@ -269,8 +281,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
     from connote.explain.mmshap import mm_shap_scores
     from connote.explain.shapley import DEFAULT_ESTIMATOR, ESTIMATORS, permutation_calls
 
-    # the tolerance explain_pair's default estimator runs with
-    default_tol = inspect.signature(ESTIMATORS.get(DEFAULT_ESTIMATOR)).parameters["tolerance"].default
+    # the tolerance, cap and design explain_pair's default estimator runs with
+    defaults = inspect.signature(ESTIMATORS.get(DEFAULT_ESTIMATOR)).parameters
+    default_tol = defaults["tolerance"].default
+    default_sampling = defaults["sampling"].default if "sampling" in defaults else "independent"
+    try:
+        from connote.explain.shapley import ADAPTIVE_CAP_PERMUTATIONS as default_cap
+    except ImportError:  # connote before the cap was a setting
+        default_cap = 10
+    if args.adaptive_permutations is None:
+        caps = [default_cap]
+    designs = [d.strip() for d in args.adaptive_sampling.split(",") if d.strip()]
     from connote.models.registry import load_model, parse_spec
 
     torch.set_num_threads(args.threads)
@@ -314,7 +335,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         r["forwards"].append(forwards)
 
     for k, (image, caption) in enumerate(pairs):
-        for seed in range(args.seeds):
+        for index in range(args.seeds):
+            seed = run_seed(k, index)
             public = PublicMMSHAP(model, processor, image, caption)
             start = time.perf_counter()
             t = public.explain(seed)
@@ -323,10 +345,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
             estimators = [(f"connote permutation ({n} perms)", "permutation", {"n_permutations": n})
                           for n in permutations]
             n_players = public.n_text + public.p ** 2
-            estimators += [(f"connote adaptive (tol {t:g}{', default' if t == default_tol and cap == 10 else ''}"
-                            f"{'' if cap == 10 else f', <= {cap} perms'})", "adaptive",
-                            {"tolerance": t, "budget": permutation_calls(n_players, cap)})
-                           for cap in caps for t in tolerances]
+            estimators += [(f"connote adaptive (tol {t:g}, <= {cap} perms{'' if d == 'latin' else ', ' + d}"
+                            f"{', default' if (t, cap, d) == (default_tol, default_cap, default_sampling) else ''})",
+                            "adaptive", {"tolerance": t, "budget": permutation_calls(n_players, cap),
+                                         **({} if d == default_sampling else {"sampling": d})})
+                           for d in designs for cap in caps for t in tolerances]
             for (label, estimator, opts), dtype in itertools.product(estimators, fast):
                 label = label if dtype in ("fp32", "float32") else f"{label}, {dtype}"
                 start = time.perf_counter()
@@ -341,7 +364,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"\n{args.pairs} pairs x {args.seeds} seeds; calls = mask rows answered per pair; vision passes = images "
           f"encoded per pair (the public path re-encodes the image for every mask); +- = standard error over the "
           f"{runs} pair-seeds")
-    head = (f"{'path':<46} {'calls':>7} {'vision':>7} {'s/pair':>16} {'mean|dT|':>17} {'max|dT|':>8} "
+    head = (f"{'path':<56} {'calls':>7} {'vision':>7} {'s/pair':>16} {'mean|dT|':>17} {'max|dT|':>8} "
             f"{'wall ratio':>15}")
     print(head)
     print("-" * len(head))
@@ -357,7 +380,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                    "dT_vs_public": float(np.mean(np.subtract(r["err"], base["err"]))),
                    "dT_vs_public_se": se(np.subtract(r["err"], base["err"]))}
         table.append(figures)
-        print(f"{label:<46} {figures['calls']:>7.0f} {figures['vision_passes']:>7.0f} "
+        print(f"{label:<56} {figures['calls']:>7.0f} {figures['vision_passes']:>7.0f} "
               f"{figures['s_per_pair']:>8.3f} +-{figures['s_per_pair_se']:<6.3f}"
               f"{figures['mean_abs_dT']:>8.4f} +-{figures['mean_abs_dT_se']:<6.4f} {figures['max_abs_dT']:>8.4f} "
               f"{figures['wall_ratio']:>8.1f}x +-{ratio_se:<4.1f}")
@@ -368,7 +391,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ok = f["mean_abs_dT"] <= float(np.mean(base["err"]))
         if ok:
             matched.append(f)
-        print(f"  {f['path']:<46} difference {f['dT_vs_public']:+.4f} +- {f['dT_vs_public_se']:.4f}  "
+        print(f"  {f['path']:<56} difference {f['dT_vs_public']:+.4f} +- {f['dT_vs_public_se']:.4f}  "
               f"{'at or below the public error' if ok else 'above the public error'}; "
               f"{f['wall_ratio']:.1f}x +- {f['wall_ratio_se']:.1f}")
     if matched:

@@ -37,9 +37,9 @@ def test_connote_mode_full_mask_equals_engine_and_masked_tokens_keep_specials(na
     seen = []
     original = matcher.score_ids
 
-    def spy(states, index, ids):
+    def spy(states, index, ids, *batch):  # the game passes its own batch size
         seen.extend(ids)
-        return original(states, index, ids)
+        return original(states, index, ids, *batch)
 
     monkeypatch.setattr(matcher, "score_ids", spy)
     masks = np.ones((3, n), dtype=bool)
@@ -66,7 +66,7 @@ def test_mmshap_mode_features_are_all_ids_and_masked_ids_are_zero(name, tiny_dir
     assert game.n_patches == math.ceil(math.sqrt(len(ids))) ** 2 == 9
     seen = []
     original = matcher.score_ids
-    monkeypatch.setattr(matcher, "score_ids", lambda s, i, rows: seen.extend(rows) or original(s, i, rows))
+    monkeypatch.setattr(matcher, "score_ids", lambda s, i, rows, *b: seen.extend(rows) or original(s, i, rows, *b))
     masks = np.ones((1, game.n_text + game.n_patches), dtype=bool)
     masks[0, :game.n_text] = False
     game.value_fn(masks)
@@ -270,3 +270,34 @@ def test_bad_options_are_refused_before_any_work(manifest, tmp_path, capsys, ext
 
 
 assert ROWS  # the shared manifest rows stay importable for other modules
+
+
+def test_tensor_game_batches_and_cache_follow_the_memory_plan(tiny_blip_dir, monkeypatch):
+    from connote.explain.mmshap import explain_pair
+    from connote.models.masking import GAME_BATCH, GAME_CACHE_BYTES, GAME_IMAGE_BATCH, game_batches
+
+    matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}")
+    assert matcher.batch_sizes_given == (False, False)
+    score, images, cache = game_batches(matcher)
+    # auto sizes: a round's masks are known at once, so the game batches past the engine's defaults (16, 8)
+    assert (score, images) == (GAME_BATCH, GAME_IMAGE_BATCH)
+    assert cache == max(GAME_CACHE_BYTES, matcher.memory_budget // 4)  # not a fixed 256 MB (5 BLIP-base states)
+    batches = []
+    original = matcher.encode_images
+    monkeypatch.setattr(matcher, "encode_images", lambda pv: batches.append(len(pv)) or original(pv))
+    game = masking_game(matcher, random_image(2), "a man begs on the street")
+    patch_masks: set[bytes] = set()
+
+    def value_fn(masks):
+        patch_masks.update(m.tobytes() for m in masks[:, game.n_text:])
+        return game.value_fn(masks)
+
+    row = explain_pair(value_fn, game.n_text, game.n_patches, find_verb=False, seed=1, tolerance=0.0)
+    assert row["calls"] == game.calls[0] and row["calls"] > GAME_BATCH and row["estimator"] == "adaptive"
+    assert max(batches) > 8  # more than the engine's CPU default per encoder batch
+    # across the adaptive estimator's rounds every distinct patch mask is encoded once (kept in the cache)
+    assert game.image_encodes[0] == sum(batches) == len(patch_masks)
+    # a spec that names the sizes keeps them
+    fixed = load_model(f"hf-blip-itm:{tiny_blip_dir}?batch_size=4&image_batch_size=2")
+    assert fixed.batch_sizes_given == (True, True)
+    assert game_batches(fixed)[:2] == (4, 2)

@@ -377,13 +377,13 @@ def test_se_of_statistic():
 # ---------------------------------------------------------------------------------- adaptive
 
 
-def test_default_estimator_is_adaptive_and_capped_at_mmshap_calls():
+def test_default_estimator_is_adaptive_latin_and_capped_at_twice_the_mmshap_calls():
     n = 12
     counter = Counter(harsanyi(random_dividends(n, seed=43)))
     res = estimate(counter, n, tolerance=0.0)
-    assert res.estimator == "adaptive" and res.budget == permutation_calls(n, 10)
-    assert res.calls == counter.rows == permutation_calls(n, 10)
-    assert res.info["stopped"] == "budget"
+    assert res.estimator == "adaptive" and res.budget == permutation_calls(n, 20) == 2 * permutation_calls(n, 10) - 2
+    assert res.calls == counter.rows == permutation_calls(n, 20)
+    assert res.info["stopped"] == "budget" and res.info["sampling"] == "latin" and res.info["n_permutations"] == 20
 
 
 def test_adaptive_stops_early_on_easy_games():

@@ -20,6 +20,7 @@ from connote.core.errors import InputError, ItemError
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.explain import mmshap
 from connote.explain.mmshap import DEFAULT_ESTIMATORS, default_estimator  # noqa: F401
+from connote.explain.shapley import ADAPTIVE_CAP_PERMUTATIONS, ADAPTIVE_SAMPLING
 from connote.media.images import load_image
 from connote.models.masking import DEFAULT_COMPAT, check_compat, masking_game, require_masking
 from connote.runs.runner import WorkItem
@@ -92,8 +93,11 @@ class ExplainTask(Task):
 
     def settings(self) -> dict[str, Any]:
         # verb_source: the data's verb column first, the tagger where it is empty (task version 2)
-        return {"captions": self.captions, "estimator": self.estimator, "budget": self.budget, "seed": self.seed,
-                "grid": self.grid, "compat": self.compat, "verb_source": "data,tagger"}
+        settings = {"captions": self.captions, "estimator": self.estimator, "budget": self.budget, "seed": self.seed,
+                    "grid": self.grid, "compat": self.compat, "verb_source": "data,tagger"}
+        if self.estimator == "adaptive":  # its design and default cap changed (2 December 2026): older rows not reused
+            settings["adaptive"] = f"{ADAPTIVE_SAMPLING}, <= {ADAPTIVE_CAP_PERMUTATIONS} permutations"
+        return settings
 
     def config(self) -> dict[str, Any]:
         return {"data": str(self.data), **self.settings(), "sample": self.sample}

@@ -306,10 +306,7 @@ def explain_pair(value_fn: ValueFn, n_text: int, n_patches: int, *, estimator: s
     if extra:
         row.update(extra)
     if estimator in ("adaptive", "stratified") and "statistic" not in estimator_options:
-        def t_shap_of(v: np.ndarray) -> float:  # the adaptive estimator stops on T-SHAP's accuracy
-            return mm_shap_scores(v[:n_text], v[n_text:])[0]
-
-        estimator_options["statistic"] = t_shap_of
+        estimator_options["statistic"] = t_shap_statistic(n_text)  # the adaptive estimator stops on T-SHAP
     try:
         result = estimate(value_fn, n_text + n_patches, estimator=estimator, budget=budget, seed=seed,
                           batch_size=batch_size, **estimator_options)
@@ -330,14 +327,27 @@ def explain_pair(value_fn: ValueFn, n_text: int, n_patches: int, *, estimator: s
     return row
 
 
+def t_shap_statistic(n_text: int) -> Any:
+    """T-SHAP of a value vector ``(n,)`` as :func:`mm_shap_scores`, or of each row of ``(B, n)`` at once
+    (``rows = True`` tells the estimators they may pass all bootstrap replicates in one call)."""
+
+    def t_shap_of(v: np.ndarray) -> Any:
+        v = np.abs(np.asarray(v, dtype=float))
+        t = v[..., :n_text].sum(axis=-1)
+        total = t + v[..., n_text:].sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(total == 0.0, math.nan, t / np.where(total == 0.0, 1.0, total))
+        return float(out) if out.ndim == 0 else out
+
+    t_shap_of.rows = True  # type: ignore[attr-defined]
+    return t_shap_of
+
+
 def shapley_fields(result: ShapleyResult, n_text: int) -> dict[str, Any]:
     """Row fields derived from one Shapley result over ``[text tokens..., patches...]``."""
     values = result.values
     t_shap, v_shap = mm_shap_scores(values[:n_text], values[n_text:])
-
-    def t_stat(v: np.ndarray) -> float:
-        return mm_shap_scores(v[:n_text], v[n_text:])[0]
-
+    t_stat = t_shap_statistic(n_text)
     return {
         "value_full": result.full, "value_base": result.base,
         "text_shap": [float(x) for x in values[:n_text]],

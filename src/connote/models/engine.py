@@ -121,6 +121,10 @@ def _auto_int(value: int | str | None, default: int, name: str) -> int:
     return n
 
 
+def _given(value: int | str | None) -> bool:
+    return not (value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")))
+
+
 def _nbytes(states: Any) -> int:
     if isinstance(states, (tuple, list)):
         return sum(_nbytes(s) for s in states)
@@ -143,6 +147,9 @@ class TensorMatcher:
         kind = _device_kind(self.device)
         self.batch_size = _auto_int(batch_size, DEFAULT_BATCH[kind], "batch_size")
         self.image_batch_size = _auto_int(image_batch_size, DEFAULT_IMAGE_BATCH[kind], "image_batch_size")
+        #: the spec named the batch sizes (``auto`` or absent: False); callers that size their own
+        #: batches (the masking games) keep a size the user chose
+        self.batch_sizes_given = (_given(batch_size), _given(image_batch_size))
         self.preprocess_workers = _auto_int(preprocess_workers, 4, "preprocess_workers")
         self._budget_option = parse_bytes(memory_budget)
         self._memory_budget: int | None = self._budget_option

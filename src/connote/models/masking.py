@@ -23,8 +23,11 @@ Two feature definitions (``compat``):
   ceil(sqrt(#maskable tokens))``; patches tile the image exactly (``tile`` layout).
 
 For tensor backends every distinct image mask is encoded once and its state is kept (within a bytes
-budget) across the estimator's rounds; identical joint masks are scored once; all pairs go through the
-engine's batched, length-bucketed path.
+budget: a quarter of the engine's memory budget, at least 256 MB) across the estimator's rounds;
+identical joint masks are scored once; all pairs go through the engine's batched, length-bucketed path,
+in batches of up to :data:`GAME_BATCH` rows and :data:`GAME_IMAGE_BATCH` images within the engine's
+memory plan (a round's masks are all known at once, so the engine's small throughput defaults would
+only add forward calls), unless the spec names ``batch_size`` / ``image_batch_size``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ MMSHAP_MASKED_ID = 0
 LAYOUTS = ("tile", "mmshap")
 
 Span = tuple[int, int]
+#: Most rows per scoring batch and images per encoder batch of a tensor masking game (``auto`` sizes).
+GAME_BATCH = 256
+GAME_IMAGE_BATCH = 64
+#: Least bytes of encoded masked images a tensor masking game keeps between rounds.
+GAME_CACHE_BYTES = 256 * 2**20
 
 
 # ----------------------------------------------------------------------------------- patch grid
@@ -205,11 +213,32 @@ def _unique_rows(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return masks[first[order]], rank[inverse]
 
 
+def game_batches(matcher: Any) -> tuple[int, int, int]:
+    """``(rows per scoring batch, images per encoder batch, cache bytes)`` of a tensor masking game.
+
+    Where the spec leaves a batch size to ``auto``, it is the larger of the engine's plan and what half
+    the engine's memory budget holds, up to :data:`GAME_BATCH` / :data:`GAME_IMAGE_BATCH`; a size the
+    spec names is kept. The cache of encoded masked images gets a quarter of the memory budget (at least
+    :data:`GAME_CACHE_BYTES`): a BLIP-base state with every cross-attention layer's keys and values is
+    44.3 MB, so a fixed 256 MiB held six of them and the adaptive estimator's later rounds re-encoded
+    masks it had already seen.
+    """
+    plan = matcher.work_plan()
+    given = getattr(matcher, "batch_sizes_given", (True, True))
+    half = max(1, matcher.memory_budget // 2)
+    score = plan["score_batch"] if given[0] else max(
+        plan["score_batch"], min(GAME_BATCH, half // max(1, matcher.score_bytes_per_pair())))
+    images = matcher.image_batch_size if given[1] else max(
+        plan["image_batch"], min(GAME_IMAGE_BATCH, half // max(1, matcher.encoder_bytes_per_image())))
+    return score, images, max(GAME_CACHE_BYTES, matcher.memory_budget // 4)
+
+
 def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
-                compat: str | None = None, cache_bytes: int = 256 * 2**20) -> MaskGame:
+                compat: str | None = None, cache_bytes: int | None = None) -> MaskGame:
     """Masking game for a ``TensorMatcher`` backend (see the module docstring for ``compat``).
 
-    ``cache_bytes`` bounds the encoded masked images kept between the estimator's rounds.
+    ``cache_bytes`` bounds the encoded masked images kept between the estimator's rounds (default:
+    :func:`game_batches`'s).
     """
     compat = check_compat(compat)
     torch = matcher.torch
@@ -242,7 +271,8 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         patch_boxes(pixels.shape[-2], pixels.shape[-1], p, layout)  # refuses a grid finer than the pixels
     base_ids = np.asarray(ids, dtype=np.int64)
     pos = np.asarray(positions, dtype=np.int64)
-    cache = _ImageStateCache(cache_bytes)
+    score_batch, image_batch, default_cache = game_batches(matcher)
+    cache = _ImageStateCache(default_cache if cache_bytes is None else cache_bytes)
     game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=list(tokens),
                     spans=list(spans), compat=compat)
 
@@ -252,8 +282,8 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         found = [cache.get(k) for k in keys]
         todo = [i for i, s in enumerate(found) if s is None]
         with torch.inference_mode(), matcher._autocast():
-            for s in range(0, len(todo), matcher.image_batch_size):
-                chunk = todo[s:s + matcher.image_batch_size]
+            for s in range(0, len(todo), image_batch):
+                chunk = todo[s:s + image_batch]
                 pv = torch.from_numpy(mask_pixels(pixels, patch_masks[chunk], p, layout=layout)).to(matcher.device)
                 if matcher.dtype != torch.float32:
                     pv = pv.to(matcher.dtype)
@@ -275,7 +305,8 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         batch[:, pos] = np.where(text_keep, base_ids[pos][None, :], mask_id)
         if restore:
             batch[:, restore] = base_ids[restore]
-        values = np.asarray(matcher.score_ids(image_states, image_of.tolist(), batch.tolist()), dtype=float)
+        values = np.asarray(matcher.score_ids(image_states, image_of.tolist(), batch.tolist(), score_batch),
+                            dtype=float)
         return values[row_of]
 
     game.value_fn = value_fn

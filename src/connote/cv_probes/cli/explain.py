@@ -22,7 +22,8 @@ def explain(
     estimator: Optional[str] = typer.Option(
         None, "--estimator",
         help="permutation (10 antithetic permutations, as the public MM-SHAP code; default under --compat mmshap) | "
-             "adaptive (antithetic permutations until T-SHAP is within 0.01; default under --compat connote) | "
+             "adaptive (antithetic Latin-square permutations until T-SHAP is within 0.01, at most 20; default "
+             "under --compat connote) | "
              "stratified | kernel (paired KernelSHAP) | exact"),
     compat: str = typer.Option(
         "mmshap", "--compat",
