@@ -57,7 +57,7 @@ class Server:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
 

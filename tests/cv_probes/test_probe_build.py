@@ -95,7 +95,7 @@ class Rewriter(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Rewriter)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     httpd.shutdown()
     httpd.server_close()

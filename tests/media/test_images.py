@@ -42,7 +42,7 @@ def serve() -> Iterator[Callable[[Handler], str]]:
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}/img.png"
 

@@ -69,7 +69,7 @@ class Server:
                 pass
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
         self.spec = f"openai:gpt-3.5-turbo?base_url=http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
