@@ -537,6 +537,18 @@ def correlate_cmd(
 # --------------------------------------------------------------------------- vist train
 
 
+# the options `vist train` and `vist train-captioner` share
+_Features = Annotated[Path, typer.Option("--features", help=".npz: photo id -> image feature vector.")]
+_Steps = Annotated[int, typer.Option(help="Optimisation steps.")]
+_BatchSize = Annotated[int, typer.Option("--batch-size", help="Examples per step.")]
+_Lr = Annotated[float, typer.Option(help="Learning rate.")]
+_EmbedDim = Annotated[int, typer.Option("--embed-dim", help="Word embedding size.")]
+_HiddenDim = Annotated[int, typer.Option("--hidden-dim", help="GRU hidden size.")]
+_MinCount = Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")]
+_Seed = Annotated[int, typer.Option(help="Random seed (initialisation and batch order).")]
+_LogEvery = Annotated[int, typer.Option("--log-every", help="Record the loss every N steps.")]
+
+
 def _training_options(steps: int, batch_size: int, lr: float, out: Path) -> None:
     checks.at_least("--steps", steps, 1)
     checks.at_least("--batch-size", batch_size, 1)
@@ -547,16 +559,16 @@ def _training_options(steps: int, batch_size: int, lr: float, out: Path) -> None
 @story_app.command("train")
 def train_cmd(
     sis: Annotated[Path, typer.Option("--sis", help="Official story-in-sequence training file.")],
-    features: Annotated[Path, typer.Option("--features", help=".npz: photo id -> image feature vector.")],
+    features: _Features,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trained model.")],
-    steps: Annotated[int, typer.Option(help="Optimisation steps.")] = 1000,
-    batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
-    lr: Annotated[float, typer.Option()] = 1e-3,
-    embed_dim: Annotated[int, typer.Option("--embed-dim")] = 256,
-    hidden_dim: Annotated[int, typer.Option("--hidden-dim")] = 512,
-    min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
-    seed: Annotated[int, typer.Option()] = 0,
-    log_every: Annotated[int, typer.Option("--log-every")] = 100,
+    steps: _Steps = 1000,
+    batch_size: _BatchSize = 32,
+    lr: _Lr = 1e-3,
+    embed_dim: _EmbedDim = 256,
+    hidden_dim: _HiddenDim = 512,
+    min_count: _MinCount = 1,
+    seed: _Seed = 0,
+    log_every: _LogEvery = 100,
     encoder_order: Annotated[str, typer.Option("--encoder-order", help="How the encoder reads the photos: reverse "
                                                "(the paper's baseline) or forward.")] = "reverse",
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
@@ -604,16 +616,16 @@ def train_cmd(
 @story_app.command("train-captioner")
 def train_captioner_cmd(
     dii: Annotated[Path, typer.Option("--dii", help="Official description-in-isolation training file.")],
-    features: Annotated[Path, typer.Option("--features", help=".npz: photo id -> image feature vector.")],
+    features: _Features,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trained captioner.")],
-    steps: Annotated[int, typer.Option(help="Optimisation steps.")] = 1000,
-    batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
-    lr: Annotated[float, typer.Option()] = 1e-3,
-    embed_dim: Annotated[int, typer.Option("--embed-dim")] = 256,
-    hidden_dim: Annotated[int, typer.Option("--hidden-dim")] = 512,
-    min_count: Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")] = 1,
-    seed: Annotated[int, typer.Option()] = 0,
-    log_every: Annotated[int, typer.Option("--log-every")] = 100,
+    steps: _Steps = 1000,
+    batch_size: _BatchSize = 32,
+    lr: _Lr = 1e-3,
+    embed_dim: _EmbedDim = 256,
+    hidden_dim: _HiddenDim = 512,
+    min_count: _MinCount = 1,
+    seed: _Seed = 0,
+    log_every: _LogEvery = 100,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
