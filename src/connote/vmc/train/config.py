@@ -292,8 +292,10 @@ def find_config(path: str | Path) -> Path:
                      path=path)
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Read a YAML training config; ``overrides`` (nested dict) are merged on top.
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None, *,
+                replace: tuple[str, ...] = ()) -> TrainConfig:
+    """Read a YAML training config; ``overrides`` (nested dict) are merged on top, except the top-level
+    sections named in ``replace``, which the override's section replaces whole (or removes, when absent).
 
     Paths in the config are used as written (relative ones from the working directory).
     """
@@ -302,8 +304,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     path = Path(path)
     data, text = read_yaml(path, what="YAML file")
     data = data or {}
-    if overrides:
-        data = _merge(data, overrides) if isinstance(data, dict) else data
+    if (overrides or replace) and isinstance(data, dict):
+        data = _merge({k: v for k, v in data.items() if k not in replace}, overrides or {})
     return config_from_dict(data, path, text=text)
 
 

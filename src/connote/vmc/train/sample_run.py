@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from connote.vmc.train.config import TrainConfig
+from connote.vmc.train.config import TrainConfig, load_config
 
 SAMPLE_STEPS = 2
 
@@ -87,38 +87,36 @@ def _synth_run(paths: dict[str, Path], out: Path) -> Path:
 def sample_config(recipe: Path, out: Path, *, max_steps: int | None = None,
                   note: Callable[[str], None] = lambda m: None) -> TrainConfig:
     """The recipe's config with what cannot exist offline replaced by the sample (each replacement noted)."""
-    from connote.core.jsonio import read_yaml
     from connote.vmc.sample import TRAIN, write_sample_vmc
     from connote.vmc.train.tiny import make_tiny_sources
 
-    data, text = read_yaml(recipe, what="YAML file")
-    data = data if isinstance(data, dict) else {}
-    stage = data.get("stage", 2)
-    model = data.get("model") or {}
+    cfg = load_config(recipe)  # the recipe as it ships, its defaults filled in (and a bad recipe named)
     sample = out / "sample"
     models = sample / "models"
     if not (models / "git" / "config.json").is_file() or not (models / "llm" / "config.json").is_file():
         note(f"building tiny random GIT and LLM into {models} (once)")
-        make_tiny_sources(models, sample_words(), frames=int(model.get("frames_per_clip", 6)))
+        make_tiny_sources(models, sample_words(), frames=cfg.model.frames_per_clip)
     overrides: dict[str, Any] = {"model": {"captioner": str(models / "git")},
                                  "output_dir": str(out / recipe.stem), "init_from": None}
-    if model.get("architecture", "git-llava") != "git":
+    replaced = cfg.model.captioner
+    if cfg.model.architecture != "git":  # the GIT baseline has no LLM
         overrides["model"]["llm"] = str(models / "llm")
-    note(f"model: {model.get('captioner', 'GIT')} and {model.get('llm', 'the LLM')} -> tiny random models "
-         f"({models}); their captions mean nothing")
-    if data.get("init_from"):
-        note(f"init_from {data['init_from']} dropped: no trained stage 1 on the sample, the projector starts fresh")
-    given = data.get("data") or {}
-    if stage == 1:
+        replaced += f" and {cfg.model.llm}"
+    note(f"model: {replaced} -> tiny random models ({models}); their captions mean nothing")
+    if cfg.init_from:
+        note(f"init_from {cfg.init_from} dropped: no trained stage 1 on the sample, the projector starts fresh")
+    given = cfg.data
+    if cfg.stage == 1:
         paths = write_stage1_sample(sample / "stage1")
-        new: dict[str, Any] = {"val_fraction": given.get("val_fraction", 0.0)}
-        if given.get("synth"):
+        new: dict[str, Any] = {"val_fraction": given.val_fraction}
+        if given.synth:
             new["synth"] = str(_synth_run(paths, sample / "stage1" / "synth-run"))
-        if given.get("haivmet") or given.get("coco") or not given.get("synth"):
+        if given.haivmet or given.coco or not given.synth:
             new.update(haivmet=str(paths["haivmet"]), coco=str(paths["coco"]), coco_split="train2014")
         n_train = None
-        note(f"data: {', '.join(sorted(k for k in given if k != 'val_fraction')) or 'stage-1 images'} -> the "
-             f"sample's {', '.join(k for k in ('haivmet', 'coco', 'synth') if k in new)} ({sample / 'stage1'})")
+        named = [k for k in ("haivmet", "coco", "synth", "metaphor_images", "literal_images") if getattr(given, k)]
+        note(f"data: {', '.join(named) or 'stage-1 images'} -> the sample's "
+             f"{', '.join(k for k in ('haivmet', 'coco', 'synth') if k in new)} ({sample / 'stage1'})")
     else:
         paths = write_sample_vmc(sample / "vmc")
         new = {"captions": str(paths["captions"]), "videos": str(paths["videos"]), "train_split": str(paths["train"]),
@@ -126,17 +124,14 @@ def sample_config(recipe: Path, out: Path, *, max_steps: int | None = None,
         n_train = len(TRAIN)
         note(f"data: VMC -> the sample clips ({paths['videos']}; {n_train} training clips, the test split as "
              "validation)")
-    overrides["data"] = new  # the recipe's data section is replaced whole (its paths do not exist here)
-    train = dict(data.get("train") or {})
+    overrides["data"] = new
     steps = max_steps or SAMPLE_STEPS
     overrides["train"] = {"max_steps": steps}
-    batch = int(train.get("batch_size", 4))
+    batch = cfg.train.batch_size
     if n_train is not None and batch > n_train:
         overrides["train"]["batch_size"] = n_train
         note(f"train.batch_size {batch} -> {n_train} (the sample's training clips); train.max_steps -> {steps}")
     else:
         note(f"train.max_steps -> {steps}")
-    from connote.vmc.train.config import _merge, config_from_dict
-
-    data = _merge({k: v for k, v in data.items() if k != "data"}, overrides)
-    return config_from_dict(data, recipe, text=text)
+    # the recipe's data section is replaced whole: its paths do not exist here
+    return load_config(recipe, overrides, replace=("data",))
