@@ -22,6 +22,7 @@ from connote.core.registry import import_target
 from connote.models.registry import MODELS, register_model
 from connote.report.document import RUN_KINDS
 from connote.report.load import recognise
+from tests.potato_state import potato_state
 
 
 class Writer:
@@ -49,16 +50,6 @@ def _labels(path: Path) -> Path:
     return path
 
 
-def _potato_state(folder: Path, name: str, answers: dict[str, dict[str, str]]) -> None:
-    """One annotator's ``annotation_output/<name>/user_state.json`` as Potato writes it (radio answers)."""
-    state = {"user_id": name, "instance_id_ordering": list(answers),
-             "instance_id_to_label_to_value": {iid: [[{"schema": c, "name": v}, v] for c, v in by.items()]
-                                               for iid, by in answers.items()}}
-    out = folder / "annotation_output" / name
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "user_state.json").write_text(json.dumps(state))
-
-
 def _vmc_human_eval(root: Path, caption_run: Path) -> Path:
     from connote.collect.importing import import_study
     from connote.collect.project import read_manifest
@@ -68,7 +59,7 @@ def _vmc_human_eval(root: Path, caption_run: Path) -> Path:
     manifest = read_manifest(study)
     attention = {iid: {c: "no" for c in CRITERIA} for iid in manifest["attention"]}
     for k, rater in enumerate(("r1", "r2")):
-        _potato_state(study, rater, {**{i: {c: ("yes", "no")[(j + k) % 2] for c in CRITERIA}
+        potato_state(study, rater, {**{i: {c: ("yes", "no")[(j + k) % 2] for c in CRITERIA}
                                         for j, i in enumerate(manifest["items"])}, **attention})
     out = root / "vmc-human-eval"
     assert import_study(study, out).imported == 2 * len(manifest["items"])

@@ -109,10 +109,15 @@ def make(runs: list[str | Path], videos: str | Path, out: str | Path, *, per_ite
             study.sources[iid] = {"video_id": vid, "run": name, "caption": caption}
     study.options["runs"] = names
     if study.items:
-        study.attention.append({"id": "attention-1", "video": study.items[0]["video"],
-                                "expected_answer": {"fluency": "no", "creativity": "no"},
-                                "text": "ATTENTION CHECK: answer \"no\" to fluency and to creativity here."})
+        study.attention.append(attention_item("video", study.items[0]["video"]))
     return write_project(study, out, completion=completion, login=login)
+
+
+def attention_item(media: str, url: str) -> dict[str, Any]:
+    """The attention check of the VMC yes/no studies: the first item's ``media`` (video or image) with an
+    instruction to answer "no" to fluency and creativity."""
+    return {"id": "attention-1", media: url, "expected_answer": {"fluency": "no", "creativity": "no"},
+            "text": "ATTENTION CHECK: answer \"no\" to fluency and to creativity here."}
 
 
 def is_complete(answer: Answer) -> bool:

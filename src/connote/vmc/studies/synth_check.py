@@ -24,10 +24,9 @@ from connote.collect.project import MediaFolder, Study, example_block, radio, sa
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
 from connote.vmc.studies.evaluation import CRITERIA as EVALUATION_CRITERIA
-from connote.vmc.studies.evaluation import import_yes_no
+from connote.vmc.studies.evaluation import YES_NO, attention_item, import_yes_no
 
 NAME = "vmc-synth-check"
-YES_NO = ("yes", "no")
 CRITERIA = {c: EVALUATION_CRITERIA[c] for c in ("fluency", "creativity")}
 
 INSTRUCTIONS = (
@@ -87,9 +86,7 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
         study.sources[iid] = {"image": str(row["image"]), "caption": str(row["caption"]),
                               "source_caption": str(row.get("source_caption") or "")}
     if study.items:
-        study.attention.append({"id": "attention-1", "image": study.items[0]["image"],
-                                "expected_answer": {"fluency": "no", "creativity": "no"},
-                                "text": "ATTENTION CHECK: answer \"no\" to fluency and to creativity here."})
+        study.attention.append(attention_item("image", study.items[0]["image"]))
     return write_project(study, out, completion=completion, login=login)
 
 
