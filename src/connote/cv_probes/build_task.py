@@ -301,7 +301,7 @@ def retrieve_step(out: Path, entries: list[VerbEntry], index_path: Path | None, 
                                   error=f"{e.entry_id}#pg{j}: {pool_problem}" if pool_problem else None))
     if not items:
         return {}
-    index = np.load(index_path, mmap_mode="r") if index_path is not None and images else None
+    index = np.load(index_path, mmap_mode="r", allow_pickle=False) if index_path is not None and images else None
 
     def compute(batch: list[WorkItem]) -> list[dict[str, Any]]:
         q = np.asarray(encoder.embed_texts([it.payload[1] for it in batch]), dtype=np.float32)

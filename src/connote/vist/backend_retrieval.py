@@ -54,7 +54,7 @@ class RetrievalStoryGenerator:
                                         sort_keys=True, default=str).encode()).hexdigest()[:16]
         cached = Path(cache) / f"{key}.npz" if cache else None
         if cached is not None and cached.is_file():
-            with np.load(cached) as z:
+            with np.load(cached, allow_pickle=False) as z:
                 self.index = z["index"]
             return
         items: list[Any] = []

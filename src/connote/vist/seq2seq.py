@@ -340,7 +340,7 @@ def load_features(path: str | Path) -> dict[str, np.ndarray]:
     """Photo id -> feature vector from a ``.npz`` file (keys are photo ids): vectors of one length, finite."""
     path = Path(path)
     try:
-        with np.load(path) as z:
+        with np.load(path, allow_pickle=False) as z:
             feats = {str(k): np.asarray(z[k], dtype=np.float32) for k in z.files}
     except FileNotFoundError:
         raise InputError("feature file not found", path=path) from None
