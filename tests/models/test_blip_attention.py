@@ -58,3 +58,27 @@ def test_attention_maps_requested_fall_back_to_eager(tiny_blip_dir):
         out = matcher.model.vision_model(pixel_values=pixel_values, output_attentions=True)
     assert out.attentions is not None and all(a is not None for a in out.attentions)
     assert torch.allclose(out.attentions[0].sum(-1), torch.ones(()), atol=1e-5)
+
+
+@pytest.mark.parametrize("options", ["", "cache_cross_attention=false", "attention=eager"])
+def test_rows_of_shared_images_score_as_eager_transformers(tiny_blip_dir, options):
+    """Rows naming images out of order and repeatedly, from one state tensor or one tensor per image: the
+    grouped cross-attention (sdpa) and the per-row gather (eager) both give transformers' eager p(match)."""
+    from connote.models.engine import ImageStates
+    from connote.models.hf_itm import _CrossSide
+
+    matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}?{options}")
+    grouped = "eager" not in options
+    assert bool(matcher._sides) == grouped
+    if grouped:
+        side = matcher.model.text_encoder.encoder.layer[0].crossattention.self.__dict__["_connote_side"]
+        assert isinstance(side, _CrossSide) and (side.offset is None) == ("false" in options)
+    states = matcher.image_states(IMAGES)
+    ids = matcher.token_ids(CAPTIONS)
+    image_of = [i for i, _ in PAIRS]
+    rows = [ids[c] for _, c in PAIRS]
+    ref = eager_reference(tiny_blip_dir, PAIRS)
+    assert matcher.score_ids(states, image_of, rows, batch=5) == pytest.approx(ref, abs=1e-6)
+    per_image = ImageStates(states[j:j + 1] for j in range(len(IMAGES)))
+    assert matcher.score_ids(per_image, image_of, rows, batch=5) == pytest.approx(ref, abs=1e-6)
+    assert all(side.groups is None for side in matcher._sides)  # a call leaves no rows behind

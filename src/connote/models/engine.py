@@ -125,6 +125,22 @@ def _given(value: int | str | None) -> bool:
     return not (value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")))
 
 
+class ImageStates(list):
+    """Image states kept one tensor per image (each with a batch dim of 1), in the order rows name them.
+
+    A masking game scores a call's rows against many masked images, a few rows per image; holding the
+    states apart spares copying all of them into one tensor per call. ``index_states`` gathers a batch's rows
+    into one tensor for a backend that scores aligned rows; a backend that reads each image's state once
+    per batch (BLIP's grouped cross-attention) takes them as they are.
+    """
+
+
+def _device(states: Any) -> Any:
+    while isinstance(states, (tuple, list)):
+        states = states[0]
+    return states.device
+
+
 def _nbytes(states: Any) -> int:
     if isinstance(states, (tuple, list)):
         return sum(_nbytes(s) for s in states)
@@ -180,7 +196,7 @@ class TensorMatcher:
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
                    text_states: Any | None) -> Any:
         """p(match) for texts against ``image_states[rows]``; a backend may gather lazily to save memory."""
-        return self.score(_index(image_states, rows), input_ids, attention_mask, text_states)
+        return self.score(index_states(image_states, rows), input_ids, attention_mask, text_states)
 
     def encoder_bytes_per_image(self) -> int:
         """Peak activation bytes of the image encoder per image (an estimate from the vision config)."""
@@ -290,7 +306,7 @@ class TensorMatcher:
         batch = batch or self.work_plan()["score_batch"]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = [math.nan] * len(ids)
-        device = image_states[0].device if isinstance(image_states, (tuple, list)) else image_states.device
+        device = _device(image_states)
         with torch.inference_mode(), self._autocast():
             for start in range(0, len(order), batch):
                 rows = order[start:start + batch]
@@ -375,13 +391,17 @@ class TensorMatcher:
                     t_idx = torch.as_tensor([k for k, _ in chunk], device=input_ids.device)
                     i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=input_ids.device)
                     p = self.score_rows(states, i_idx, input_ids.index_select(0, t_idx),
-                                        mask.index_select(0, t_idx), _index(text_states, t_idx))
+                                        mask.index_select(0, t_idx), index_states(text_states, t_idx))
                     for (_, r), v in zip(chunk, p.float().cpu().tolist()):
                         out[r] = float(v)
         return out
 
 
-def _index(states: Any, idx: Any) -> Any:
+def index_states(states: Any, idx: Any) -> Any:
+    """The rows ``idx`` of image (or text) states, as one tensor (or one tensor per component of a tuple)."""
+    if isinstance(states, ImageStates):
+        torch = require("torch", "hf")
+        return torch.cat([states[i] for i in idx.tolist()])
     if isinstance(states, tuple):
         return tuple(s.index_select(0, idx) for s in states)
     return states.index_select(0, idx)

@@ -19,7 +19,7 @@ from typing import Any
 from PIL import Image
 
 from connote.core.registry import require
-from connote.models.engine import TensorMatcher
+from connote.models.engine import ImageStates, TensorMatcher, index_states
 from connote.runs.store import file_sha256, file_stamp
 
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
@@ -247,6 +247,9 @@ def _sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = No
     masks are the model's additive masks, as the eager code adds them to the scores.
     """
     if kwargs.get("output_attentions") or kwargs.get("cache") is not None or self.training:
+        side = self.__dict__.get("_connote_side")
+        if side is not None and side.groups is not None:
+            raise RuntimeError("BLIP's grouped cross-attention scores without attention maps or a cache")
         return type(self).forward(self, hidden_states, attention_mask=attention_mask,
                                   encoder_hidden_states=encoder_hidden_states,
                                   encoder_attention_mask=encoder_attention_mask, **kwargs)
@@ -254,6 +257,10 @@ def _sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = No
     head = self.attention_head_size
     query = self.query(hidden_states).view(*hidden_states.shape[:-1], -1, head).transpose(1, 2)
     cross = encoder_hidden_states is not None
+    side = self.__dict__.get("_connote_side") if cross else None
+    if side is not None and side.groups is not None:
+        context = side.attend(query)
+        return context.transpose(1, 2).reshape(*hidden_states.shape[:-1], self.all_head_size), None
     source = encoder_hidden_states if cross else hidden_states
     mask = encoder_attention_mask if cross else attention_mask
     key = self.key(source).view(*source.shape[:-1], -1, head).transpose(1, 2)
@@ -265,12 +272,57 @@ def _sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = No
     return context, None
 
 
+class _CrossSide:
+    """The image side of one BLIP text layer's cross-attention during a scoring call, read per image.
+
+    A call's rows are sorted by image, and each image's rows form a group. All of a group's queries
+    attend to the same image tokens, so they are put side by side as one query sequence against that
+    image's keys and values (softmax attention treats each query on its own, so the result is the
+    same as per row). The keys and values are read from the image state where it caches them
+    (``offset``), else projected once per group from its vision tokens; they are never gathered per row.
+    """
+
+    def __init__(self, attention: Any, width: int, offset: int | None) -> None:
+        self.attention = attention
+        self.width = width
+        self.offset = offset
+        self.groups: list[tuple[int, int, Any]] | None = None  # (first row, end row, image state (1, T, D))
+
+    def _keys_values(self, state: Any) -> tuple[Any, Any]:
+        if self.offset is not None:
+            size = self.attention.all_head_size
+            tokens = state[0]
+            return tokens[:, self.offset:self.offset + size], tokens[:, self.offset + size:self.offset + 2 * size]
+        vision = state[0, :, :self.width]
+        linear = self.attention.__dict__.get("key", self.attention.key)
+        key = getattr(linear, "linear", linear)(vision)
+        linear = self.attention.__dict__.get("value", self.attention.value)
+        return key, getattr(linear, "linear", linear)(vision)
+
+    def attend(self, query: Any) -> Any:
+        """Context vectors (rows, heads, length, head size) for ``query`` of the same shape."""
+        torch = require("torch", "hf")
+        rows, heads, length, head = query.shape
+        out = torch.empty_like(query)
+        for start, end, state in self.groups or ():
+            key, value = (x.to(query.dtype).view(-1, heads, head).transpose(0, 1).unsqueeze(0)
+                          for x in self._keys_values(state))
+            q = query[start:end].transpose(0, 1).reshape(1, heads, (end - start) * length, head)
+            context = torch.nn.functional.scaled_dot_product_attention(q, key, value)
+            out[start:end] = context.view(heads, end - start, length, head).transpose(0, 1)
+        return out
+
+
 class BlipItmMatcher(HFMatcher):
     """BLIP ITM head: p(match) = softmax(itm_head(text_encoder(text | image)[CLS]))[1].
 
     The image state holds the vision tokens and, per text layer, their cross-attention keys and
     values, so captions of the same image share all image-side work (``cache_cross_attention=false``
-    keeps only the vision tokens, for less memory per image).
+    keeps only the vision tokens, for less memory per image). Under the default fused attention a
+    scoring batch's rows are grouped by image and each cross-attention layer reads an image's keys
+    and values once for all of its rows (:class:`_CrossSide`), instead of a copy per row: an MM-SHAP
+    masking game scores hundreds of rows against a few masked images, and at BLIP-base size those
+    copies (44 MB per row) cost more than the rows' own compute.
     """
 
     backend = "hf-blip-itm"
@@ -294,15 +346,24 @@ class BlipItmMatcher(HFMatcher):
                 elif kind == "BlipTextSelfAttention" and _leading_parameters(module, 4) == _TEXT_ATTENTION_PARAMETERS:
                     module.forward = types.MethodType(_sdpa_text_attention, module)
         self._projections: list[_ImageSideLinear] = []
-        if self.cache_cross_attention:
-            for layer in self.model.text_encoder.encoder.layer:
-                cross = getattr(layer, "crossattention", None)
-                if cross is None:
-                    continue
+        self._sides: list[_CrossSide] = []
+        width = self.model.config.vision_config.hidden_size
+        offset = width
+        for layer in self.model.text_encoder.encoder.layer:
+            cross = getattr(layer, "crossattention", None)
+            if cross is None:
+                continue
+            if self.cache_cross_attention:
                 for name in ("key", "value"):
                     wrapped = _ImageSideLinear(getattr(cross.self, name))
                     cross.self.__dict__[name] = wrapped  # shadows the submodule for calls only
                     self._projections.append(wrapped)
+            self._sides.append(_CrossSide(cross.self, width, offset if self.cache_cross_attention else None))
+            offset += 2 * cross.self.all_head_size
+        if not all(getattr(side.attention.forward, "__func__", None) is _sdpa_text_attention for side in self._sides):
+            self._sides = []  # eager attention (or a transformers whose forward was not taken over): rows gathered
+        for side in self._sides:
+            side.attention.__dict__["_connote_side"] = side
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
@@ -331,6 +392,11 @@ class BlipItmMatcher(HFMatcher):
 
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
                    text_states: Any) -> Any:
+        if self._sides:
+            return self._score_grouped(image_states, rows, input_ids, attention_mask)
+        if isinstance(image_states, ImageStates):
+            image_states = index_states(image_states, rows)
+            rows = self.torch.arange(image_states.shape[0], device=image_states.device)
         width = self.model.config.vision_config.hidden_size
         vision = image_states[..., :width].index_select(0, rows)
         offset = width
@@ -345,6 +411,37 @@ class BlipItmMatcher(HFMatcher):
             for p in self._projections:
                 p.source = p.states = p.rows = None
         return self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
+
+
+    def _score_grouped(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any) -> Any:
+        """``score_rows`` with the rows sorted by image and each cross-attention layer reading an image's
+        keys and values once for all of its rows (:class:`_CrossSide`)."""
+        torch = self.torch
+        index = rows.tolist()
+        order = sorted(range(len(index)), key=index.__getitem__)
+        groups: list[tuple[int, int, Any]] = []
+        start = 0
+        for k in range(1, len(order) + 1):
+            if k == len(order) or index[order[k]] != index[order[start]]:
+                j = index[order[start]]
+                state = image_states[j] if isinstance(image_states, ImageStates) else image_states[j:j + 1]
+                groups.append((start, k, state))
+                start = k
+        perm = torch.as_tensor(order, device=input_ids.device)
+        width = self.model.config.vision_config.hidden_size
+        # the text model reads only the shape of the image tokens; every cross-attention layer reads its groups
+        vision = groups[0][2][..., :width].expand(len(order), -1, -1)
+        for side in self._sides:
+            side.groups = groups
+        try:
+            out = self.model.text_encoder(input_ids=input_ids.index_select(0, perm),
+                                          attention_mask=attention_mask.index_select(0, perm),
+                                          encoder_hidden_states=vision, encoder_attention_mask=self._ones(vision))
+        finally:
+            for side in self._sides:
+                side.groups = None
+        p = self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
+        return torch.empty_like(p).index_copy_(0, perm, p)
 
 
 class Blip2ItmMatcher(HFMatcher):

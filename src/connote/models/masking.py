@@ -42,6 +42,7 @@ import numpy as np
 from PIL import Image
 
 from connote.core.errors import InputError
+from connote.models.engine import ImageStates
 
 #: Feature definitions a masking game accepts; see the module docstring.
 COMPAT_MODES = ("mmshap", "connote")
@@ -292,7 +293,7 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
                 for j, i in enumerate(chunk):
                     found[i] = states[j:j + 1]
                     cache.put(keys[i], found[i])
-        return torch.cat(found) if len(found) > 1 else found[0]
+        return ImageStates(found)  # one tensor per mask, not copied into one
 
     def value_fn(masks: np.ndarray) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
