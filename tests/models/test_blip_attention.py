@@ -82,3 +82,26 @@ def test_rows_of_shared_images_score_as_eager_transformers(tiny_blip_dir, option
     per_image = ImageStates(states[j:j + 1] for j in range(len(IMAGES)))
     assert matcher.score_ids(per_image, image_of, rows, batch=5) == pytest.approx(ref, abs=1e-6)
     assert all(side.groups is None for side in matcher._sides)  # a call leaves no rows behind
+
+
+def test_accelerators_group_rows_only_for_images_with_many(tiny_blip_dir, monkeypatch):
+    """On a CPU rows are always grouped by image; elsewhere only from ACCELERATOR_ROWS_PER_IMAGE rows per image
+    (probe batches of a few captions per image keep one batched kernel per layer), with the same p(match)."""
+    from connote.models.hf_itm import ACCELERATOR_ROWS_PER_IMAGE
+
+    matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}")
+    states = matcher.image_states(IMAGES)
+    input_ids, mask = matcher.pad(matcher.token_ids(CAPTIONS[:2] * ACCELERATOR_ROWS_PER_IMAGE))
+    few = torch.tensor([0, 1, 2, 0] * (len(input_ids) // 4))
+    many = torch.zeros(len(input_ids), dtype=torch.long)
+    grouped = []
+    real = matcher._score_grouped
+    monkeypatch.setattr(matcher, "_score_grouped", lambda *a: grouped.append(len(a[0])) or real(*a))
+    with torch.inference_mode():
+        on_cpu = [matcher.score_rows(states, rows, input_ids, mask, None) for rows in (few, many)]
+        assert grouped == [3, 1]
+        monkeypatch.setattr(matcher, "device", "cuda:0")  # the rule reads the device name; tensors stay put
+        elsewhere = [matcher.score_rows(states, rows, input_ids, mask, None) for rows in (few, many)]
+    assert grouped == [3, 1, 1]  # the few-rows batch was gathered per row
+    for a, b in zip(on_cpu, elsewhere):
+        assert torch.allclose(a, b, atol=1e-6)

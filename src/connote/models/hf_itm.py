@@ -22,6 +22,8 @@ from connote.core.registry import require
 from connote.models.engine import ImageStates, TensorMatcher, index_states
 from connote.runs.store import file_sha256, file_stamp
 
+#: Rows per image from which BLIP's scoring groups rows by image on an accelerator (always on a CPU).
+ACCELERATOR_ROWS_PER_IMAGE = 8
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
 DIGEST_SIDECAR = ".connote-sha256.json"
 
@@ -392,8 +394,13 @@ class BlipItmMatcher(HFMatcher):
 
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
                    text_states: Any) -> Any:
-        if self._sides:
-            return self._score_grouped(image_states, rows, input_ids, attention_mask)
+        if self._sides and len(rows):
+            groups, order = self._row_groups(image_states, rows)
+            # on a CPU grouping always pays (it spares memory traffic); on an accelerator it launches two small
+            # kernels per image and layer, so there it waits for images with many rows (a masking game's)
+            on_cpu = str(self.device).split(":")[0] == "cpu"
+            if on_cpu or len(order) >= ACCELERATOR_ROWS_PER_IMAGE * len(groups):
+                return self._score_grouped(groups, order, input_ids, attention_mask)
         if isinstance(image_states, ImageStates):
             image_states = index_states(image_states, rows)
             rows = self.torch.arange(image_states.shape[0], device=image_states.device)
@@ -413,10 +420,9 @@ class BlipItmMatcher(HFMatcher):
         return self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
 
 
-    def _score_grouped(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any) -> Any:
-        """``score_rows`` with the rows sorted by image and each cross-attention layer reading an image's
-        keys and values once for all of its rows (:class:`_CrossSide`)."""
-        torch = self.torch
+    @staticmethod
+    def _row_groups(image_states: Any, rows: Any) -> tuple[list[tuple[int, int, Any]], list[int]]:
+        """The rows in image order, and per image its span of them and its state ``(1, tokens, width)``."""
         index = rows.tolist()
         order = sorted(range(len(index)), key=index.__getitem__)
         groups: list[tuple[int, int, Any]] = []
@@ -427,6 +433,13 @@ class BlipItmMatcher(HFMatcher):
                 state = image_states[j] if isinstance(image_states, ImageStates) else image_states[j:j + 1]
                 groups.append((start, k, state))
                 start = k
+        return groups, order
+
+    def _score_grouped(self, groups: list[tuple[int, int, Any]], order: list[int], input_ids: Any,
+                       attention_mask: Any) -> Any:
+        """``score_rows`` with the rows sorted by image and each cross-attention layer reading an image's
+        keys and values once for all of its rows (:class:`_CrossSide`)."""
+        torch = self.torch
         perm = torch.as_tensor(order, device=input_ids.device)
         width = self.model.config.vision_config.hidden_size
         # the text model reads only the shape of the image tokens; every cross-attention layer reads its groups
