@@ -301,3 +301,36 @@ def test_tensor_game_batches_and_cache_follow_the_memory_plan(tiny_blip_dir, mon
     fixed = load_model(f"hf-blip-itm:{tiny_blip_dir}?batch_size=4&image_batch_size=2")
     assert fixed.batch_sizes_given == (True, True)
     assert game_batches(fixed)[:2] == (4, 2)
+
+
+def test_evicted_states_are_rebuilt_from_their_vision_tokens(tiny_blip_dir):
+    """A state cache too small for a pair's image masks keeps the vision tokens of what it evicts, and a later
+    round rebuilds those states from them instead of running the vision tower: the same values, fewer encodes."""
+    import torch
+
+    from connote.explain.mmshap import explain_pair
+    from connote.models.masking import tensor_game
+
+    matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}")
+    caption = "a man begs on the street"
+    state = matcher.image_states([random_image(2)])
+    small = matcher.compact_state(state)
+    assert small.shape[-1] == matcher.model.config.vision_config.hidden_size
+    assert torch.allclose(matcher.expand_states(small), state, atol=1e-6)
+    runs = {}
+    one = state.numel() * state.element_size()
+    for label, cache_bytes, compact_bytes in (("ample", 10 ** 12, 0), ("two states", 2 * one, 10 ** 12),
+                                              ("two states, no copies", 2 * one, 0)):
+        game = tensor_game(matcher, random_image(2), caption, cache_bytes=cache_bytes, compact_bytes=compact_bytes)
+        row = explain_pair(game.value_fn, game.n_text, game.n_patches, find_verb=False, seed=1, tolerance=0.0)
+        runs[label] = (game, row)
+    ample, tight, bare = runs["ample"][0], runs["two states"][0], runs["two states, no copies"][0]
+    assert ample.image_rebuilds[0] == 0 == bare.image_rebuilds[0]
+    assert tight.image_rebuilds[0] > 0
+    assert tight.image_encodes[0] == ample.image_encodes[0]  # every mask through the vision tower once
+    assert bare.image_encodes[0] > ample.image_encodes[0]  # without the copies, evicted masks are encoded again
+    for key in ("text_shap", "image_shap"):
+        for label in ("two states", "two states, no copies"):
+            assert np.allclose(runs[label][1][key], runs["ample"][1][key], atol=1e-6)
+    plain = load_model(f"hf-blip-itm:{tiny_blip_dir}?cache_cross_attention=false")
+    assert plain.compact_state(plain.image_states([random_image(2)])) is None  # vision tokens are all it keeps

@@ -141,9 +141,10 @@ def _device(states: Any) -> Any:
     return states.device
 
 
-def _nbytes(states: Any) -> int:
+def state_nbytes(states: Any) -> int:
+    """Bytes held by an image (or text) state: a tensor, or a tuple or list of them."""
     if isinstance(states, (tuple, list)):
-        return sum(_nbytes(s) for s in states)
+        return sum(state_nbytes(s) for s in states)
     return int(states.numel() * states.element_size())
 
 
@@ -186,6 +187,15 @@ class TensorMatcher:
 
     def encode_texts(self, input_ids: Any, attention_mask: Any) -> Any:
         """Unimodal text state (only when ``caches_text``)."""
+        raise NotImplementedError
+
+    def compact_state(self, state: Any) -> Any | None:
+        """A smaller copy of one image state (batch dim 1) from which :meth:`expand_states` rebuilds it for
+        less than the image encoder costs, or None (the default: the state has no smaller form)."""
+        return None
+
+    def expand_states(self, compact: Any) -> Any:
+        """Image states rebuilt from a batch of :meth:`compact_state` copies."""
         raise NotImplementedError
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any,
@@ -248,7 +258,7 @@ class TensorMatcher:
             torch = self.torch
             with torch.inference_mode(), self._autocast():  # the processor resizes it to the model's input
                 state = self.encode_images(self.pixel_values([Image.new("RGB", (64, 64))]))
-            self._state_bytes = max(1, _nbytes(state))
+            self._state_bytes = max(1, state_nbytes(state))
         return self._state_bytes
 
     def work_plan(self) -> dict[str, int]:

@@ -374,10 +374,19 @@ class BlipItmMatcher(HFMatcher):
         return d
 
     def encode_images(self, pixel_values: Any) -> Any:
-        vision = self.model.vision_model(pixel_values=pixel_values).last_hidden_state
+        return self.expand_states(self.model.vision_model(pixel_values=pixel_values).last_hidden_state)
+
+    def compact_state(self, state: Any) -> Any | None:
+        """The vision tokens alone (a copy: 1/25 of a BLIP-base state), when the state caches keys and values."""
         if not self._projections:
-            return vision
-        return self.torch.cat([vision] + [p.linear(vision) for p in self._projections], dim=-1)
+            return None
+        return state[..., :self.model.config.vision_config.hidden_size].clone()
+
+    def expand_states(self, compact: Any) -> Any:
+        """Image states from vision tokens: the tokens and every cross-attention layer's keys and values."""
+        if not self._projections:
+            return compact
+        return self.torch.cat([compact] + [p.linear(compact) for p in self._projections], dim=-1)
 
     def score_bytes_per_pair(self) -> int:
         """A pair's vision tokens plus one layer's keys and values (layers are gathered one at a time)."""

@@ -42,7 +42,7 @@ import numpy as np
 from PIL import Image
 
 from connote.core.errors import InputError
-from connote.models.engine import ImageStates
+from connote.models.engine import ImageStates, state_nbytes
 
 #: Feature definitions a masking game accepts; see the module docstring.
 COMPAT_MODES = ("mmshap", "connote")
@@ -151,7 +151,8 @@ class MaskGame:
     """What an estimator needs for one pair, plus token strings and spans for the verb finder.
 
     ``calls`` counts mask rows answered; ``image_encodes`` counts masked images run through the vision
-    tower (tensor backends), so a benchmark can see what the image-state reuse saves.
+    tower (tensor backends), so a benchmark can see what the image-state reuse saves; ``image_rebuilds``
+    counts states rebuilt from their compact copies instead (see :class:`_ImageStateCache`).
     """
 
     value_fn: Callable[[np.ndarray], np.ndarray]
@@ -162,6 +163,7 @@ class MaskGame:
     compat: str = DEFAULT_COMPAT
     calls: list[int] = field(default_factory=lambda: [0])
     image_encodes: list[int] = field(default_factory=lambda: [0])
+    image_rebuilds: list[int] = field(default_factory=lambda: [0])
 
 
 def check_compat(compat: str | None) -> str:
@@ -180,12 +182,23 @@ def _span(offset: Any) -> Span | None:
 
 
 class _ImageStateCache:
-    """Encoded masked images keyed by their patch mask, kept across value-function calls up to a byte budget."""
+    """Encoded masked images keyed by their patch mask, kept across value-function calls up to a byte budget.
 
-    def __init__(self, max_bytes: int) -> None:
+    A state evicted from the budget leaves a compact copy behind when the backend has one
+    (``matcher.compact_state``: BLIP keeps its vision tokens, 1/25 of a state with every cross-attention
+    layer's keys and values), up to ``compact_bytes``; a later call rebuilds the state from it
+    (``matcher.expand_states``) instead of running the vision tower again. At BLIP-base size a caption of
+    three words visits ~180 image masks a pair, of which the full budget holds a few dozen.
+    """
+
+    def __init__(self, max_bytes: int, compact: Callable[[Any], Any] | None = None, compact_bytes: int = 0) -> None:
         self.max_bytes = max_bytes
         self.size = 0
         self.states: OrderedDict[bytes, Any] = OrderedDict()
+        self.compact = compact
+        self.compact_bytes = compact_bytes
+        self.compact_size = 0
+        self.compacts: OrderedDict[bytes, Any] = OrderedDict()
 
     def get(self, key: bytes) -> Any:
         state = self.states.get(key)
@@ -193,15 +206,34 @@ class _ImageStateCache:
             self.states.move_to_end(key)
         return state
 
+    def get_compact(self, key: bytes) -> Any:
+        return self.compacts.get(key)
+
     def put(self, key: bytes, state: Any) -> None:
-        nbytes = int(state.numel() * state.element_size())
+        nbytes = state_nbytes(state)
+        if key in self.compacts:
+            self.compact_size -= state_nbytes(self.compacts.pop(key))
         if nbytes > self.max_bytes:
+            self._keep_compact(key, state)
             return
         self.states[key] = state
         self.size += nbytes
         while self.size > self.max_bytes:
-            _, old = self.states.popitem(last=False)
-            self.size -= int(old.numel() * old.element_size())
+            old_key, old = self.states.popitem(last=False)
+            self.size -= state_nbytes(old)
+            self._keep_compact(old_key, old)
+
+    def _keep_compact(self, key: bytes, state: Any) -> None:
+        if self.compact is None or self.compact_bytes <= 0:
+            return
+        small = self.compact(state)
+        if small is None or state_nbytes(small) > self.compact_bytes:
+            return
+        self.compacts[key] = small
+        self.compact_size += state_nbytes(small)
+        while self.compact_size > self.compact_bytes:
+            _, old = self.compacts.popitem(last=False)
+            self.compact_size -= state_nbytes(old)
 
 
 def _unique_rows(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +247,8 @@ def _unique_rows(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def game_batches(matcher: Any) -> tuple[int, int, int]:
-    """``(rows per scoring batch, images per encoder batch, cache bytes)`` of a tensor masking game.
+    """``(rows per scoring batch, images per encoder batch, cache bytes)`` of a tensor masking game (the
+    compact copies of evicted states get half as much again: :class:`_ImageStateCache`).
 
     Where the spec leaves a batch size to ``auto``, it is the larger of the engine's plan and what half
     the engine's memory budget holds, up to :data:`GAME_BATCH` / :data:`GAME_IMAGE_BATCH`; a size the
@@ -235,11 +268,13 @@ def game_batches(matcher: Any) -> tuple[int, int, int]:
 
 
 def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
-                compat: str | None = None, cache_bytes: int | None = None) -> MaskGame:
+                compat: str | None = None, cache_bytes: int | None = None,
+                compact_bytes: int | None = None) -> MaskGame:
     """Masking game for a ``TensorMatcher`` backend (see the module docstring for ``compat``).
 
     ``cache_bytes`` bounds the encoded masked images kept between the estimator's rounds (default:
-    :func:`game_batches`'s).
+    :func:`game_batches`'s) and ``compact_bytes`` the compact copies of the states it evicts (default: half
+    of ``cache_bytes``; :class:`_ImageStateCache`).
     """
     compat = check_compat(compat)
     torch = matcher.torch
@@ -273,7 +308,9 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
     base_ids = np.asarray(ids, dtype=np.int64)
     pos = np.asarray(positions, dtype=np.int64)
     score_batch, image_batch, default_cache = game_batches(matcher)
-    cache = _ImageStateCache(default_cache if cache_bytes is None else cache_bytes)
+    budget = default_cache if cache_bytes is None else cache_bytes
+    cache = _ImageStateCache(budget, getattr(matcher, "compact_state", None),
+                             budget // 2 if compact_bytes is None else compact_bytes)
     game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=list(tokens),
                     spans=list(spans), compat=compat)
 
@@ -281,8 +318,17 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         """Image states for the distinct patch masks, from the cache or the vision tower (batched)."""
         keys = [m.tobytes() for m in patch_masks]
         found = [cache.get(k) for k in keys]
-        todo = [i for i, s in enumerate(found) if s is None]
+        small = [i for i, s in enumerate(found) if s is None and cache.get_compact(keys[i]) is not None]
+        rebuilt = set(small)
+        todo = [i for i, s in enumerate(found) if s is None and i not in rebuilt]
         with torch.inference_mode(), matcher._autocast():
+            for s in range(0, len(small), image_batch):  # rebuilt from their compact copies
+                chunk = small[s:s + image_batch]
+                states = matcher.expand_states(torch.cat([cache.get_compact(keys[i]) for i in chunk]))
+                game.image_rebuilds[0] += len(chunk)
+                for j, i in enumerate(chunk):
+                    found[i] = states[j:j + 1]
+                    cache.put(keys[i], found[i])
             for s in range(0, len(todo), image_batch):
                 chunk = todo[s:s + image_batch]
                 pv = torch.from_numpy(mask_pixels(pixels, patch_masks[chunk], p, layout=layout)).to(matcher.device)
