@@ -781,6 +781,8 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
 }
 
 /* ---------------------------------------------------------------- Python entry point */
+#define G_BUF(b, n) (grow((b), (size_t)(n) * 1))
+
 #define N_IN 17
 
 static int get_buf(PyObject *o, Py_buffer *view, int writable, const char *name) {
@@ -794,6 +796,419 @@ static int get_buf(PyObject *o, Py_buffer *view, int writable, const char *name)
         return -1;
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- per-word features
+ * The C twins of ``java_hash`` (_align.py), ``stem`` (_stem.py, the Snowball English stemmer) and
+ * ``SynonymIndex.synsets`` over the jar's sorted synset table (_align.py, _resources._SortedSynsets),
+ * step for step; the Python functions stay the reference (tests compare the two on real and awkward words).
+ */
+static i64 java_hash_ucs4(const Py_UCS4 *w, Py_ssize_t n) {
+    uint32_t h = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t o = (uint32_t)w[i];
+        if (o > 0xFFFF) {
+            o -= 0x10000;
+            h = 31u * h + (0xD800u + (o >> 10));
+            h = 31u * h + (0xDC00u + (o & 0x3FFu));
+        } else {
+            h = 31u * h + o;
+        }
+    }
+    return (i64)h;
+}
+
+static int is_v(Py_UCS4 c) { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' || c == 'y'; }
+
+static int ends(const Py_UCS4 *w, Py_ssize_t n, const char *s) {
+    Py_ssize_t k = (Py_ssize_t)strlen(s);
+    if (k > n) return 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (w[n - k + i] != (Py_UCS4)(unsigned char)s[i]) return 0;
+    return 1;
+}
+
+static int same(const Py_UCS4 *w, Py_ssize_t n, const char *s) { return (Py_ssize_t)strlen(s) == n && ends(w, n, s); }
+
+static Py_ssize_t put(Py_UCS4 *w, Py_ssize_t n, const char *s) { /* append s to w[:n] */
+    for (; *s; s++) w[n++] = (Py_UCS4)(unsigned char)*s;
+    return n;
+}
+
+static Py_ssize_t region_after(const Py_UCS4 *w, Py_ssize_t n, Py_ssize_t start) {
+    for (Py_ssize_t i = start; i + 1 < n; i++)
+        if (is_v(w[i]) && !is_v(w[i + 1])) return i + 2;
+    return n;
+}
+
+static int short_syllable(const Py_UCS4 *w, Py_ssize_t n) {
+    if (n == 2) return is_v(w[0]) && !is_v(w[1]);
+    if (n >= 3)
+        return !is_v(w[n - 3]) && is_v(w[n - 2]) && !is_v(w[n - 1]) && w[n - 1] != 'w' && w[n - 1] != 'x' &&
+               w[n - 1] != 'Y';
+    return 0;
+}
+
+static int has_vowel(const Py_UCS4 *w, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (is_v(w[i])) return 1;
+    return 0;
+}
+
+static const char *const EXC1[][2] = {
+    {"skis", "ski"},    {"skies", "sky"}, {"dying", "die"},   {"lying", "lie"},     {"tying", "tie"},
+    {"idly", "idl"},    {"gently", "gentl"}, {"ugly", "ugli"}, {"early", "earli"},  {"only", "onli"},
+    {"singly", "singl"}, {"sky", "sky"},   {"news", "news"},   {"howe", "howe"},     {"atlas", "atlas"},
+    {"cosmos", "cosmos"}, {"bias", "bias"}, {"andes", "andes"}, {NULL, NULL}};
+static const char *const EXC2[] = {"inning", "outing", "canning", "herring", "earring", "proceed", "exceed",
+                                   "succeed", NULL};
+static const char *const STEP1B[] = {"eedly", "ingly", "edly", "eed", "ing", "ed", NULL};
+static const char *const DOUBLES[] = {"bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt", NULL};
+static const char *const STEP2[][2] = {
+    {"ization", "ize"}, {"ational", "ate"}, {"fulness", "ful"}, {"ousness", "ous"}, {"iveness", "ive"},
+    {"tional", "tion"}, {"biliti", "ble"}, {"lessli", "less"}, {"entli", "ent"}, {"ation", "ate"},
+    {"alism", "al"},    {"aliti", "al"},   {"ousli", "ous"},   {"iviti", "ive"},  {"fulli", "ful"},
+    {"enci", "ence"},   {"anci", "ance"},  {"abli", "able"},   {"izer", "ize"},   {"ator", "ate"},
+    {"alli", "al"},     {"bli", "ble"},    {"ogi", "og"},      {"li", ""},        {NULL, NULL}};
+static const char *const STEP3[][2] = {{"ational", "ate"}, {"tional", "tion"}, {"alize", "al"}, {"icate", "ic"},
+                                       {"iciti", "ic"},    {"ative", ""},      {"ical", "ic"},  {"ness", ""},
+                                       {"ful", ""},        {NULL, NULL}};
+static const char *const STEP4[] = {"ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate",
+                                    "iti",   "ous",  "ive",  "ize",  "ion",  "al",   "er",  "ic",  NULL};
+
+/* Snowball English stem of w[:n] (room for n + 2 code points), in place; returns its length. */
+static Py_ssize_t stem_ucs4(Py_UCS4 *w, Py_ssize_t n) {
+    if (n <= 2) return n;
+    if (w[0] == '\'') {
+        memmove(w, w + 1, (size_t)(n - 1) * sizeof(Py_UCS4));
+        n--;
+    }
+    for (int e = 0; EXC1[e][0]; e++)
+        if (same(w, n, EXC1[e][0])) return put(w, 0, EXC1[e][1]);
+    if (n > 0 && w[0] == 'y') w[0] = 'Y';
+    for (Py_ssize_t i = 0; i + 1 < n;) { /* re.sub("([aeiouy])y", r"\1Y"): left to right, no overlap */
+        if (is_v(w[i]) && w[i + 1] == 'y') {
+            w[i + 1] = 'Y';
+            i += 2;
+        } else {
+            i++;
+        }
+    }
+    Py_ssize_t r1;
+    if (n >= 5 && (ends(w, 5, "gener") || ends(w, 5, "arsen")))
+        r1 = 5;
+    else if (n >= 6 && ends(w, 6, "commun"))
+        r1 = 6;
+    else
+        r1 = region_after(w, n, 0);
+    Py_ssize_t r2 = r1 < n ? region_after(w, n, r1) : n;
+    /* step 0 */
+    if (ends(w, n, "'s'"))
+        n -= 3;
+    else if (ends(w, n, "'s"))
+        n -= 2;
+    else if (ends(w, n, "'"))
+        n -= 1;
+    /* step 1a */
+    if (ends(w, n, "sses"))
+        n -= 2;
+    else if (ends(w, n, "ied") || ends(w, n, "ies"))
+        n -= n > 4 ? 2 : 1;
+    else if (ends(w, n, "us") || ends(w, n, "ss")) {
+    } else if (ends(w, n, "s")) {
+        if (has_vowel(w, n - 2 > 0 ? n - 2 : 0)) n -= 1;
+    }
+    for (int e = 0; EXC2[e]; e++)
+        if (same(w, n, EXC2[e])) return n;
+    /* step 1b */
+    for (int e = 0; STEP1B[e]; e++) {
+        const char *suf = STEP1B[e];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (e == 0 || e == 3) { /* eedly, eed */
+            if (n - k >= r1) n = put(w, n - k, "ee");
+        } else if (has_vowel(w, n - k)) {
+            n -= k;
+            if (ends(w, n, "at") || ends(w, n, "bl") || ends(w, n, "iz")) {
+                n = put(w, n, "e");
+            } else {
+                int dbl = 0;
+                for (int d = 0; DOUBLES[d]; d++)
+                    if (ends(w, n, DOUBLES[d])) dbl = 1;
+                if (dbl)
+                    n -= 1;
+                else if (r1 >= n && short_syllable(w, n))
+                    n = put(w, n, "e");
+            }
+        }
+        break;
+    }
+    /* step 1c */
+    if (n > 2 && (w[n - 1] == 'y' || w[n - 1] == 'Y') && !is_v(w[n - 2])) w[n - 1] = 'i';
+    /* step 2 */
+    for (int e = 0; STEP2[e][0]; e++) {
+        const char *suf = STEP2[e][0];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (n - k >= r1) {
+            if (!strcmp(suf, "ogi")) {
+                if (n >= 4 && w[n - 4] == 'l') n = put(w, n - 3, "og");
+            } else if (!strcmp(suf, "li")) {
+                if (n >= 3 && w[n - 3] < 128 && strchr("cdeghkmnrt", (int)w[n - 3]) && w[n - 3]) n -= 2;
+            } else {
+                n = put(w, n - k, STEP2[e][1]);
+            }
+        }
+        break;
+    }
+    /* step 3 */
+    for (int e = 0; STEP3[e][0]; e++) {
+        const char *suf = STEP3[e][0];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (n - k >= r1) {
+            if (!strcmp(suf, "ative")) {
+                if (n - k >= r2) n -= 5;
+            } else {
+                n = put(w, n - k, STEP3[e][1]);
+            }
+        }
+        break;
+    }
+    /* step 4 */
+    for (int e = 0; STEP4[e]; e++) {
+        const char *suf = STEP4[e];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (n - k >= r2) {
+            if (!strcmp(suf, "ion")) {
+                if (n >= 4 && (w[n - 4] == 's' || w[n - 4] == 't')) n -= 3;
+            } else {
+                n -= k;
+            }
+        }
+        break;
+    }
+    /* step 5 */
+    if (ends(w, n, "e")) {
+        if (n - 1 >= r2 || (n - 1 >= r1 && !short_syllable(w, n - 1))) n -= 1;
+    } else if (ends(w, n, "l")) {
+        if (n - 1 >= r2 && n >= 2 && w[n - 2] == 'l') n -= 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (w[i] == 'Y') w[i] = 'y';
+    return n;
+}
+
+/* word_hashes(words, stem, out): out[i] = java_hash(stem(words[i]) if stem else words[i]) */
+static PyObject *word_hashes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *words, *out_obj;
+    int do_stem;
+    if (!PyArg_ParseTuple(args, "O!pO", &PyList_Type, &words, &do_stem, &out_obj)) return NULL;
+    Py_buffer v;
+    if (get_buf(out_obj, &v, 1, "out") < 0) return NULL;
+    Py_ssize_t n_words = PyList_GET_SIZE(words);
+    if (v.len / 8 < n_words) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "word_hashes: out is shorter than words");
+        return NULL;
+    }
+    i64 *out = v.buf;
+    Buf tmp = {NULL, 0};
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < n_words && !failed; i++) {
+        PyObject *s = PyList_GET_ITEM(words, i);
+        if (!PyUnicode_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "word_hashes: words must be str");
+            failed = 1;
+            break;
+        }
+        Py_ssize_t n = PyUnicode_GetLength(s);
+        if (n < 0) {
+            failed = 1;
+            break;
+        }
+        Py_UCS4 *w = G_BUF(&tmp, (size_t)(n + 4) * sizeof(Py_UCS4));
+        if (!w || !PyUnicode_AsUCS4(s, w, n + 4, 0)) {
+            if (!w) PyErr_NoMemory();
+            failed = 1;
+            break;
+        }
+        if (do_stem) n = stem_ucs4(w, n);
+        out[i] = java_hash_ucs4(w, n);
+    }
+    free(tmp.p);
+    PyBuffer_Release(&v);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* the entry of ``key`` in the sorted list of bytes ``keys`` (bisect_left + equality), or -1 */
+static Py_ssize_t sorted_find(PyObject *keys, const char *key, Py_ssize_t n) {
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(keys);
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        PyObject *b = PyList_GET_ITEM(keys, mid);
+        Py_ssize_t bn = PyBytes_GET_SIZE(b);
+        int c = memcmp(PyBytes_AS_STRING(b), key, (size_t)(bn < n ? bn : n));
+        if (c < 0 || (c == 0 && bn < n))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < PyList_GET_SIZE(keys)) {
+        PyObject *b = PyList_GET_ITEM(keys, lo);
+        if (PyBytes_GET_SIZE(b) == n && memcmp(PyBytes_AS_STRING(b), key, (size_t)n) == 0) return lo;
+    }
+    return -1;
+}
+
+/* append the synset offsets of the UTF-8 word key[:n] (if listed); -1: a line that is not plain integers */
+static int synsets_of(PyObject *keys, PyObject *vals, const char *key, Py_ssize_t n, Buf *ids, Py_ssize_t *len,
+                      int *found) {
+    Py_ssize_t at = sorted_find(keys, key, n);
+    *found = at >= 0;
+    if (at < 0) return 0;
+    if (at >= PyList_GET_SIZE(vals)) return -1;
+    PyObject *line = PyList_GET_ITEM(vals, at);
+    const char *p = PyBytes_AS_STRING(line), *end = p + PyBytes_GET_SIZE(line);
+    while (p < end) {
+        while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) p++;
+        if (p == end) break;
+        int neg = 0;
+        if (*p == '-' || *p == '+') neg = *p++ == '-';
+        if (p == end || *p < '0' || *p > '9') return -1;
+        u64 x = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (x > (u64)(I64_MAX - 9) / 10) return -1;
+            x = x * 10 + (u64)(*p++ - '0');
+        }
+        if (p < end && !(*p == ' ' || (*p >= '\t' && *p <= '\r'))) return -1;
+        i64 *q = G_BUF(ids, (*len + 1) * (Py_ssize_t)sizeof(i64));
+        if (!q) return -2;
+        q[(*len)++] = neg ? -(i64)x : (i64)x;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    i64 x = *(const i64 *)a, y = *(const i64 *)b;
+    return (x > y) - (x < y);
+}
+
+static const char *const MORPH[][2] = {
+    {"s", ""},    {"ses", "s"}, {"xes", "x"},  {"zes", "z"}, {"ches", "ch"}, {"shes", "sh"}, {"men", "man"},
+    {"ies", "y"}, {"s", ""},    {"ies", "y"},  {"es", "e"},  {"es", ""},     {"ed", "e"},    {"ed", ""},
+    {"ing", "e"}, {"ing", ""},  {"er", ""},    {"est", ""},  {"er", "e"},    {"est", "e"},   {NULL, NULL}};
+
+static int bytes_end(const char *s, Py_ssize_t n, const char *suf) {
+    Py_ssize_t k = (Py_ssize_t)strlen(suf);
+    return k <= n && memcmp(s + n - k, suf, (size_t)k) == 0;
+}
+
+/* synset_rows(words, keys, vals, bases) -> (ptr, ids) as int64 bytes: the sorted distinct synsets of each
+ * word (its own, and its base forms' - the exceptions table, else the first morphological rule giving a
+ * listed form), CSR; None where a word cannot be encoded or a line is not integers (the Python path then) */
+static PyObject *synset_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *words, *keys, *vals, *bases;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &words, &PyList_Type, &keys, &PyList_Type, &vals,
+                          &PyDict_Type, &bases))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++)
+        if (!PyBytes_Check(PyList_GET_ITEM(keys, i))) Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vals); i++)
+        if (!PyBytes_Check(PyList_GET_ITEM(vals, i))) Py_RETURN_NONE;
+    Py_ssize_t n_words = PyList_GET_SIZE(words);
+    PyObject *ptr_b = PyBytes_FromStringAndSize(NULL, (n_words + 1) * (Py_ssize_t)sizeof(i64));
+    if (!ptr_b) return NULL;
+    i64 *ptr = (i64 *)PyBytes_AS_STRING(ptr_b);
+    Buf ids = {NULL, 0}, cand = {NULL, 0};
+    Py_ssize_t len = 0;
+    int st = 0; /* 0 ok, 1 fall back to Python, 2 error raised */
+    ptr[0] = 0;
+    for (Py_ssize_t i = 0; i < n_words && !st; i++) {
+        PyObject *word = PyList_GET_ITEM(words, i);
+        Py_ssize_t start = len, n;
+        int found;
+        const char *u = PyUnicode_Check(word) ? PyUnicode_AsUTF8AndSize(word, &n) : NULL;
+        if (!u) {
+            PyErr_Clear();
+            st = 1;
+            break;
+        }
+        int r0 = synsets_of(keys, vals, u, n, &ids, &len, &found);
+        if (r0 < 0) {
+            st = r0 == -2 ? (PyErr_NoMemory(), 2) : 1;
+            break;
+        }
+        PyObject *bl = PyDict_GetItemWithError(bases, word);
+        if (!bl && PyErr_Occurred()) {
+            st = 2;
+            break;
+        }
+        if (bl) {
+            if (!PyList_Check(bl)) {
+                st = 1;
+                break;
+            }
+            for (Py_ssize_t b = 0; b < PyList_GET_SIZE(bl) && !st; b++) {
+                Py_ssize_t bn;
+                PyObject *bw = PyList_GET_ITEM(bl, b);
+                const char *bu = PyUnicode_Check(bw) ? PyUnicode_AsUTF8AndSize(bw, &bn) : NULL;
+                if (!bu) {
+                    PyErr_Clear();
+                    st = 1;
+                } else if (synsets_of(keys, vals, bu, bn, &ids, &len, &found) < 0) {
+                    st = 1;
+                }
+            }
+        } else if (bytes_end(u, n, "ss") || PyUnicode_GetLength(word) <= 2) {
+            if (synsets_of(keys, vals, u, n, &ids, &len, &found) < 0) st = 1;
+        } else {
+            int hit = 0;
+            for (int e = 0; MORPH[e][0] && !hit && !st; e++) {
+                if (!bytes_end(u, n, MORPH[e][0])) continue;
+                Py_ssize_t k = (Py_ssize_t)strlen(MORPH[e][0]), a = (Py_ssize_t)strlen(MORPH[e][1]);
+                char *c = G_BUF(&cand, n - k + a + 1);
+                if (!c) {
+                    st = 2;
+                    PyErr_NoMemory();
+                    break;
+                }
+                memcpy(c, u, (size_t)(n - k));
+                memcpy(c + n - k, MORPH[e][1], (size_t)a);
+                if (synsets_of(keys, vals, c, n - k + a, &ids, &len, &hit) < 0) st = 1;
+            }
+            if (!hit && !st && synsets_of(keys, vals, "", 0, &ids, &len, &found) < 0) st = 1;
+        }
+        if (st) break;
+        if (len > start) {
+            i64 *q = ids.p;
+            qsort(q + start, (size_t)(len - start), sizeof(i64), cmp_i64);
+            Py_ssize_t m = start + 1;
+            for (Py_ssize_t k = start + 1; k < len; k++)
+                if (q[k] != q[m - 1]) q[m++] = q[k];
+            len = m;
+        }
+        ptr[i + 1] = (i64)len;
+    }
+    PyObject *ret = NULL;
+    if (st == 0) {
+        PyObject *ids_b = PyBytes_FromStringAndSize(ids.p ? ids.p : "", len * (Py_ssize_t)sizeof(i64));
+        if (ids_b) ret = Py_BuildValue("(NN)", ptr_b, ids_b);
+        if (!ret) Py_DECREF(ptr_b);
+    } else {
+        Py_DECREF(ptr_b);
+        if (st == 1) {
+            Py_INCREF(Py_None);
+            ret = Py_None;
+        }
+    }
+    free(ids.p);
+    free(cand.p);
+    return ret;
 }
 
 static PyObject *align_batch(PyObject *self, PyObject *args) {
@@ -869,6 +1284,10 @@ static PyMethodDef methods[] = {
     {"align_batch", align_batch, METH_VARARGS,
      "align_batch(kind, whash, shash, func, syn_ptr, syn_ids, tok_ptr, toks, phr_ptr, phr, occ_ptr, occ, "
      "para_len, pair_h, pair_r, out, flags, beam_size, prune): METEOR alignment counts of many pairs."},
+    {"word_hashes", word_hashes, METH_VARARGS,
+     "word_hashes(words, stem, out): Java hashes of the words (or of their Snowball English stems)."},
+    {"synset_rows", synset_rows, METH_VARARGS,
+     "synset_rows(words, keys, vals, bases): each word's synsets from the jar's sorted table, CSR."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_calign",

@@ -1,0 +1,96 @@
+"""The compiled per-sentence work of METEOR (``_calign``: Java hashes, Snowball stems, synset lookup) against
+the pure-Python functions it mirrors, on real words and awkward ones (no Java needed)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from connote.metrics.meteor import Meteor
+from connote.metrics.meteor._align import java_hash
+from connote.metrics.meteor._stem import stem
+
+AWKWARD = ["", "'", "''", "'''", "'s", "'s'", "s'", "y", "yy", "ayy", "yay", "Yes", "YES", "eed", "'eed",
+           "skis", "'skies", "inning", "innings", "generously", "generate", "communal", "arsenal", "ski's",
+           "caf\u00e9", "na\u00efvet\u00e9s", "\u00fcber", "stra\u00dfe", "\u20ac100", "\U0001d518\U0001d51e",
+           "\U0001f600s", "x" * 5000, "running" * 300, "n't", "let", "can't", "o'clock", "--", "...", "1990s",
+           "zzzqqxx", "qwertyings", "flying", "feed", "agreed", "hoped", "hopping", "ties", "dies", "cries",
+           "happily", "ogi", "li", "bli", "ation", "ational", "logi", "analogi", "ement", "sion", "tion", "ion",
+           "ll", "fall", "rate", "bye", "\u0130stanbul", "\u00c9t\u00e9", "\u0434\u043e\u043c", "a\u0301"]
+
+
+def _calign():
+    from connote.metrics.meteor import _align
+
+    if _align._calign is None or not hasattr(_align._calign, "word_hashes"):
+        pytest.fail("the compiled METEOR extension is not built (python setup.py build_ext --inplace)")
+    return _align._calign
+
+
+def _random_words(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    letters = "aeiouyYsltnedgrcmkbpfwx'-.\u00e9\u00fc\u20ac\U0001d518 "
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(0, 14))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def words(vist_album_corpus, pycoco):
+    res, gts = vist_album_corpus
+    m = Meteor()
+    vocab = {w for texts in (*res.values(), *gts.values()) for t in texts for w in m.tokenize(t)}
+    vocab |= {w for t in list(res.values())[:200] for w in t[0].split()}  # not lower-cased
+    table = m._aligner.synonyms.tables.synsets
+    vocab |= {w.decode("utf-8") for w in table._words[::5]}
+    return sorted(vocab) + AWKWARD + _random_words(20000, seed=3)
+
+
+def test_compiled_java_hashes_and_stems_equal_the_python_ones(words):
+    c = _calign()
+    out = np.zeros(len(words), dtype=np.int64)
+    c.word_hashes(words, False, out)
+    assert out.tolist() == [java_hash(w) for w in words]
+    c.word_hashes(words, True, out)
+    want = [java_hash(stem(w)) for w in words]
+    assert [w for w, a, b in zip(words, out.tolist(), want) if a != b] == []
+    assert len({stem(w) for w in words}) > 10000  # the words have many different stems
+    assert java_hash("n't") == java_hash("let")  # the clash the jar has, kept
+
+
+def test_compiled_synset_lookup_equals_the_python_index(words):
+    c = _calign()
+    m = Meteor()
+    index = m._aligner.synonyms
+    table = index.tables.synsets
+    ptr, ids = c.synset_rows(words, table._words, table._offsets, index.tables.bases)
+    ptr, ids = np.frombuffer(ptr, dtype=np.int64), np.frombuffer(ids, dtype=np.int64)
+    got = [ids[ptr[i]:ptr[i + 1]].tolist() for i in range(len(words))]
+    assert [w for w, g in zip(words, got) if g != sorted(index.synsets(w))] == []
+    assert sum(1 for g in got if g) > 5000
+    # a word UTF-8 cannot encode (a lone surrogate, which JSON allows): None, the Python path decides
+    assert c.synset_rows(["ok", "\ud800"], table._words, table._offsets, index.tables.bases) is None
+
+
+def test_batch_counts_equal_without_the_compiled_word_features(vist_album_corpus, pycoco, monkeypatch):
+    """An extension built before these functions existed (align_batch only): same counts."""
+    from connote.metrics.meteor import _align
+
+    c = _calign()
+    res, gts = vist_album_corpus
+    m = Meteor()
+    ids = list(gts)[:120]
+    pairs = [(tuple(m.tokenize(res[i][0])), tuple(m.tokenize(r))) for i in ids for r in gts[i]]
+    pairs += [(tuple(AWKWARD), tuple(reversed(AWKWARD))), ((), ("caf\u00e9",)), (("ties", "'s"), ("tie", "s"))]
+    fast = m._aligner.batch_counts(pairs)
+
+    class Old:
+        align_batch = staticmethod(c.align_batch)
+
+    monkeypatch.setattr(_align, "_calign", Old)
+    m2 = Meteor()
+    old = m2._aligner.batch_counts(pairs)
+    assert (fast == old).all()
+    m2._aligner.compiled = False
+    assert (m2._aligner.batch_counts(pairs) == fast).all()
+    assert fast[:, 4 + 1].sum() > 0 and fast[:, 4 + 2].sum() > 0  # stem and synonym matches were counted
