@@ -94,3 +94,48 @@ def test_batch_counts_equal_without_the_compiled_word_features(vist_album_corpus
     m2._aligner.compiled = False
     assert (m2._aligner.batch_counts(pairs) == fast).all()
     assert fast[:, 4 + 1].sum() > 0 and fast[:, 4 + 2].sum() > 0  # stem and synonym matches were counted
+
+
+def _py_tokens(m: Meteor, text: str, lower: bool) -> list[str]:
+    from connote.metrics.meteor._normalize import java_tokens, normalize_line
+
+    s = normalize_line(text, m._prefixes, keep_punctuation=True)
+    return java_tokens(s.lower() if lower else s)
+
+
+def test_compiled_norm_tokens_equal_normalize_line(vist_album_corpus, pycoco):
+    """The jar's -norm in C (printable ASCII text) = normalize_line + lower-casing + splitting, on the VIST
+    stories and on generated text dense in what -norm rewrites (commas, quotes, dashes, periods, prefixes)."""
+    c = _calign()
+    m = Meteor()
+    res, gts = vist_album_corpus
+    texts = [t for v in (*res.values(), *gts.values()) for t in v]
+    rng = random.Random(5)
+    chars = "aAbZs09 .,'`-\"!?()[]$%&;:/#*+=<>@\\^_{|}~"
+    texts += ["".join(rng.choice(chars) for _ in range(rng.randint(0, 25))) for _ in range(30000)]
+    words = ("Mr. No. no. Art. 1. a.b. U.S. etc. 's n't it's 1990's rock-n-roll -- --- '' `` ' , 1,000 a,b ,a "
+             "e.g. x. X. Jan. pp. p. Nos. the The 5 A").split()
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(0, 8))) for _ in range(20000)]
+    texts += ["", " ", "x" * 100000, ". " * 5000, "Mr. Smith", "Mr. smith", "No. 5", "No. five", "end."]
+    done = 0
+    for t in texts:
+        for lower in (True, False):
+            got = c.norm_tokens(t, m._prefixes, lower)
+            if got is not None:
+                assert got == _py_tokens(m, t, lower), t
+                done += 1
+    assert done > 0.9 * 2 * len(texts)
+    # left to Python: non-ASCII, control characters, runs of dots and DOTMULTI (the multi-dot passes)
+    for t in ("caf\u00e9", "a\tb", "wait...", "a DOTMULTI b", "x\x7f"):
+        assert c.norm_tokens(t, m._prefixes, True) is None
+
+
+def test_tokenize_is_the_same_with_and_without_the_compiled_norm(vist_album_corpus, pycoco):
+    res, gts = vist_album_corpus
+    texts = [t for v in list(gts.values())[:300] for t in v] + ["Caf\u00e9 -- ok...", "It's 1,000 U.S. Dr. Who."]
+    fast, slow = Meteor(), Meteor()
+    slow._aligner.compiled = False
+    assert fast._compiled_norm() and not slow._compiled_norm()
+    assert [fast.tokenize(t) for t in texts] == [slow.tokenize(t) for t in texts]
+    vist = Meteor.from_preset("vist")  # no -norm: the text is only split
+    assert vist.tokenize("Don't stop, Mr. Smith.") == ["Don't", "stop,", "Mr.", "Smith."]

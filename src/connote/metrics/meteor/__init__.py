@@ -37,8 +37,12 @@ from connote.metrics.meteor._align import (
     Aligner,
     SynonymIndex,
 )
+from connote.metrics.meteor._align import _calign as _compiled
 from connote.metrics.meteor._normalize import java_tokens, java_trim, normalize_line, parse_nonbreaking_prefixes
 from connote.metrics.meteor._stem import stem as snowball_stem
+
+# the jar's -norm of printable ASCII text, compiled (None where the extension is older or not built)
+_norm_tokens = getattr(_compiled, "norm_tokens", None)
 
 __all__ = ["Meteor", "MeteorStats", "TASKS", "PRESETS", "MeteorResourceWarning"]
 
@@ -301,6 +305,12 @@ class Meteor:
         if got is not None:
             return list(got)
         raw = text
+        fast = _norm_tokens(text, self._prefixes, self.lowercase) if self.norm and self._compiled_norm() else None
+        if fast is not None:  # the compiled twin of the lines below (printable ASCII text)
+            if len(self._token_cache) > 200000:
+                self._token_cache.clear()
+            self._token_cache[raw] = tuple(fast)
+            return fast
         if self.norm:
             text = normalize_line(text, self._prefixes, keep_punctuation=True)
         if self.lowercase:
@@ -310,6 +320,9 @@ class Meteor:
             self._token_cache.clear()
         self._token_cache[raw] = tuple(toks)
         return toks
+
+    def _compiled_norm(self) -> bool:
+        return _norm_tokens is not None and self._aligner.compiled
 
     def prepare(self, texts: Iterable[str | Sequence[str]]) -> None:
         """Load the paraphrase entries relevant to these texts (raw strings or token lists) for the

@@ -1211,6 +1211,208 @@ static PyObject *synset_rows(PyObject *self, PyObject *args) {
     return ret;
 }
 
+/* ---------------------------------------------------------------- the jar's -norm on ASCII text
+ * The C twin of ``normalize_line`` (_normalize.py) followed by lower-casing and splitting (``Meteor.tokenize``)
+ * for text of printable ASCII without runs of dots or the word DOTMULTI (the multi-dot passes); anything else
+ * returns None and the Python function (the reference) normalizes it. Each regular-expression pass there is
+ * one left-to-right, non-overlapping pass here over a three-character pattern.
+ */
+enum { C_DIGIT, C_NOT_DIGIT, C_ALPHA, C_NOT_ALPHA, C_NOT_ALNUM_ALPHA, C_ALNUM, C_ALNUM_DOT, C_S };
+
+static int in_class(int cls, unsigned char c) {
+    int digit = c >= '0' && c <= '9', alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    switch (cls) {
+        case C_DIGIT: return digit;
+        case C_NOT_DIGIT: return !digit;
+        case C_ALPHA: return alpha;
+        case C_NOT_ALPHA: return !alpha;
+        case C_NOT_ALNUM_ALPHA: return !alpha && !digit; /* [^ALPHA0-9] */
+        case C_ALNUM: return alpha || digit;
+        case C_ALNUM_DOT: return alpha || digit || c == '.';
+        default: return c == 's';
+    }
+}
+
+/* re.sub("(X)m(Y)", repl): mode 0 "X m Y", 1 "X Y" (m dropped), 2 "X mY"; out has room for 2n bytes */
+static Py_ssize_t sub3(const char *in, Py_ssize_t n, char *out, int x, char m, int y, int mode) {
+    Py_ssize_t o = 0, i = 0;
+    while (i < n) {
+        if (i + 2 < n && in[i + 1] == m && in_class(x, (unsigned char)in[i]) && in_class(y, (unsigned char)in[i + 2])) {
+            out[o++] = in[i];
+            out[o++] = ' ';
+            if (mode != 1) out[o++] = m;
+            if (mode == 0) out[o++] = ' ';
+            out[o++] = in[i + 2];
+            i += 3;
+        } else {
+            out[o++] = in[i++];
+        }
+    }
+    return o;
+}
+
+static PyObject *norm_tokens(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *prefixes;
+    int lower;
+    if (!PyArg_ParseTuple(args, "UO!p", &text, &PyDict_Type, &prefixes, &lower)) return NULL;
+    Py_ssize_t n;
+    const char *t = PyUnicode_AsUTF8AndSize(text, &n);
+    if (!t) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c < 0x20 || c >= 0x7f || (c == '.' && i + 1 < n && t[i + 1] == '.')) Py_RETURN_NONE;
+        if (c == 'D' && i + 8 <= n && memcmp(t + i, "DOTMULTI", 8) == 0) Py_RETURN_NONE;
+    }
+    size_t cap = (size_t)n * 12 + 64; /* every character becomes at most 3, and a period token gains one */
+    char *a = malloc(cap), *b = malloc(cap);
+    PyObject *out = NULL;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return PyErr_NoMemory();
+    }
+    /* [^ALNUM\s.'`,-] -> " c ", on " text " */
+    Py_ssize_t m = 0;
+    a[m++] = ' ';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (in_class(C_ALNUM, c) || c == ' ' || c == '.' || c == '\'' || c == '`' || c == ',' || c == '-') {
+            a[m++] = (char)c;
+        } else {
+            a[m++] = ' ';
+            a[m++] = (char)c;
+            a[m++] = ' ';
+        }
+    }
+    a[m++] = ' ';
+    char *tmp;
+#define PASS(X, M, Y, MODE) (m = sub3(a, m, b, X, M, Y, MODE), tmp = a, a = b, b = tmp)
+    PASS(C_NOT_DIGIT, ',', C_NOT_DIGIT, 0);
+    PASS(C_DIGIT, ',', C_NOT_DIGIT, 0);
+    PASS(C_NOT_DIGIT, ',', C_DIGIT, 0);
+    for (Py_ssize_t i = 0; i < m; i++) /* [`] -> ' */
+        if (a[i] == '`') a[i] = '\'';
+    { /* '' -> " \" " */
+        Py_ssize_t o = 0;
+        for (Py_ssize_t i = 0; i < m;) {
+            if (a[i] == '\'' && i + 1 < m && a[i + 1] == '\'') {
+                b[o++] = ' ';
+                b[o++] = '"';
+                b[o++] = ' ';
+                i += 2;
+            } else {
+                b[o++] = a[i++];
+            }
+        }
+        m = o;
+        tmp = a, a = b, b = tmp;
+    }
+    { /* -- -> - (str.replace), then ([ALNUM.])-([ALNUM]) -> "\1 \2" */
+        Py_ssize_t o = 0;
+        for (Py_ssize_t i = 0; i < m;) {
+            if (a[i] == '-' && i + 1 < m && a[i + 1] == '-') {
+                b[o++] = '-';
+                i += 2;
+            } else {
+                b[o++] = a[i++];
+            }
+        }
+        m = o;
+        tmp = a, a = b, b = tmp;
+    }
+    PASS(C_ALNUM_DOT, '-', C_ALNUM, 1);
+    PASS(C_NOT_ALPHA, '\'', C_NOT_ALPHA, 0);
+    PASS(C_NOT_ALNUM_ALPHA, '\'', C_ALPHA, 0);
+    PASS(C_ALPHA, '\'', C_NOT_ALPHA, 0);
+    PASS(C_ALPHA, '\'', C_ALPHA, 2);
+    PASS(C_DIGIT, '\'', C_S, 2);
+#undef PASS
+    /* tokens; a token ending in a period: a non-breaking prefix, an abbreviation, or a full stop split off */
+    Py_ssize_t o = 0, i = 0;
+    int failed = 0;
+    while (i < m && !failed) {
+        while (i < m && a[i] == ' ') i++;
+        if (i == m) break;
+        Py_ssize_t s0 = i;
+        while (i < m && a[i] != ' ') i++;
+        Py_ssize_t len = i - s0;
+        if (o) b[o++] = ' ';
+        if (len > 1 && a[i - 1] == '.') {
+            const char *pre = a + s0;
+            Py_ssize_t pn = len - 1;
+            int dot = 0, alpha = 0;
+            for (Py_ssize_t k = 0; k < pn; k++) {
+                dot |= pre[k] == '.';
+                alpha |= in_class(C_ALPHA, (unsigned char)pre[k]);
+            }
+            if (dot && alpha) { /* tok.replace(".", "") */
+                for (Py_ssize_t k = 0; k < len; k++)
+                    if (pre[k] != '.') b[o++] = pre[k];
+                continue;
+            }
+            PyObject *key = PyUnicode_FromStringAndSize(pre, pn);
+            if (!key) {
+                failed = 1;
+                break;
+            }
+            PyObject *kind_o = PyDict_GetItemWithError(prefixes, key);
+            Py_DECREF(key);
+            long kind = 0;
+            if (kind_o) {
+                kind = PyLong_Check(kind_o) ? PyLong_AsLong(kind_o) : -2;
+                if (kind == -1 && PyErr_Occurred()) PyErr_Clear();
+            } else if (PyErr_Occurred()) {
+                failed = 1;
+                break;
+            }
+            if (kind == -2) { /* not the table parse_nonbreaking_prefixes makes: Python decides */
+                failed = 2;
+                break;
+            }
+            Py_ssize_t j = i;
+            while (j < m && a[j] == ' ') j++;
+            int has_next = j < m;
+            unsigned char nx = has_next ? (unsigned char)a[j] : 0;
+            int keep = kind == 1 || (has_next && nx >= 'a' && nx <= 'z') ||
+                       (kind == 2 && has_next && nx >= '0' && nx <= '9');
+            memcpy(b + o, pre, (size_t)pn);
+            o += pn;
+            if (!keep) b[o++] = ' ';
+            b[o++] = '.';
+        } else {
+            memcpy(b + o, a + s0, (size_t)len);
+            o += len;
+        }
+    }
+    if (!failed) {
+        out = PyList_New(0);
+        for (Py_ssize_t k = 0; out && k < o;) {
+            Py_ssize_t s0 = k;
+            while (k < o && b[k] != ' ') {
+                if (lower && b[k] >= 'A' && b[k] <= 'Z') b[k] = (char)(b[k] - 'A' + 'a');
+                k++;
+            }
+            if (k > s0) {
+                PyObject *w = PyUnicode_FromStringAndSize(b + s0, k - s0);
+                if (!w || PyList_Append(out, w) < 0) {
+                    Py_XDECREF(w);
+                    Py_CLEAR(out);
+                    break;
+                }
+                Py_DECREF(w);
+            }
+            k++;
+        }
+    } else if (failed == 2) {
+        Py_INCREF(Py_None);
+        out = Py_None;
+    }
+    free(a);
+    free(b);
+    return out;
+}
+
 static PyObject *align_batch(PyObject *self, PyObject *args) {
     (void)self;
     static const char *names[N_IN] = {"kind",   "whash",   "shash", "func", "syn_ptr", "syn_ids",
@@ -1286,6 +1488,8 @@ static PyMethodDef methods[] = {
      "para_len, pair_h, pair_r, out, flags, beam_size, prune): METEOR alignment counts of many pairs."},
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(words, stem, out): Java hashes of the words (or of their Snowball English stems)."},
+    {"norm_tokens", norm_tokens, METH_VARARGS,
+     "norm_tokens(text, prefixes, lower): the jar's -norm tokens of printable ASCII text (None: other text)."},
     {"synset_rows", synset_rows, METH_VARARGS,
      "synset_rows(words, keys, vals, bases): each word's synsets from the jar's sorted table, CSR."},
     {NULL, NULL, 0, NULL}};
