@@ -63,13 +63,15 @@ def test_compiled_synset_lookup_equals_the_python_index(words):
     m = Meteor()
     index = m._aligner.synonyms
     table = index.tables.synsets
-    ptr, ids = c.synset_rows(words, table._words, table._offsets, index.tables.bases)
+    ptr, ids = c.synset_rows(words, table.data, table.starts, index.tables.bases)
     ptr, ids = np.frombuffer(ptr, dtype=np.int64), np.frombuffer(ids, dtype=np.int64)
     got = [ids[ptr[i]:ptr[i + 1]].tolist() for i in range(len(words))]
     assert [w for w, g in zip(words, got) if g != sorted(index.synsets(w))] == []
     assert sum(1 for g in got if g) > 5000
     # a word UTF-8 cannot encode (a lone surrogate, which JSON allows): None, the Python path decides
-    assert c.synset_rows(["ok", "\ud800"], table._words, table._offsets, index.tables.bases) is None
+    assert c.synset_rows(["ok", "\ud800"], table.data, table.starts, index.tables.bases) is None
+    with pytest.raises(ValueError, match="line starts"):
+        c.synset_rows(["ok"], table.data, table.starts[:-1], index.tables.bases)
 
 
 def test_batch_counts_equal_without_the_compiled_word_features(vist_album_corpus, pycoco, monkeypatch):
@@ -139,3 +141,50 @@ def test_tokenize_is_the_same_with_and_without_the_compiled_norm(vist_album_corp
     assert [fast.tokenize(t) for t in texts] == [slow.tokenize(t) for t in texts]
     vist = Meteor.from_preset("vist")  # no -norm: the text is only split
     assert vist.tokenize("Don't stop, Mr. Smith.") == ["Don't", "stop,", "Mr.", "Smith."]
+
+
+@pytest.mark.parametrize("data", [b"", b"a\n1 2\n", b"a\n1 2", b"a\n\nb\n3\n", b"\n\n\n", b"x\n"])
+def test_synset_table_lines_are_those_of_split(data):
+    from connote.metrics.meteor._resources import _SortedSynsets
+
+    lines = data.split(b"\n")
+    n = len(lines) // 2
+    table = _SortedSynsets(data)
+    assert list(table._words) == lines[0:2 * n:2] and list(table._offsets) == lines[1:2 * n:2]
+    assert len(table) == n
+
+
+def test_jar_synonym_tables_are_cached_decompressed_and_rebuilt_when_the_jar_changes(pycoco, tmp_path,
+                                                                                    monkeypatch):
+    import os
+    import shutil
+
+    from connote.metrics.meteor import _resources
+
+    src = _resources.find_meteor_dir()
+    jar_dir = tmp_path / "meteor"
+    jar_dir.mkdir()
+    shutil.copy(src / _resources.JAR_NAME, jar_dir / _resources.JAR_NAME)
+    monkeypatch.setenv("CONNOTE_CACHE", str(tmp_path / "cache"))
+    syn = _resources._read_from_jar(jar_dir, "synonym/english.synsets", binary=True)
+    exc = _resources._read_from_jar(jar_dir, "synonym/english.exceptions")
+    first = _resources._jar_synonym_data(jar_dir)
+    assert first[0] == syn and first[2] == exc and first[1] is not None
+    made = sorted((tmp_path / "cache" / "meteor").glob("synonyms-v1-*"))
+    assert len(made) == 1 and (made[0] / "complete").is_file()
+
+    def no_jar(*a, **k):
+        raise AssertionError("read the jar although the cache holds its tables")
+
+    monkeypatch.setattr(_resources, "_read_from_jar", no_jar)
+    again = _resources._jar_synonym_data(jar_dir)
+    assert again[0] == syn and again[2] == exc and (again[1] == first[1]).all()
+    tables = _resources._jar_synonym_tables(jar_dir)
+    assert tables.synsets.get("dog") == _resources._SortedSynsets(syn).get("dog") and tables.synsets.get("dog")
+    monkeypatch.undo()
+    monkeypatch.setenv("CONNOTE_CACHE", str(tmp_path / "cache"))
+    st = os.stat(jar_dir / _resources.JAR_NAME)
+    os.utime(jar_dir / _resources.JAR_NAME, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # "a new jar"
+    assert _resources._jar_synonym_data(jar_dir)[0] == syn
+    now = sorted((tmp_path / "cache" / "meteor").glob("synonyms-v1-*"))
+    assert len(now) == 1 and now != made  # the entry of the earlier jar state is gone

@@ -681,11 +681,11 @@ class Aligner:
         fast = getattr(_calign, "synset_rows", None)
         tables = self.synonyms.tables if self.synonyms is not None else None
         table = getattr(tables, "synsets", None)
-        keys, vals = getattr(table, "_words", None), getattr(table, "_offsets", None)
-        if fast is None or not isinstance(keys, list) or not isinstance(vals, list) or not isinstance(
+        data, starts = getattr(table, "data", None), getattr(table, "starts", None)
+        if fast is None or not isinstance(data, bytes) or not isinstance(starts, np.ndarray) or not isinstance(
                 tables.bases, dict):
             return None
-        got = fast(words, keys, vals, tables.bases)
+        got = fast(words, data, np.ascontiguousarray(starts, dtype=np.int64), tables.bases)
         if got is None:  # a word UTF-8 cannot encode, or a table line that is not integers
             return None
         return np.frombuffer(got[0], dtype=np.int64), np.frombuffer(got[1], dtype=np.int64)

@@ -1044,35 +1044,41 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* the entry of ``key`` in the sorted list of bytes ``keys`` (bisect_left + equality), or -1 */
-static Py_ssize_t sorted_find(PyObject *keys, const char *key, Py_ssize_t n) {
-    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(keys);
+/* The jar's synset table: lines of ``data`` (line i = data[ls[i]:ls[i + 1] - 1]), words on even lines in
+ * byte order, their synset offsets on the next line; n entries. */
+typedef struct {
+    const char *data;
+    const i64 *ls;
+    Py_ssize_t n;
+} SynTable;
+
+/* the entry of the UTF-8 word key[:n] (bisect_left over the even lines + equality), or -1 */
+static Py_ssize_t sorted_find(const SynTable *T, const char *key, Py_ssize_t n) {
+    Py_ssize_t lo = 0, hi = T->n;
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        PyObject *b = PyList_GET_ITEM(keys, mid);
-        Py_ssize_t bn = PyBytes_GET_SIZE(b);
-        int c = memcmp(PyBytes_AS_STRING(b), key, (size_t)(bn < n ? bn : n));
+        const char *b = T->data + T->ls[2 * mid];
+        Py_ssize_t bn = (Py_ssize_t)(T->ls[2 * mid + 1] - 1 - T->ls[2 * mid]);
+        int c = memcmp(b, key, (size_t)(bn < n ? bn : n));
         if (c < 0 || (c == 0 && bn < n))
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < PyList_GET_SIZE(keys)) {
-        PyObject *b = PyList_GET_ITEM(keys, lo);
-        if (PyBytes_GET_SIZE(b) == n && memcmp(PyBytes_AS_STRING(b), key, (size_t)n) == 0) return lo;
+    if (lo < T->n) {
+        const char *b = T->data + T->ls[2 * lo];
+        Py_ssize_t bn = (Py_ssize_t)(T->ls[2 * lo + 1] - 1 - T->ls[2 * lo]);
+        if (bn == n && memcmp(b, key, (size_t)n) == 0) return lo;
     }
     return -1;
 }
 
 /* append the synset offsets of the UTF-8 word key[:n] (if listed); -1: a line that is not plain integers */
-static int synsets_of(PyObject *keys, PyObject *vals, const char *key, Py_ssize_t n, Buf *ids, Py_ssize_t *len,
-                      int *found) {
-    Py_ssize_t at = sorted_find(keys, key, n);
+static int synsets_of(const SynTable *T, const char *key, Py_ssize_t n, Buf *ids, Py_ssize_t *len, int *found) {
+    Py_ssize_t at = sorted_find(T, key, n);
     *found = at >= 0;
     if (at < 0) return 0;
-    if (at >= PyList_GET_SIZE(vals)) return -1;
-    PyObject *line = PyList_GET_ITEM(vals, at);
-    const char *p = PyBytes_AS_STRING(line), *end = p + PyBytes_GET_SIZE(line);
+    const char *p = T->data + T->ls[2 * at + 1], *end = T->data + T->ls[2 * at + 2] - 1;
     while (p < end) {
         while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) p++;
         if (p == end) break;
@@ -1107,22 +1113,31 @@ static int bytes_end(const char *s, Py_ssize_t n, const char *suf) {
     return k <= n && memcmp(s + n - k, suf, (size_t)k) == 0;
 }
 
-/* synset_rows(words, keys, vals, bases) -> (ptr, ids) as int64 bytes: the sorted distinct synsets of each
+/* synset_rows(words, data, ls, bases) -> (ptr, ids) as int64 bytes: the sorted distinct synsets of each
  * word (its own, and its base forms' - the exceptions table, else the first morphological rule giving a
  * listed form), CSR; None where a word cannot be encoded or a line is not integers (the Python path then) */
 static PyObject *synset_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *words, *keys, *vals, *bases;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &words, &PyList_Type, &keys, &PyList_Type, &vals,
-                          &PyDict_Type, &bases))
+    PyObject *words, *data_o, *ls_o, *bases;
+    if (!PyArg_ParseTuple(args, "O!OOO!", &PyList_Type, &words, &data_o, &ls_o, &PyDict_Type, &bases)) return NULL;
+    Py_buffer dv, lv;
+    if (PyObject_GetBuffer(data_o, &dv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (get_buf(ls_o, &lv, 0, "ls") < 0) {
+        PyBuffer_Release(&dv);
         return NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++)
-        if (!PyBytes_Check(PyList_GET_ITEM(keys, i))) Py_RETURN_NONE;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vals); i++)
-        if (!PyBytes_Check(PyList_GET_ITEM(vals, i))) Py_RETURN_NONE;
+    }
+    SynTable T = {dv.buf, lv.buf, (Py_ssize_t)(lv.len / 8 - 1) / 2};
+    int bad = lv.len / 8 < 1 || T.ls[0] != 0 || T.ls[lv.len / 8 - 1] != (i64)dv.len + 1;
+    for (Py_ssize_t k = 1; k < lv.len / 8 && !bad; k++) /* every line ends in a newline (or the end) */
+        bad = T.ls[k] <= T.ls[k - 1] || (k < lv.len / 8 - 1 && ((const char *)dv.buf)[T.ls[k] - 1] != '\n');
     Py_ssize_t n_words = PyList_GET_SIZE(words);
-    PyObject *ptr_b = PyBytes_FromStringAndSize(NULL, (n_words + 1) * (Py_ssize_t)sizeof(i64));
-    if (!ptr_b) return NULL;
+    PyObject *ptr_b = bad ? NULL : PyBytes_FromStringAndSize(NULL, (n_words + 1) * (Py_ssize_t)sizeof(i64));
+    if (!ptr_b) {
+        PyBuffer_Release(&dv);
+        PyBuffer_Release(&lv);
+        if (bad) PyErr_SetString(PyExc_ValueError, "synset_rows: ls are not the line starts of data");
+        return NULL;
+    }
     i64 *ptr = (i64 *)PyBytes_AS_STRING(ptr_b);
     Buf ids = {NULL, 0}, cand = {NULL, 0};
     Py_ssize_t len = 0;
@@ -1138,7 +1153,7 @@ static PyObject *synset_rows(PyObject *self, PyObject *args) {
             st = 1;
             break;
         }
-        int r0 = synsets_of(keys, vals, u, n, &ids, &len, &found);
+        int r0 = synsets_of(&T, u, n, &ids, &len, &found);
         if (r0 < 0) {
             st = r0 == -2 ? (PyErr_NoMemory(), 2) : 1;
             break;
@@ -1160,12 +1175,12 @@ static PyObject *synset_rows(PyObject *self, PyObject *args) {
                 if (!bu) {
                     PyErr_Clear();
                     st = 1;
-                } else if (synsets_of(keys, vals, bu, bn, &ids, &len, &found) < 0) {
+                } else if (synsets_of(&T, bu, bn, &ids, &len, &found) < 0) {
                     st = 1;
                 }
             }
         } else if (bytes_end(u, n, "ss") || PyUnicode_GetLength(word) <= 2) {
-            if (synsets_of(keys, vals, u, n, &ids, &len, &found) < 0) st = 1;
+            if (synsets_of(&T, u, n, &ids, &len, &found) < 0) st = 1;
         } else {
             int hit = 0;
             for (int e = 0; MORPH[e][0] && !hit && !st; e++) {
@@ -1179,9 +1194,9 @@ static PyObject *synset_rows(PyObject *self, PyObject *args) {
                 }
                 memcpy(c, u, (size_t)(n - k));
                 memcpy(c + n - k, MORPH[e][1], (size_t)a);
-                if (synsets_of(keys, vals, c, n - k + a, &ids, &len, &hit) < 0) st = 1;
+                if (synsets_of(&T, c, n - k + a, &ids, &len, &hit) < 0) st = 1;
             }
-            if (!hit && !st && synsets_of(keys, vals, "", 0, &ids, &len, &found) < 0) st = 1;
+            if (!hit && !st && synsets_of(&T, "", 0, &ids, &len, &found) < 0) st = 1;
         }
         if (st) break;
         if (len > start) {
@@ -1208,6 +1223,8 @@ static PyObject *synset_rows(PyObject *self, PyObject *args) {
     }
     free(ids.p);
     free(cand.p);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&lv);
     return ret;
 }
 
@@ -1491,7 +1508,7 @@ static PyMethodDef methods[] = {
     {"norm_tokens", norm_tokens, METH_VARARGS,
      "norm_tokens(text, prefixes, lower): the jar's -norm tokens of printable ASCII text (None: other text)."},
     {"synset_rows", synset_rows, METH_VARARGS,
-     "synset_rows(words, keys, vals, bases): each word's synsets from the jar's sorted table, CSR."},
+     "synset_rows(words, data, ls, bases): each word's synsets from the jar's sorted table, CSR."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_calign",
