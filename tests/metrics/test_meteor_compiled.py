@@ -188,3 +188,31 @@ def test_jar_synonym_tables_are_cached_decompressed_and_rebuilt_when_the_jar_cha
     assert _resources._jar_synonym_data(jar_dir)[0] == syn
     now = sorted((tmp_path / "cache" / "meteor").glob("synonyms-v1-*"))
     assert len(now) == 1 and now != made  # the entry of the earlier jar state is gone
+
+
+def test_parallel_corpus_equals_one_process_and_survives_a_dead_worker(vist_album_corpus, pycoco, monkeypatch,
+                                                                     tmp_path):
+    """Forked workers + the calling process (claiming chunks as they go) give the one-process numbers; a
+    worker that dies without its results has its chunks aligned by the caller."""
+    import os
+
+    import connote.metrics.meteor as meteor_mod
+
+    res, gts = vist_album_corpus
+    ids = list(gts)[:300]
+    hyps, refs = [res[i][0] for i in ids], [gts[i] for i in ids]
+    m = Meteor()
+    one = m.corpus(hyps, refs, n_jobs=1)
+    assert m.corpus(hyps, refs, n_jobs=2) == one
+    assert m.corpus(hyps, refs, n_jobs=3) == one
+    chunks = meteor_mod._guided_chunks(1008, 2)
+    assert chunks[0] == (0, 252) and chunks[-1][1] == 1008 and all(b - a >= 32 for a, b in chunks[:-1])
+    assert all(chunks[k][1] == chunks[k + 1][0] for k in range(len(chunks) - 1))
+
+    def dies(*args):
+        (tmp_path / f"died-{os.getpid()}").write_text("")
+        os._exit(3)
+
+    monkeypatch.setattr(meteor_mod, "_worker_loop", dies)
+    assert m.corpus(hyps, refs, n_jobs=2) == one
+    assert len(list(tmp_path.glob("died-*"))) == 1  # the worker ran (and died) in its own process
