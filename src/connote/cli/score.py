@@ -15,7 +15,12 @@ from connote.core.errors import InputError
 
 def register(app: typer.Typer) -> None:
     """Add the ``score`` command to the connote CLI."""
+    import os
 
+    # numpy's OpenBLAS starts a pool of threads when numpy is first imported (~0.06 s of start-up on 2 cores),
+    # and the caption metrics do no matrix products: one BLAS thread, unless the user chose a number
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from connote.cli.metric_flags import with_metric_flags
     from connote.metrics.registry import METRICS
 
