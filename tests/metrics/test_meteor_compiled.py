@@ -216,3 +216,23 @@ def test_parallel_corpus_equals_one_process_and_survives_a_dead_worker(vist_albu
     monkeypatch.setattr(meteor_mod, "_worker_loop", dies)
     assert m.corpus(hyps, refs, n_jobs=2) == one
     assert len(list(tmp_path.glob("died-*"))) == 1  # the worker ran (and died) in its own process
+
+
+def test_without_the_extension_everything_runs_in_python_with_the_same_scores(vist_album_corpus, pycoco):
+    """As on a machine without a C compiler (the import of ``_calign`` fails): same corpus and segment scores."""
+    import json
+    import subprocess
+    import sys
+
+    res, gts = vist_album_corpus
+    ids = list(gts)[:80]
+    hyps, refs = [res[i][0] for i in ids], [gts[i] for i in ids]
+    code = ("import json, sys\nsys.modules['connote.metrics.meteor._calign'] = None\n"
+            "from connote.metrics.meteor import Meteor, _norm_tokens, _align, _resources\n"
+            "assert _align._calign is None and _norm_tokens is None and not _align.COMPILED\n"
+            "h, r = json.load(sys.stdin)\nprint(json.dumps(Meteor().corpus(h, r, n_jobs=2)))\n")
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps([hyps, refs]), capture_output=True,
+                         text=True, check=True)
+    score, seg = json.loads(out.stdout)
+    want = Meteor().corpus(hyps, refs, n_jobs=1)
+    assert score == want[0] and seg == want[1]
