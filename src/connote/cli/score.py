@@ -15,7 +15,12 @@ from connote.core.errors import InputError
 
 def register(app: typer.Typer) -> None:
     """Add the ``score`` command to the connote CLI."""
+    import os
 
+    # numpy's OpenBLAS starts a pool of threads when numpy is first imported (~0.06 s of start-up on 2 cores),
+    # and the caption metrics do no matrix products: one BLAS thread, unless the user chose a number
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from connote.cli.metric_flags import with_metric_flags
     from connote.metrics.registry import METRICS
 
@@ -38,6 +43,7 @@ def register(app: typer.Typer) -> None:
         metric_settings: Optional[dict] = None,
     ) -> None:
         """Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, CIDEr-D (pycocoevalcap's numbers)."""
+        _skip_exit_collection()
         if clear_cache:
             from connote.metrics.cache import clear_caches
 
@@ -104,3 +110,19 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{i}\t" + "\t".join(f"{k}={v:.6f}" for k, v in vals.items()))
         for w in result.warnings:
             typer.echo(f"warning: {w}", err=True)
+
+
+_EXIT_HOOK = False
+
+
+def _skip_exit_collection() -> None:
+    """At interpreter exit, spare the cyclic collector's last walk over every object the metrics made (their
+    n-gram tables, METEOR's tables and caches: ~0.07 s of a 1 s run); the objects are freed as the process
+    ends. Registered once; nothing changes while the process runs, so in-process callers are unaffected."""
+    global _EXIT_HOOK
+    if not _EXIT_HOOK:
+        import atexit
+        import gc
+
+        atexit.register(gc.freeze)
+        _EXIT_HOOK = True

@@ -1,7 +1,8 @@
 """connote's metric caches: where they are, how big, and clearing them (``connote score --clear-cache``).
 
 All are derived data, rebuilt on next use: the METEOR paraphrase index
-(``<root>/meteor/paraphrase-v6-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s),
+(``<root>/meteor/paraphrase-v6-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s), the jar's
+synonym tables decompressed (``<root>/meteor/synonyms-v1-*``, ~5 MB),
 parsed WordNet synonym tables (``<root>/wordnet/*.json``, only when WordNet synonyms are asked for) and
 the embedded encoder's ImageNet label embeddings (``<root>/embedded/*.npy``, 1.5 MB).
 ``<root>`` is ``$CONNOTE_CACHE``, else ``$XDG_CACHE_HOME/connote``, else ``~/.cache/connote``.

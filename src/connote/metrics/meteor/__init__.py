@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from connote.metrics._gc import gc_paused
 from connote.metrics.meteor import _resources
@@ -37,8 +38,12 @@ from connote.metrics.meteor._align import (
     Aligner,
     SynonymIndex,
 )
+from connote.metrics.meteor._align import _calign as _compiled
 from connote.metrics.meteor._normalize import java_tokens, java_trim, normalize_line, parse_nonbreaking_prefixes
 from connote.metrics.meteor._stem import stem as snowball_stem
+
+# the jar's -norm of printable ASCII text, compiled (None where the extension is older or not built)
+_norm_tokens = getattr(_compiled, "norm_tokens", None)
 
 __all__ = ["Meteor", "MeteorStats", "TASKS", "PRESETS", "MeteorResourceWarning"]
 
@@ -301,6 +306,12 @@ class Meteor:
         if got is not None:
             return list(got)
         raw = text
+        fast = _norm_tokens(text, self._prefixes, self.lowercase) if self.norm and self._compiled_norm() else None
+        if fast is not None:  # the compiled twin of the lines below (printable ASCII text)
+            if len(self._token_cache) > 200000:
+                self._token_cache.clear()
+            self._token_cache[raw] = tuple(fast)
+            return fast
         if self.norm:
             text = normalize_line(text, self._prefixes, keep_punctuation=True)
         if self.lowercase:
@@ -310,6 +321,9 @@ class Meteor:
             self._token_cache.clear()
         self._token_cache[raw] = tuple(toks)
         return toks
+
+    def _compiled_norm(self) -> bool:
+        return _norm_tokens is not None and self._aligner.compiled
 
     def prepare(self, texts: Iterable[str | Sequence[str]]) -> None:
         """Load the paraphrase entries relevant to these texts (raw strings or token lists) for the
@@ -420,51 +434,109 @@ def _resolve_jobs(n_jobs: int | None, n_items: int) -> int:
     return max(1, min(n_jobs, n_items // 32))
 
 
-_WORKER: tuple | None = None
+def _guided_chunks(n: int, jobs: int, least: int = 32) -> list[tuple[int, int]]:
+    """Item ranges, each a share of what is left (the largest first): processes that start at different times
+    (the caller computes other metrics first) still finish together."""
+    out, a = [], 0
+    while a < n:
+        b = min(n, a + max(least, -(-(n - a) // (2 * jobs))))
+        out.append((a, b))
+        a = b
+    return out
 
 
-def _work(bounds: tuple[int, int]) -> list[MeteorStats]:
-    assert _WORKER is not None
-    meteor, hyps, refs = _WORKER
-    a, b = bounds
-    return meteor._chunk_stats(hyps[a:b], refs[a:b])
+def _worker_loop(meteor: Meteor, hyps: list[str], refs: list[list[str]], chunks: list[tuple[int, int]],
+                 counter: Any, conn: Any) -> None:
+    """A forked worker: claims the next chunk until none is left, then sends ``{chunk: stats}`` back at once
+    (a send while the parent aligns would wait on the pipe). A chunk it fails on is left out: the parent
+    aligns it again, and so raises the error itself."""
+    done: dict[int, list[MeteorStats]] = {}
+    try:
+        while True:
+            k = _claim(counter, len(chunks))
+            if k is None:
+                break
+            a, b = chunks[k]
+            done[k] = meteor._chunk_stats(hyps[a:b], refs[a:b])
+    except BaseException:  # noqa: BLE001,S110 - the parent aligns the chunks missing from ``done``
+        pass
+    try:
+        conn.send(done)
+    finally:
+        conn.close()
+
+
+def _claim(counter: Any, n: int) -> int | None:
+    with counter.get_lock():
+        k = counter.value
+        if k >= n:
+            return None
+        counter.value = k + 1
+    return k
 
 
 class _ParallelRun:
-    """Forked workers aligning chunks of a corpus; :meth:`stats` waits for them."""
+    """Forked workers aligning chunks of a corpus while the caller does other work; :meth:`stats` then aligns
+    the chunks still unclaimed in this process (``jobs - 1`` workers + the caller: one process fewer to start,
+    and no core idles while the caller finishes its own work) and gathers the workers' results."""
 
     def __init__(self, meteor: Meteor, hyps: list[str], refs: list[list[str]], jobs: int) -> None:
         import multiprocessing as mp
 
-        global _WORKER
-        _WORKER = (meteor, hyps, refs)  # inherited by the forked workers
-        n = len(hyps)
-        step = max(1, -(-n // (jobs * 2)))
-        chunks = [(a, min(n, a + step)) for a in range(0, n, step)]
+        ctx = mp.get_context("fork")
+        self._meteor, self._hyps, self._refs = meteor, hyps, refs
+        self._chunks = _guided_chunks(len(hyps), jobs)
+        self._counter = ctx.Value("l", 0)
+        self._procs: list[Any] = []
+        self._conns: list[Any] = []
         try:
-            with gc_paused():  # the workers inherit the paused collector
-                self._pool = mp.get_context("fork").Pool(jobs)
-            self._async = self._pool.map_async(_work, chunks)
+            for _ in range(jobs - 1):
+                recv, send = ctx.Pipe(duplex=False)
+                with gc_paused():  # the workers inherit the paused collector
+                    proc = ctx.Process(target=_worker_loop, args=(meteor, hyps, refs, self._chunks, self._counter,
+                                                                  send), daemon=True)
+                    proc.start()
+                send.close()
+                self._procs.append(proc)
+                self._conns.append(recv)
         except BaseException:
-            _WORKER = None
+            self.cancel()
             raise
 
     def stats(self) -> list[MeteorStats]:
-        global _WORKER
+        done: dict[int, list[MeteorStats]] = {}
         try:
-            parts = self._async.get()
-            self._pool.close()
+            with gc_paused():
+                while True:
+                    k = _claim(self._counter, len(self._chunks))
+                    if k is None:
+                        break
+                    a, b = self._chunks[k]
+                    done[k] = self._meteor._chunk_stats(self._hyps[a:b], self._refs[a:b])
+                for conn in self._conns:
+                    try:
+                        done.update(conn.recv())
+                    except EOFError:  # the worker died: its chunks are aligned here below
+                        pass
+                for k, (a, b) in enumerate(self._chunks):
+                    if k not in done:
+                        done[k] = self._meteor._chunk_stats(self._hyps[a:b], self._refs[a:b])
+            self._close(terminate=False)
         finally:
-            self._pool.terminate()
-            self._pool.join()
-            _WORKER = None
-        return [st for part in parts for st in part]
+            self.cancel()
+        return [st for k in range(len(self._chunks)) for st in done[k]]
+
+    def _close(self, terminate: bool) -> None:
+        for proc in self._procs:
+            if terminate and proc.is_alive():
+                proc.terminate()
+            proc.join()
+        for conn in self._conns:
+            conn.close()
+        self._procs, self._conns = [], []
 
     def cancel(self) -> None:
-        global _WORKER
-        self._pool.terminate()
-        self._pool.join()
-        _WORKER = None
+        self._close(terminate=True)
 
 
 class _PendingCorpus:

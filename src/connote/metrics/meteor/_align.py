@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from connote.metrics import _arrays
+from connote.metrics.meteor._stem import stem as snowball_stem
 from connote.metrics.wordnet import SynonymTables
 
 EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
@@ -656,6 +657,39 @@ class Aligner:
     def _module_flags(self) -> tuple[int, int]:
         return int(self.synonyms is not None), int(self.paraphrase_table is not None)
 
+    def _word_hashes(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Java hashes of the words and of their stems (the compiled twins of ``java_hash`` and the Snowball
+        stemmer where the extension has them and the stemmer is connote's; else :meth:`_hashes`/:meth:`_stems`)."""
+        i64 = np.int64
+        fast = getattr(_calign, "word_hashes", None)
+        if fast is not None:
+            whash = np.empty(len(words), dtype=i64)
+            fast(words, False, whash)
+        else:
+            whash = np.array(self._hashes(words), dtype=i64)
+        if STEM not in self.modules:
+            return whash, whash
+        if fast is not None and self.stem is snowball_stem:
+            shash = np.empty(len(words), dtype=i64)
+            fast(words, True, shash)
+            return whash, shash
+        return whash, np.array(self._stems(words), dtype=i64)
+
+    def _synset_rows(self, words: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each word's sorted synsets (CSR) from the compiled lookup where the tables are the jar's sorted
+        synset table (``_resources._SortedSynsets``) and a dict of base forms; ``None``: the Python lookup."""
+        fast = getattr(_calign, "synset_rows", None)
+        tables = self.synonyms.tables if self.synonyms is not None else None
+        table = getattr(tables, "synsets", None)
+        data, starts = getattr(table, "data", None), getattr(table, "starts", None)
+        if fast is None or not isinstance(data, bytes) or not isinstance(starts, np.ndarray) or not isinstance(
+                tables.bases, dict):
+            return None
+        got = fast(words, data, np.ascontiguousarray(starts, dtype=np.int64), tables.bases)
+        if got is None:  # a word UTF-8 cannot encode, or a table line that is not integers
+            return None
+        return np.frombuffer(got[0], dtype=np.int64), np.frombuffer(got[1], dtype=np.int64)
+
     def _batch_arrays(self, sents: list[tuple[str, ...]]) -> tuple[np.ndarray, ...] | None:
         """The compiled aligner's inputs for these sentences (int64 arrays, see ``_calign.c``)."""
         i64 = np.int64
@@ -666,11 +700,13 @@ class Aligner:
         toks = np.fromiter(map(vocab.__getitem__, flat), dtype=i64, count=len(flat))
         tok_ptr = _arrays.offsets([len(s) for s in sents])
         words = list(vocab)
-        whash = np.array(self._hashes(words), dtype=i64)
-        shash = np.array(self._stems(words), dtype=i64) if STEM in self.modules else whash
+        whash, shash = self._word_hashes(words)
         fw = self.function_words
         func = np.array([w.lower() in fw for w in words], dtype=i64)
-        if SYNONYM in self.modules and self.synonyms is not None:
+        rows = self._synset_rows(words) if SYNONYM in self.modules and self.synonyms is not None else None
+        if rows is not None:
+            syn_ptr, syn_ids = rows
+        elif SYNONYM in self.modules and self.synonyms is not None:
             syn = self.synonyms.synsets
             sets = [sorted(syn(w)) for w in words]
             syn_ptr = _arrays.offsets([len(x) for x in sets])

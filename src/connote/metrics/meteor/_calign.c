@@ -781,6 +781,8 @@ static int one_pair(const Batch *B, Work *w, SynIndex *sx, i64 h, i64 r, i64 *st
 }
 
 /* ---------------------------------------------------------------- Python entry point */
+#define G_BUF(b, n) (grow((b), (size_t)(n) * 1))
+
 #define N_IN 17
 
 static int get_buf(PyObject *o, Py_buffer *view, int writable, const char *name) {
@@ -794,6 +796,638 @@ static int get_buf(PyObject *o, Py_buffer *view, int writable, const char *name)
         return -1;
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- per-word features
+ * The C twins of ``java_hash`` (_align.py), ``stem`` (_stem.py, the Snowball English stemmer) and
+ * ``SynonymIndex.synsets`` over the jar's sorted synset table (_align.py, _resources._SortedSynsets),
+ * step for step; the Python functions stay the reference (tests compare the two on real and awkward words).
+ */
+static i64 java_hash_ucs4(const Py_UCS4 *w, Py_ssize_t n) {
+    uint32_t h = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t o = (uint32_t)w[i];
+        if (o > 0xFFFF) {
+            o -= 0x10000;
+            h = 31u * h + (0xD800u + (o >> 10));
+            h = 31u * h + (0xDC00u + (o & 0x3FFu));
+        } else {
+            h = 31u * h + o;
+        }
+    }
+    return (i64)h;
+}
+
+static int is_v(Py_UCS4 c) { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' || c == 'y'; }
+
+static int ends(const Py_UCS4 *w, Py_ssize_t n, const char *s) {
+    Py_ssize_t k = (Py_ssize_t)strlen(s);
+    if (k > n) return 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (w[n - k + i] != (Py_UCS4)(unsigned char)s[i]) return 0;
+    return 1;
+}
+
+static int same(const Py_UCS4 *w, Py_ssize_t n, const char *s) { return (Py_ssize_t)strlen(s) == n && ends(w, n, s); }
+
+static Py_ssize_t put(Py_UCS4 *w, Py_ssize_t n, const char *s) { /* append s to w[:n] */
+    for (; *s; s++) w[n++] = (Py_UCS4)(unsigned char)*s;
+    return n;
+}
+
+static Py_ssize_t region_after(const Py_UCS4 *w, Py_ssize_t n, Py_ssize_t start) {
+    for (Py_ssize_t i = start; i + 1 < n; i++)
+        if (is_v(w[i]) && !is_v(w[i + 1])) return i + 2;
+    return n;
+}
+
+static int short_syllable(const Py_UCS4 *w, Py_ssize_t n) {
+    if (n == 2) return is_v(w[0]) && !is_v(w[1]);
+    if (n >= 3)
+        return !is_v(w[n - 3]) && is_v(w[n - 2]) && !is_v(w[n - 1]) && w[n - 1] != 'w' && w[n - 1] != 'x' &&
+               w[n - 1] != 'Y';
+    return 0;
+}
+
+static int has_vowel(const Py_UCS4 *w, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (is_v(w[i])) return 1;
+    return 0;
+}
+
+static const char *const EXC1[][2] = {
+    {"skis", "ski"},    {"skies", "sky"}, {"dying", "die"},   {"lying", "lie"},     {"tying", "tie"},
+    {"idly", "idl"},    {"gently", "gentl"}, {"ugly", "ugli"}, {"early", "earli"},  {"only", "onli"},
+    {"singly", "singl"}, {"sky", "sky"},   {"news", "news"},   {"howe", "howe"},     {"atlas", "atlas"},
+    {"cosmos", "cosmos"}, {"bias", "bias"}, {"andes", "andes"}, {NULL, NULL}};
+static const char *const EXC2[] = {"inning", "outing", "canning", "herring", "earring", "proceed", "exceed",
+                                   "succeed", NULL};
+static const char *const STEP1B[] = {"eedly", "ingly", "edly", "eed", "ing", "ed", NULL};
+static const char *const DOUBLES[] = {"bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt", NULL};
+static const char *const STEP2[][2] = {
+    {"ization", "ize"}, {"ational", "ate"}, {"fulness", "ful"}, {"ousness", "ous"}, {"iveness", "ive"},
+    {"tional", "tion"}, {"biliti", "ble"}, {"lessli", "less"}, {"entli", "ent"}, {"ation", "ate"},
+    {"alism", "al"},    {"aliti", "al"},   {"ousli", "ous"},   {"iviti", "ive"},  {"fulli", "ful"},
+    {"enci", "ence"},   {"anci", "ance"},  {"abli", "able"},   {"izer", "ize"},   {"ator", "ate"},
+    {"alli", "al"},     {"bli", "ble"},    {"ogi", "og"},      {"li", ""},        {NULL, NULL}};
+static const char *const STEP3[][2] = {{"ational", "ate"}, {"tional", "tion"}, {"alize", "al"}, {"icate", "ic"},
+                                       {"iciti", "ic"},    {"ative", ""},      {"ical", "ic"},  {"ness", ""},
+                                       {"ful", ""},        {NULL, NULL}};
+static const char *const STEP4[] = {"ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate",
+                                    "iti",   "ous",  "ive",  "ize",  "ion",  "al",   "er",  "ic",  NULL};
+
+/* Snowball English stem of w[:n] (room for n + 2 code points), in place; returns its length. */
+static Py_ssize_t stem_ucs4(Py_UCS4 *w, Py_ssize_t n) {
+    if (n <= 2) return n;
+    if (w[0] == '\'') {
+        memmove(w, w + 1, (size_t)(n - 1) * sizeof(Py_UCS4));
+        n--;
+    }
+    for (int e = 0; EXC1[e][0]; e++)
+        if (same(w, n, EXC1[e][0])) return put(w, 0, EXC1[e][1]);
+    if (n > 0 && w[0] == 'y') w[0] = 'Y';
+    for (Py_ssize_t i = 0; i + 1 < n;) { /* re.sub("([aeiouy])y", r"\1Y"): left to right, no overlap */
+        if (is_v(w[i]) && w[i + 1] == 'y') {
+            w[i + 1] = 'Y';
+            i += 2;
+        } else {
+            i++;
+        }
+    }
+    Py_ssize_t r1;
+    if (n >= 5 && (ends(w, 5, "gener") || ends(w, 5, "arsen")))
+        r1 = 5;
+    else if (n >= 6 && ends(w, 6, "commun"))
+        r1 = 6;
+    else
+        r1 = region_after(w, n, 0);
+    Py_ssize_t r2 = r1 < n ? region_after(w, n, r1) : n;
+    /* step 0 */
+    if (ends(w, n, "'s'"))
+        n -= 3;
+    else if (ends(w, n, "'s"))
+        n -= 2;
+    else if (ends(w, n, "'"))
+        n -= 1;
+    /* step 1a */
+    if (ends(w, n, "sses"))
+        n -= 2;
+    else if (ends(w, n, "ied") || ends(w, n, "ies"))
+        n -= n > 4 ? 2 : 1;
+    else if (ends(w, n, "us") || ends(w, n, "ss")) {
+    } else if (ends(w, n, "s")) {
+        if (has_vowel(w, n - 2 > 0 ? n - 2 : 0)) n -= 1;
+    }
+    for (int e = 0; EXC2[e]; e++)
+        if (same(w, n, EXC2[e])) return n;
+    /* step 1b */
+    for (int e = 0; STEP1B[e]; e++) {
+        const char *suf = STEP1B[e];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (e == 0 || e == 3) { /* eedly, eed */
+            if (n - k >= r1) n = put(w, n - k, "ee");
+        } else if (has_vowel(w, n - k)) {
+            n -= k;
+            if (ends(w, n, "at") || ends(w, n, "bl") || ends(w, n, "iz")) {
+                n = put(w, n, "e");
+            } else {
+                int dbl = 0;
+                for (int d = 0; DOUBLES[d]; d++)
+                    if (ends(w, n, DOUBLES[d])) dbl = 1;
+                if (dbl)
+                    n -= 1;
+                else if (r1 >= n && short_syllable(w, n))
+                    n = put(w, n, "e");
+            }
+        }
+        break;
+    }
+    /* step 1c */
+    if (n > 2 && (w[n - 1] == 'y' || w[n - 1] == 'Y') && !is_v(w[n - 2])) w[n - 1] = 'i';
+    /* step 2 */
+    for (int e = 0; STEP2[e][0]; e++) {
+        const char *suf = STEP2[e][0];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (n - k >= r1) {
+            if (!strcmp(suf, "ogi")) {
+                if (n >= 4 && w[n - 4] == 'l') n = put(w, n - 3, "og");
+            } else if (!strcmp(suf, "li")) {
+                if (n >= 3 && w[n - 3] < 128 && strchr("cdeghkmnrt", (int)w[n - 3]) && w[n - 3]) n -= 2;
+            } else {
+                n = put(w, n - k, STEP2[e][1]);
+            }
+        }
+        break;
+    }
+    /* step 3 */
+    for (int e = 0; STEP3[e][0]; e++) {
+        const char *suf = STEP3[e][0];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (n - k >= r1) {
+            if (!strcmp(suf, "ative")) {
+                if (n - k >= r2) n -= 5;
+            } else {
+                n = put(w, n - k, STEP3[e][1]);
+            }
+        }
+        break;
+    }
+    /* step 4 */
+    for (int e = 0; STEP4[e]; e++) {
+        const char *suf = STEP4[e];
+        if (!ends(w, n, suf)) continue;
+        Py_ssize_t k = (Py_ssize_t)strlen(suf);
+        if (n - k >= r2) {
+            if (!strcmp(suf, "ion")) {
+                if (n >= 4 && (w[n - 4] == 's' || w[n - 4] == 't')) n -= 3;
+            } else {
+                n -= k;
+            }
+        }
+        break;
+    }
+    /* step 5 */
+    if (ends(w, n, "e")) {
+        if (n - 1 >= r2 || (n - 1 >= r1 && !short_syllable(w, n - 1))) n -= 1;
+    } else if (ends(w, n, "l")) {
+        if (n - 1 >= r2 && n >= 2 && w[n - 2] == 'l') n -= 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (w[i] == 'Y') w[i] = 'y';
+    return n;
+}
+
+/* word_hashes(words, stem, out): out[i] = java_hash(stem(words[i]) if stem else words[i]) */
+static PyObject *word_hashes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *words, *out_obj;
+    int do_stem;
+    if (!PyArg_ParseTuple(args, "O!pO", &PyList_Type, &words, &do_stem, &out_obj)) return NULL;
+    Py_buffer v;
+    if (get_buf(out_obj, &v, 1, "out") < 0) return NULL;
+    Py_ssize_t n_words = PyList_GET_SIZE(words);
+    if (v.len / 8 < n_words) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "word_hashes: out is shorter than words");
+        return NULL;
+    }
+    i64 *out = v.buf;
+    Buf tmp = {NULL, 0};
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < n_words && !failed; i++) {
+        PyObject *s = PyList_GET_ITEM(words, i);
+        if (!PyUnicode_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "word_hashes: words must be str");
+            failed = 1;
+            break;
+        }
+        Py_ssize_t n = PyUnicode_GetLength(s);
+        if (n < 0) {
+            failed = 1;
+            break;
+        }
+        Py_UCS4 *w = G_BUF(&tmp, (size_t)(n + 4) * sizeof(Py_UCS4));
+        if (!w || !PyUnicode_AsUCS4(s, w, n + 4, 0)) {
+            if (!w) PyErr_NoMemory();
+            failed = 1;
+            break;
+        }
+        if (do_stem) n = stem_ucs4(w, n);
+        out[i] = java_hash_ucs4(w, n);
+    }
+    free(tmp.p);
+    PyBuffer_Release(&v);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The jar's synset table: lines of ``data`` (line i = data[ls[i]:ls[i + 1] - 1]), words on even lines in
+ * byte order, their synset offsets on the next line; n entries. */
+typedef struct {
+    const char *data;
+    const i64 *ls;
+    Py_ssize_t n;
+} SynTable;
+
+/* the entry of the UTF-8 word key[:n] (bisect_left over the even lines + equality), or -1 */
+static Py_ssize_t sorted_find(const SynTable *T, const char *key, Py_ssize_t n) {
+    Py_ssize_t lo = 0, hi = T->n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        const char *b = T->data + T->ls[2 * mid];
+        Py_ssize_t bn = (Py_ssize_t)(T->ls[2 * mid + 1] - 1 - T->ls[2 * mid]);
+        int c = memcmp(b, key, (size_t)(bn < n ? bn : n));
+        if (c < 0 || (c == 0 && bn < n))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < T->n) {
+        const char *b = T->data + T->ls[2 * lo];
+        Py_ssize_t bn = (Py_ssize_t)(T->ls[2 * lo + 1] - 1 - T->ls[2 * lo]);
+        if (bn == n && memcmp(b, key, (size_t)n) == 0) return lo;
+    }
+    return -1;
+}
+
+/* append the synset offsets of the UTF-8 word key[:n] (if listed); -1: a line that is not plain integers */
+static int synsets_of(const SynTable *T, const char *key, Py_ssize_t n, Buf *ids, Py_ssize_t *len, int *found) {
+    Py_ssize_t at = sorted_find(T, key, n);
+    *found = at >= 0;
+    if (at < 0) return 0;
+    const char *p = T->data + T->ls[2 * at + 1], *end = T->data + T->ls[2 * at + 2] - 1;
+    while (p < end) {
+        while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) p++;
+        if (p == end) break;
+        int neg = 0;
+        if (*p == '-' || *p == '+') neg = *p++ == '-';
+        if (p == end || *p < '0' || *p > '9') return -1;
+        u64 x = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (x > (u64)(I64_MAX - 9) / 10) return -1;
+            x = x * 10 + (u64)(*p++ - '0');
+        }
+        if (p < end && !(*p == ' ' || (*p >= '\t' && *p <= '\r'))) return -1;
+        i64 *q = G_BUF(ids, (*len + 1) * (Py_ssize_t)sizeof(i64));
+        if (!q) return -2;
+        q[(*len)++] = neg ? -(i64)x : (i64)x;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    i64 x = *(const i64 *)a, y = *(const i64 *)b;
+    return (x > y) - (x < y);
+}
+
+static const char *const MORPH[][2] = {
+    {"s", ""},    {"ses", "s"}, {"xes", "x"},  {"zes", "z"}, {"ches", "ch"}, {"shes", "sh"}, {"men", "man"},
+    {"ies", "y"}, {"s", ""},    {"ies", "y"},  {"es", "e"},  {"es", ""},     {"ed", "e"},    {"ed", ""},
+    {"ing", "e"}, {"ing", ""},  {"er", ""},    {"est", ""},  {"er", "e"},    {"est", "e"},   {NULL, NULL}};
+
+static int bytes_end(const char *s, Py_ssize_t n, const char *suf) {
+    Py_ssize_t k = (Py_ssize_t)strlen(suf);
+    return k <= n && memcmp(s + n - k, suf, (size_t)k) == 0;
+}
+
+/* synset_rows(words, data, ls, bases) -> (ptr, ids) as int64 bytes: the sorted distinct synsets of each
+ * word (its own, and its base forms' - the exceptions table, else the first morphological rule giving a
+ * listed form), CSR; None where a word cannot be encoded or a line is not integers (the Python path then) */
+static PyObject *synset_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *words, *data_o, *ls_o, *bases;
+    if (!PyArg_ParseTuple(args, "O!OOO!", &PyList_Type, &words, &data_o, &ls_o, &PyDict_Type, &bases)) return NULL;
+    Py_buffer dv, lv;
+    if (PyObject_GetBuffer(data_o, &dv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (get_buf(ls_o, &lv, 0, "ls") < 0) {
+        PyBuffer_Release(&dv);
+        return NULL;
+    }
+    SynTable T = {dv.buf, lv.buf, (Py_ssize_t)(lv.len / 8 - 1) / 2};
+    int bad = lv.len / 8 < 1 || T.ls[0] != 0 || T.ls[lv.len / 8 - 1] != (i64)dv.len + 1;
+    for (Py_ssize_t k = 1; k < lv.len / 8 && !bad; k++) /* every line ends in a newline (or the end) */
+        bad = T.ls[k] <= T.ls[k - 1] || (k < lv.len / 8 - 1 && ((const char *)dv.buf)[T.ls[k] - 1] != '\n');
+    Py_ssize_t n_words = PyList_GET_SIZE(words);
+    PyObject *ptr_b = bad ? NULL : PyBytes_FromStringAndSize(NULL, (n_words + 1) * (Py_ssize_t)sizeof(i64));
+    if (!ptr_b) {
+        PyBuffer_Release(&dv);
+        PyBuffer_Release(&lv);
+        if (bad) PyErr_SetString(PyExc_ValueError, "synset_rows: ls are not the line starts of data");
+        return NULL;
+    }
+    i64 *ptr = (i64 *)PyBytes_AS_STRING(ptr_b);
+    Buf ids = {NULL, 0}, cand = {NULL, 0};
+    Py_ssize_t len = 0;
+    int st = 0; /* 0 ok, 1 fall back to Python, 2 error raised */
+    ptr[0] = 0;
+    for (Py_ssize_t i = 0; i < n_words && !st; i++) {
+        PyObject *word = PyList_GET_ITEM(words, i);
+        Py_ssize_t start = len, n;
+        int found;
+        const char *u = PyUnicode_Check(word) ? PyUnicode_AsUTF8AndSize(word, &n) : NULL;
+        if (!u) {
+            PyErr_Clear();
+            st = 1;
+            break;
+        }
+        int r0 = synsets_of(&T, u, n, &ids, &len, &found);
+        if (r0 < 0) {
+            st = r0 == -2 ? (PyErr_NoMemory(), 2) : 1;
+            break;
+        }
+        PyObject *bl = PyDict_GetItemWithError(bases, word);
+        if (!bl && PyErr_Occurred()) {
+            st = 2;
+            break;
+        }
+        if (bl) {
+            if (!PyList_Check(bl)) {
+                st = 1;
+                break;
+            }
+            for (Py_ssize_t b = 0; b < PyList_GET_SIZE(bl) && !st; b++) {
+                Py_ssize_t bn;
+                PyObject *bw = PyList_GET_ITEM(bl, b);
+                const char *bu = PyUnicode_Check(bw) ? PyUnicode_AsUTF8AndSize(bw, &bn) : NULL;
+                if (!bu) {
+                    PyErr_Clear();
+                    st = 1;
+                } else if (synsets_of(&T, bu, bn, &ids, &len, &found) < 0) {
+                    st = 1;
+                }
+            }
+        } else if (bytes_end(u, n, "ss") || PyUnicode_GetLength(word) <= 2) {
+            if (synsets_of(&T, u, n, &ids, &len, &found) < 0) st = 1;
+        } else {
+            int hit = 0;
+            for (int e = 0; MORPH[e][0] && !hit && !st; e++) {
+                if (!bytes_end(u, n, MORPH[e][0])) continue;
+                Py_ssize_t k = (Py_ssize_t)strlen(MORPH[e][0]), a = (Py_ssize_t)strlen(MORPH[e][1]);
+                char *c = G_BUF(&cand, n - k + a + 1);
+                if (!c) {
+                    st = 2;
+                    PyErr_NoMemory();
+                    break;
+                }
+                memcpy(c, u, (size_t)(n - k));
+                memcpy(c + n - k, MORPH[e][1], (size_t)a);
+                if (synsets_of(&T, c, n - k + a, &ids, &len, &hit) < 0) st = 1;
+            }
+            if (!hit && !st && synsets_of(&T, "", 0, &ids, &len, &found) < 0) st = 1;
+        }
+        if (st) break;
+        if (len > start) {
+            i64 *q = ids.p;
+            qsort(q + start, (size_t)(len - start), sizeof(i64), cmp_i64);
+            Py_ssize_t m = start + 1;
+            for (Py_ssize_t k = start + 1; k < len; k++)
+                if (q[k] != q[m - 1]) q[m++] = q[k];
+            len = m;
+        }
+        ptr[i + 1] = (i64)len;
+    }
+    PyObject *ret = NULL;
+    if (st == 0) {
+        PyObject *ids_b = PyBytes_FromStringAndSize(ids.p ? ids.p : "", len * (Py_ssize_t)sizeof(i64));
+        if (ids_b) ret = Py_BuildValue("(NN)", ptr_b, ids_b);
+        if (!ret) Py_DECREF(ptr_b);
+    } else {
+        Py_DECREF(ptr_b);
+        if (st == 1) {
+            Py_INCREF(Py_None);
+            ret = Py_None;
+        }
+    }
+    free(ids.p);
+    free(cand.p);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&lv);
+    return ret;
+}
+
+/* ---------------------------------------------------------------- the jar's -norm on ASCII text
+ * The C twin of ``normalize_line`` (_normalize.py) followed by lower-casing and splitting (``Meteor.tokenize``)
+ * for text of printable ASCII without runs of dots or the word DOTMULTI (the multi-dot passes); anything else
+ * returns None and the Python function (the reference) normalizes it. Each regular-expression pass there is
+ * one left-to-right, non-overlapping pass here over a three-character pattern.
+ */
+enum { C_DIGIT, C_NOT_DIGIT, C_ALPHA, C_NOT_ALPHA, C_NOT_ALNUM_ALPHA, C_ALNUM, C_ALNUM_DOT, C_S };
+
+static int in_class(int cls, unsigned char c) {
+    int digit = c >= '0' && c <= '9', alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    switch (cls) {
+        case C_DIGIT: return digit;
+        case C_NOT_DIGIT: return !digit;
+        case C_ALPHA: return alpha;
+        case C_NOT_ALPHA: return !alpha;
+        case C_NOT_ALNUM_ALPHA: return !alpha && !digit; /* [^ALPHA0-9] */
+        case C_ALNUM: return alpha || digit;
+        case C_ALNUM_DOT: return alpha || digit || c == '.';
+        default: return c == 's';
+    }
+}
+
+/* re.sub("(X)m(Y)", repl): mode 0 "X m Y", 1 "X Y" (m dropped), 2 "X mY"; out has room for 2n bytes */
+static Py_ssize_t sub3(const char *in, Py_ssize_t n, char *out, int x, char m, int y, int mode) {
+    Py_ssize_t o = 0, i = 0;
+    while (i < n) {
+        if (i + 2 < n && in[i + 1] == m && in_class(x, (unsigned char)in[i]) && in_class(y, (unsigned char)in[i + 2])) {
+            out[o++] = in[i];
+            out[o++] = ' ';
+            if (mode != 1) out[o++] = m;
+            if (mode == 0) out[o++] = ' ';
+            out[o++] = in[i + 2];
+            i += 3;
+        } else {
+            out[o++] = in[i++];
+        }
+    }
+    return o;
+}
+
+static PyObject *norm_tokens(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *prefixes;
+    int lower;
+    if (!PyArg_ParseTuple(args, "UO!p", &text, &PyDict_Type, &prefixes, &lower)) return NULL;
+    Py_ssize_t n;
+    const char *t = PyUnicode_AsUTF8AndSize(text, &n);
+    if (!t) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c < 0x20 || c >= 0x7f || (c == '.' && i + 1 < n && t[i + 1] == '.')) Py_RETURN_NONE;
+        if (c == 'D' && i + 8 <= n && memcmp(t + i, "DOTMULTI", 8) == 0) Py_RETURN_NONE;
+    }
+    size_t cap = (size_t)n * 12 + 64; /* every character becomes at most 3, and a period token gains one */
+    char *a = malloc(cap), *b = malloc(cap);
+    PyObject *out = NULL;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return PyErr_NoMemory();
+    }
+    /* [^ALNUM\s.'`,-] -> " c ", on " text " */
+    Py_ssize_t m = 0;
+    a[m++] = ' ';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (in_class(C_ALNUM, c) || c == ' ' || c == '.' || c == '\'' || c == '`' || c == ',' || c == '-') {
+            a[m++] = (char)c;
+        } else {
+            a[m++] = ' ';
+            a[m++] = (char)c;
+            a[m++] = ' ';
+        }
+    }
+    a[m++] = ' ';
+    char *tmp;
+#define PASS(X, M, Y, MODE) (m = sub3(a, m, b, X, M, Y, MODE), tmp = a, a = b, b = tmp)
+    PASS(C_NOT_DIGIT, ',', C_NOT_DIGIT, 0);
+    PASS(C_DIGIT, ',', C_NOT_DIGIT, 0);
+    PASS(C_NOT_DIGIT, ',', C_DIGIT, 0);
+    for (Py_ssize_t i = 0; i < m; i++) /* [`] -> ' */
+        if (a[i] == '`') a[i] = '\'';
+    { /* '' -> " \" " */
+        Py_ssize_t o = 0;
+        for (Py_ssize_t i = 0; i < m;) {
+            if (a[i] == '\'' && i + 1 < m && a[i + 1] == '\'') {
+                b[o++] = ' ';
+                b[o++] = '"';
+                b[o++] = ' ';
+                i += 2;
+            } else {
+                b[o++] = a[i++];
+            }
+        }
+        m = o;
+        tmp = a, a = b, b = tmp;
+    }
+    { /* -- -> - (str.replace), then ([ALNUM.])-([ALNUM]) -> "\1 \2" */
+        Py_ssize_t o = 0;
+        for (Py_ssize_t i = 0; i < m;) {
+            if (a[i] == '-' && i + 1 < m && a[i + 1] == '-') {
+                b[o++] = '-';
+                i += 2;
+            } else {
+                b[o++] = a[i++];
+            }
+        }
+        m = o;
+        tmp = a, a = b, b = tmp;
+    }
+    PASS(C_ALNUM_DOT, '-', C_ALNUM, 1);
+    PASS(C_NOT_ALPHA, '\'', C_NOT_ALPHA, 0);
+    PASS(C_NOT_ALNUM_ALPHA, '\'', C_ALPHA, 0);
+    PASS(C_ALPHA, '\'', C_NOT_ALPHA, 0);
+    PASS(C_ALPHA, '\'', C_ALPHA, 2);
+    PASS(C_DIGIT, '\'', C_S, 2);
+#undef PASS
+    /* tokens; a token ending in a period: a non-breaking prefix, an abbreviation, or a full stop split off */
+    Py_ssize_t o = 0, i = 0;
+    int failed = 0;
+    while (i < m && !failed) {
+        while (i < m && a[i] == ' ') i++;
+        if (i == m) break;
+        Py_ssize_t s0 = i;
+        while (i < m && a[i] != ' ') i++;
+        Py_ssize_t len = i - s0;
+        if (o) b[o++] = ' ';
+        if (len > 1 && a[i - 1] == '.') {
+            const char *pre = a + s0;
+            Py_ssize_t pn = len - 1;
+            int dot = 0, alpha = 0;
+            for (Py_ssize_t k = 0; k < pn; k++) {
+                dot |= pre[k] == '.';
+                alpha |= in_class(C_ALPHA, (unsigned char)pre[k]);
+            }
+            if (dot && alpha) { /* tok.replace(".", "") */
+                for (Py_ssize_t k = 0; k < len; k++)
+                    if (pre[k] != '.') b[o++] = pre[k];
+                continue;
+            }
+            PyObject *key = PyUnicode_FromStringAndSize(pre, pn);
+            if (!key) {
+                failed = 1;
+                break;
+            }
+            PyObject *kind_o = PyDict_GetItemWithError(prefixes, key);
+            Py_DECREF(key);
+            long kind = 0;
+            if (kind_o) {
+                kind = PyLong_Check(kind_o) ? PyLong_AsLong(kind_o) : -2;
+                if (kind == -1 && PyErr_Occurred()) PyErr_Clear();
+            } else if (PyErr_Occurred()) {
+                failed = 1;
+                break;
+            }
+            if (kind == -2) { /* not the table parse_nonbreaking_prefixes makes: Python decides */
+                failed = 2;
+                break;
+            }
+            Py_ssize_t j = i;
+            while (j < m && a[j] == ' ') j++;
+            int has_next = j < m;
+            unsigned char nx = has_next ? (unsigned char)a[j] : 0;
+            int keep = kind == 1 || (has_next && nx >= 'a' && nx <= 'z') ||
+                       (kind == 2 && has_next && nx >= '0' && nx <= '9');
+            memcpy(b + o, pre, (size_t)pn);
+            o += pn;
+            if (!keep) b[o++] = ' ';
+            b[o++] = '.';
+        } else {
+            memcpy(b + o, a + s0, (size_t)len);
+            o += len;
+        }
+    }
+    if (!failed) {
+        out = PyList_New(0);
+        for (Py_ssize_t k = 0; out && k < o;) {
+            Py_ssize_t s0 = k;
+            while (k < o && b[k] != ' ') {
+                if (lower && b[k] >= 'A' && b[k] <= 'Z') b[k] = (char)(b[k] - 'A' + 'a');
+                k++;
+            }
+            if (k > s0) {
+                PyObject *w = PyUnicode_FromStringAndSize(b + s0, k - s0);
+                if (!w || PyList_Append(out, w) < 0) {
+                    Py_XDECREF(w);
+                    Py_CLEAR(out);
+                    break;
+                }
+                Py_DECREF(w);
+            }
+            k++;
+        }
+    } else if (failed == 2) {
+        Py_INCREF(Py_None);
+        out = Py_None;
+    }
+    free(a);
+    free(b);
+    return out;
 }
 
 static PyObject *align_batch(PyObject *self, PyObject *args) {
@@ -869,6 +1503,12 @@ static PyMethodDef methods[] = {
     {"align_batch", align_batch, METH_VARARGS,
      "align_batch(kind, whash, shash, func, syn_ptr, syn_ids, tok_ptr, toks, phr_ptr, phr, occ_ptr, occ, "
      "para_len, pair_h, pair_r, out, flags, beam_size, prune): METEOR alignment counts of many pairs."},
+    {"word_hashes", word_hashes, METH_VARARGS,
+     "word_hashes(words, stem, out): Java hashes of the words (or of their Snowball English stems)."},
+    {"norm_tokens", norm_tokens, METH_VARARGS,
+     "norm_tokens(text, prefixes, lower): the jar's -norm tokens of printable ASCII text (None: other text)."},
+    {"synset_rows", synset_rows, METH_VARARGS,
+     "synset_rows(words, data, ls, bases): each word's synsets from the jar's sorted table, CSR."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_calign",

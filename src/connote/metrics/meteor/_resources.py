@@ -94,15 +94,47 @@ def synonym_tables(source: str, meteor_dir: Path | None, wordnet_path: str | Non
     return load_wordnet_tables(wn) if wn is not None else None
 
 
+def _line_starts(data: bytes) -> np.ndarray:
+    """Where each line of ``data.split(b"\\n")`` starts, and one past the end (+1): line i is
+    ``data[starts[i]:starts[i + 1] - 1]``."""
+    nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    return np.concatenate(([0], nl + 1, [len(data) + 1])).astype(np.int64)
+
+
+class _Lines(Sequence):
+    """Every other line of ``data`` (from line ``first``), as bytes, for bisection without splitting the data."""
+
+    def __init__(self, data: bytes, starts: np.ndarray, first: int, n: int) -> None:
+        self._data, self._starts, self._first, self._n = data, starts, first, n
+        self._at: list[int] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        if self._at is None:
+            self._at = self._starts.tolist()
+        j = 2 * i + self._first
+        return self._data[self._at[j]:self._at[j + 1] - 1]
+
+
 class _SortedSynsets(Mapping):
     """word -> synset offsets from the jar's ``english.synsets`` (words on even lines, in byte order; their
     offsets on the next line), found by bisection and parsed on first access: parsing every line up front
-    would cost each command a tenth of a second, while a corpus looks up a few thousand words."""
+    would cost each command a tenth of a second, while a corpus looks up a few thousand words. ``data`` and
+    its line starts (:func:`_line_starts`) are what the compiled lookup (``_calign.synset_rows``) reads."""
 
-    def __init__(self, data: bytes) -> None:
-        lines = data.split(b"\n")
-        n = len(lines) // 2
-        self._words, self._offsets = lines[0:2 * n:2], lines[1:2 * n:2]
+    def __init__(self, data: bytes, starts: np.ndarray | None = None) -> None:
+        self.data = data
+        self.starts = _line_starts(data) if starts is None else starts
+        n = (len(self.starts) - 1) // 2
+        self._words, self._offsets = _Lines(data, self.starts, 0, n), _Lines(data, self.starts, 1, n)
         self._parsed: dict[str, tuple[int, ...] | None] = {}
 
     def _find(self, word: str) -> tuple[int, ...] | None:
@@ -137,14 +169,69 @@ class _SortedSynsets(Mapping):
         return len(self._words)
 
 
+_SYN_MEMBERS = ("synonym/english.synsets", "synonym/english.exceptions")
+SYN_CACHE_VERSION = "v1"
+
+
+def _jar_synonym_data(meteor_dir: Path | None) -> tuple[bytes, np.ndarray | None, str] | None:
+    """The jar's synset table (bytes, its line starts or None) and exceptions text. Read from the jar they
+    are kept, decompressed, in the cache (``<cache>/meteor/synonyms-v1-*``, ~6 MB, keyed by the jar's path,
+    size and modification time): decompressing them cost every run ~0.05 s before any work could start."""
+    jar = meteor_dir / JAR_NAME if meteor_dir is not None else None
+    if jar is None or not jar.is_file() or any((meteor_dir / m).is_file() for m in _SYN_MEMBERS):
+        syn = _read_from_jar(meteor_dir, _SYN_MEMBERS[0], binary=True)
+        exc = _read_from_jar(meteor_dir, _SYN_MEMBERS[1])
+        return None if syn is None or exc is None else (syn, None, exc)  # type: ignore[return-value]
+    st = jar.stat()
+    key = f"{jar.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    cache = cache_dir() / f"synonyms-{SYN_CACHE_VERSION}-{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    if (cache / "complete").is_file():
+        try:
+            syn = (cache / "english.synsets").read_bytes()
+            starts = np.load(cache / "lines.npy", allow_pickle=False)
+            exc = (cache / "english.exceptions").read_text(encoding="utf-8")
+            if starts.dtype == np.int64 and starts.ndim == 1 and len(starts) >= 2 and starts[-1] == len(syn) + 1:
+                return syn, starts, exc
+        except (OSError, ValueError):
+            pass
+    syn = _read_from_jar(meteor_dir, _SYN_MEMBERS[0], binary=True)
+    exc = _read_from_jar(meteor_dir, _SYN_MEMBERS[1])
+    if syn is None or exc is None:
+        return None
+    starts = _line_starts(syn)  # type: ignore[arg-type]
+    try:  # written whole, then renamed into place; a read-only home still scores, without the cache
+        tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / "english.synsets").write_bytes(syn)  # type: ignore[arg-type]
+        np.save(tmp / "lines.npy", starts, allow_pickle=False)
+        (tmp / "english.exceptions").write_text(exc, encoding="utf-8")  # type: ignore[arg-type]
+        (tmp / "source.json").write_text(json.dumps({"path": str(jar.resolve()), "key": key}), encoding="utf-8")
+        (tmp / "complete").write_text("ok", encoding="utf-8")
+        if cache.exists():
+            shutil.rmtree(cache, ignore_errors=True)
+        os.replace(tmp, cache)
+        for old in cache.parent.glob("synonyms-*"):  # earlier states of the same jar
+            if old != cache and old.is_dir() and ".tmp" not in old.name:
+                try:
+                    same = json.loads((old / "source.json").read_text(encoding="utf-8")).get("path") == str(
+                        jar.resolve())
+                except (OSError, ValueError):
+                    same = True
+                if same:
+                    shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        pass
+    return syn, starts, exc  # type: ignore[return-value]
+
+
 def _jar_synonym_tables(meteor_dir: Path | None) -> SynonymTables | None:
     """``synonym/english.synsets`` and ``synonym/english.exceptions`` inside meteor-1.5.jar (word / offsets
     and base / inflected forms, on alternate lines)."""
-    syn = _read_from_jar(meteor_dir, "synonym/english.synsets", binary=True)
-    exc = _read_from_jar(meteor_dir, "synonym/english.exceptions")
-    if syn is None or exc is None:
+    got = _jar_synonym_data(meteor_dir)
+    if got is None:
         return None
-    synsets = _SortedSynsets(syn)  # type: ignore[arg-type]
+    syn, starts, exc = got
+    synsets = _SortedSynsets(syn, starts)
     bases: dict[str, list[str]] = {}
     elines = exc.split("\n")
     for base, inflected in zip(elines[0::2], elines[1::2]):
