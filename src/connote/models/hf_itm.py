@@ -295,11 +295,8 @@ class _CrossSide:
             size = self.attention.all_head_size
             tokens = state[0]
             return tokens[:, self.offset:self.offset + size], tokens[:, self.offset + size:self.offset + 2 * size]
-        vision = state[0, :, :self.width]
-        linear = self.attention.__dict__.get("key", self.attention.key)
-        key = getattr(linear, "linear", linear)(vision)
-        linear = self.attention.__dict__.get("value", self.attention.value)
-        return key, getattr(linear, "linear", linear)(vision)
+        vision = state[0, :, :self.width]  # no cached keys and values: the projections are the layer's own
+        return self.attention.key(vision), self.attention.value(vision)
 
     def attend(self, query: Any) -> Any:
         """Context vectors (rows, heads, length, head size) for ``query`` of the same shape."""

@@ -321,24 +321,24 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         small = [i for i, s in enumerate(found) if s is None and cache.get_compact(keys[i]) is not None]
         rebuilt = set(small)
         todo = [i for i, s in enumerate(found) if s is None and i not in rebuilt]
+
+        def keep(chunk: list[int], states: Any) -> None:
+            for j, i in enumerate(chunk):
+                found[i] = states[j:j + 1]
+                cache.put(keys[i], found[i])
+
         with torch.inference_mode(), matcher._autocast():
             for s in range(0, len(small), image_batch):  # rebuilt from their compact copies
                 chunk = small[s:s + image_batch]
-                states = matcher.expand_states(torch.cat([cache.get_compact(keys[i]) for i in chunk]))
+                keep(chunk, matcher.expand_states(torch.cat([cache.get_compact(keys[i]) for i in chunk])))
                 game.image_rebuilds[0] += len(chunk)
-                for j, i in enumerate(chunk):
-                    found[i] = states[j:j + 1]
-                    cache.put(keys[i], found[i])
             for s in range(0, len(todo), image_batch):
                 chunk = todo[s:s + image_batch]
                 pv = torch.from_numpy(mask_pixels(pixels, patch_masks[chunk], p, layout=layout)).to(matcher.device)
                 if matcher.dtype != torch.float32:
                     pv = pv.to(matcher.dtype)
-                states = matcher.encode_images(pv)
+                keep(chunk, matcher.encode_images(pv))
                 game.image_encodes[0] += len(chunk)
-                for j, i in enumerate(chunk):
-                    found[i] = states[j:j + 1]
-                    cache.put(keys[i], found[i])
         return ImageStates(found)  # one tensor per mask, not copied into one
 
     def value_fn(masks: np.ndarray) -> np.ndarray:

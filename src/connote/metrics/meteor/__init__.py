@@ -306,17 +306,13 @@ class Meteor:
         if got is not None:
             return list(got)
         raw = text
-        fast = _norm_tokens(text, self._prefixes, self.lowercase) if self.norm and self._compiled_norm() else None
-        if fast is not None:  # the compiled twin of the lines below (printable ASCII text)
-            if len(self._token_cache) > 200000:
-                self._token_cache.clear()
-            self._token_cache[raw] = tuple(fast)
-            return fast
-        if self.norm:
-            text = normalize_line(text, self._prefixes, keep_punctuation=True)
-        if self.lowercase:
-            text = text.lower()
-        toks = java_tokens(text)
+        toks = _norm_tokens(text, self._prefixes, self.lowercase) if self.norm and self._compiled_norm() else None
+        if toks is None:  # the reference of the compiled -norm, and what it leaves to Python (non-ASCII text)
+            if self.norm:
+                text = normalize_line(text, self._prefixes, keep_punctuation=True)
+            if self.lowercase:
+                text = text.lower()
+            toks = java_tokens(text)
         if len(self._token_cache) > 200000:
             self._token_cache.clear()
         self._token_cache[raw] = tuple(toks)
