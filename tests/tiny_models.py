@@ -250,10 +250,20 @@ def tiny_albef(folder: Path, seed: int = 0, *, layout: str = "pretrain", grid: i
         if layout == "pretrain" and key.startswith("text_encoder."):
             key = "text_encoder.bert." + key[len("text_encoder."):]
         state[key] = value.clone()
+    # the buffers ALBEF's modules register persistently (xbert's BertEmbeddings.position_ids; the pre-training
+    # and retrieval models' queues, queue pointer, and for retrieval the idx queue), under the release's names
+    bert = "text_encoder.bert" if layout == "pretrain" else "text_encoder"
+    for encoder in (bert, bert.replace("text_encoder", "text_encoder_m")):
+        state[f"{encoder}.embeddings.position_ids"] = torch.arange(shape.max_positions).expand((1, -1))
+    state["image_queue"] = torch.randn(16, 8, generator=gen)
+    state["text_queue"] = torch.randn(16, 8, generator=gen)
+    state["queue_ptr"] = torch.zeros(1, dtype=torch.long)
+    state["temp"] = torch.tensor(0.07)
+    if layout == "retrieval":
+        state["idx_queue"] = torch.full((1, 8), -100)
     if layout == "pretrain":
         state["text_encoder.cls.predictions.bias"] = torch.zeros(tok.vocab_size)
         state["visual_encoder_m.cls_token"] = torch.zeros(1, 1, shape.vision_width)
-        state["image_queue"] = torch.randn(16, 8, generator=gen)
         state["vision_proj.weight"] = torch.randn(16, shape.vision_width, generator=gen)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"albef_{layout}.pth"

@@ -203,6 +203,24 @@ def test_albef_file_with_objects_is_refused_then_converted_without_running_them(
     assert main(["models", "convert", "albef", str(tmp_path / "none.pth")]) == 2
 
 
+def test_albef_loads_the_buffers_its_scripts_save(albef, tmp_path) -> None:
+    """ALBEF's xbert registers ``position_ids`` persistently: its scripts' files carry it under both layouts'
+    names (and queues beside), and the public spec loads them (the forward pass is compared with the one written
+    from the release in test_albef_p_match_equals_a_forward_pass_from_the_architecture, on these very files)."""
+    for layout, name in (("pretrain", "text_encoder.bert.embeddings.position_ids"),
+                         ("retrieval", "text_encoder.embeddings.position_ids")):
+        sd = torch.load(albef[layout], weights_only=True)["model"]
+        assert torch.equal(sd[name], torch.arange(64)[None]) and "queue_ptr" in sd
+        load_model(f"albef-itm:{albef[layout]}?tokenizer={albef['tokenizer']}&image_size=32")
+    # positions other than the buffer ALBEF registers would embed differently: refused, not silently changed
+    obj = torch.load(albef["retrieval"], weights_only=True)
+    obj["model"]["text_encoder.embeddings.position_ids"] = torch.arange(64).flip(0)[None]
+    odd = tmp_path / "odd_positions.pth"
+    torch.save(obj, odd)
+    with pytest.raises(InputError, match="position_ids is not 0, 1, ..., 63"):
+        load_model(f"albef-itm:{odd}?tokenizer={albef['tokenizer']}&image_size=32")
+
+
 def test_albef_checkpoint_without_an_itm_head_is_refused(albef, tmp_path) -> None:
     obj = torch.load(albef["retrieval"], weights_only=True)
     obj["model"] = {k: v for k, v in obj["model"].items() if not k.startswith("itm_head.")}

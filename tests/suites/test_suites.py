@@ -84,15 +84,15 @@ def test_svo_probes_scores_as_the_released_notebook(tmp_path: Path) -> None:
     results, outcome = SvoTask(path, progress=False).run(TableMatcher(table), tmp_path / "run")
     assert outcome.failed == 0
     t = results["types"]
-    # verb: positives {(a dog runs, 1): right} (rows 0 and 1 are one pair, the notebook's drop_duplicates);
-    # negatives {(.., 2): 0.7 wrong, (.., 3): 0.2 right}
-    assert t["verb"]["positive"]["accuracy"] == 1.0 and t["verb"]["positive"]["n"] == 1
+    # verb: positives {(A dog runs., 1): right, (A dog  runs., 1): right} (two pairs: the notebook's
+    # drop_duplicates compares the sentences as written); negatives {(.., 2): 0.7 wrong, (.., 3): 0.2 right}
+    assert t["verb"]["positive"]["accuracy"] == 1.0 and t["verb"]["positive"]["n"] == 2
     assert t["verb"]["negative"]["accuracy"] == 0.5 and t["verb"]["average"] == 0.75
     assert t["subject"]["positive"]["accuracy"] == 0.0 and t["subject"]["negative"]["accuracy"] == 1.0
-    # all: positives 1 of 2, negatives 2 of 3; the subject+object row is in no type
-    assert t["all"]["positive"]["accuracy"] == 0.5
+    # all: positives 2 of 3, negatives 2 of 3; the subject+object row is in no type
+    assert t["all"]["positive"]["accuracy"] == pytest.approx(2 / 3)
     assert t["all"]["negative"]["accuracy"] == pytest.approx(2 / 3)
-    assert t["all"]["average"] == pytest.approx((0.5 + 2 / 3) / 2)
+    assert t["all"]["average"] == pytest.approx(2 / 3)
     assert t["object"]["average"] is None and results["n_mixed"] == 1
     rows = [json.loads(x) for x in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
     assert [r["scores"] for r in rows][2] == [0.4, 0.1]
@@ -144,9 +144,9 @@ def test_valse_scores_and_the_mturk_subset(tmp_path: Path) -> None:
     assert outcome.failed == 0
     valid, every = results["subsets"]["valid"], results["subsets"]["all"]
     # valid (mturk caption >= 2): existence_0 (all right), plurals_0 (caption fits 0.6, foil 0.55 not detected)
-    assert valid["pieces"]["existence"] == {"n": 1, "acc_r": 1.0, "p_c": 1.0, "p_f": 1.0, "acc": 1.0,
+    assert valid["pieces"]["existence"] == {"n": 1, "n_ties": 0, "acc_r": 1.0, "p_c": 1.0, "p_f": 1.0, "acc": 1.0,
                                             "precision": 1.0, "recall": 1.0}
-    assert valid["pieces"]["plurals"] == {"n": 1, "acc_r": 1.0, "p_c": 1.0, "p_f": 0.0, "acc": 0.5,
+    assert valid["pieces"]["plurals"] == {"n": 1, "n_ties": 0, "acc_r": 1.0, "p_c": 1.0, "p_f": 0.0, "acc": 0.5,
                                           "precision": 0.5, "recall": 1.0}
     assert valid["average"]["acc_r"] == 1.0 and valid["average"]["acc"] == 0.75 and valid["average"]["p_f"] == 0.5
     # all: existence_1 (0.4 vs 0.6: nothing right), plurals_1 (no mturk; 0.3 vs 0.2: foil detected, ranked)

@@ -148,6 +148,7 @@ def test_coherence_definition_and_prefix() -> None:
     firsts = ["a b .", "a b . c d e .", "a b . c d e . c d e ."]
     seconds = [p[1] for p in pairs]
     assert acc == pytest.approx(np.mean([len(b) / (len(a) + len(b)) for a, b in zip(firsts, seconds)]))
+    assert coherence("a b . a b . f .", prob, prefix="accumulated") == pytest.approx(np.mean([0.0, 3 / 8]))
     assert coherence("just one .", prob) is None
     assert sentences("one ! two ? three .") == ["one !", "two ?", "three ."]
 

@@ -14,7 +14,11 @@ list of mappings, one per imSitu annotator frame; CSV ``agent=man;place=church``
 ``|``), ``templates`` (FrameNet-style templates with ``{role}`` slots and ``{verb}``: JSONL a list, CSV
 separated by ``|``; default: the imSitu order agent, verb, objects, prepositional roles), ``sg_images``
 (images the SG caption describes, relative to the list's folder or absolute: JSONL a list, CSV separated by
-``;``), ``pg_captions`` (the annotators' PG captions: JSONL a list, CSV separated by ``|``).
+``;``), ``pg_captions`` (the annotators' PG captions: JSONL a list, CSV separated by ``|``). The paper's
+annotators wrote PG captions per image ("one SG caption and one or more descriptive PG captions for each
+image"): given per image (JSONL a list of lists, CSV groups separated by ``;``, one per ``sg_images`` entry in
+its order), an SG image is paired only with its own PG captions; given as one list, every SG image of the entry
+is paired with every PG caption.
 
 A file that cannot be read, or a header without ``verb``, is an ``InputError`` (exit 2). An entry that
 cannot be built (no roles, a template slot without a role) keeps its problem in ``error``: the run
@@ -61,7 +65,10 @@ class VerbEntry:
     roles: list[dict[str, str]] = field(default_factory=list)
     templates: list[str] = field(default_factory=list)
     sg_images: list[str] = field(default_factory=list)
+    #: Every PG caption of the entry, each once (what is retrieved for).
     pg_captions: list[str] = field(default_factory=list)
+    #: The PG captions of each SG image, in ``sg_images``' order, when the list gives them per image.
+    pg_by_image: list[list[str]] | None = None
     error: str | None = None
 
 
@@ -265,6 +272,20 @@ def _json_frames(value: Any, path: Path, line: int) -> list[dict[str, str]]:
     return frames
 
 
+def _pg_captions(value: Any, jsonl: bool, path: Path, line: int) -> tuple[list[str], list[list[str]] | None]:
+    """The entry's PG captions, each once, and their groups per SG image when the list gives them so."""
+    if jsonl and isinstance(value, list) and any(isinstance(v, list) for v in value):
+        if not all(isinstance(v, list) for v in value):
+            raise InputError("pg_captions must be a list of captions or a list of lists (one per SG image), not "
+                             "a mix", path=path, line=line, column="pg_captions")
+        groups = [_split(v, "|") for v in value]
+    elif not jsonl and value and ";" in str(value):
+        groups = [_split(part, "|") for part in str(value).split(";")]
+    else:
+        return _split(value, "|"), None
+    return list(dict.fromkeys(c for g in groups for c in g)), groups
+
+
 def _raw_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         rows = []
@@ -328,12 +349,16 @@ def read_verb_list(path: str | Path) -> list[VerbEntry]:
         images = []
         for ref in _split(row.get("sg_images"), ";"):
             images.append(ref if Path(ref).is_absolute() else str((path.parent / ref).resolve()))
+        pg, pg_by_image = _pg_captions(row.get("pg_captions"), jsonl, path, lineno)
         entry = VerbEntry(entry_id=entry_id, verb=verb.lower(), line=lineno,
                           frame=str(row.get("frame") or "").strip() or None, roles=frames,
                           templates=_split(row.get("templates"), "|"), sg_images=images,
-                          pg_captions=_split(row.get("pg_captions"), "|"))
+                          pg_captions=pg, pg_by_image=pg_by_image)
         where = f"{path}:{lineno}: verb {verb!r}"
-        if not frames:
+        if pg_by_image is not None and len(pg_by_image) != len(images):
+            entry.error = (f"{where}: pg_captions gives {len(pg_by_image)} per-image group(s) for "
+                           f"{len(images)} sg_images (one group per SG image, in its order)")
+        elif not frames:
             entry.error = f"{where}: no roles (an imSitu frame, e.g. roles=agent=man;place=church)"
         else:
             try:
@@ -352,7 +377,8 @@ MANIFEST_COLUMNS = ["item_id", "image", "image_kind", "caption", "caption_simpli
 
 def manifest_rows(entry: VerbEntry, sg_caption: str, grammaticality: float | None,
                   candidates: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The probe pairs of one verb: each SG image with the SG caption and every PG caption; each retrieved PG
+    """The probe pairs of one verb: each SG image with the SG caption and its PG captions (those written for it
+    when the list gives them per image, as the paper; else every PG caption of the entry); each retrieved PG
     image with the PG caption it was retrieved for (label 1) and the SG caption (label 0, the default).
 
     ``candidates`` maps a PG caption to its kept images (``{"image", "score"}``)."""
@@ -363,7 +389,9 @@ def manifest_rows(entry: VerbEntry, sg_caption: str, grammaticality: float | Non
     for i, image in enumerate(entry.sg_images, start=1):
         rows.append({**base, "item_id": f"{entry.entry_id}-sg{i}-sg", "image": image, "image_kind": "SG",
                      "caption": sg_caption, "caption_kind": "SG"})
-        for j, pg in enumerate(entry.pg_captions, start=1):
+        own = entry.pg_by_image[i - 1] if entry.pg_by_image is not None else entry.pg_captions
+        for pg in own:
+            j = entry.pg_captions.index(pg) + 1
             rows.append({**base, "item_id": f"{entry.entry_id}-sg{i}-pg{j}", "image": image, "image_kind": "SG",
                          "caption": pg, "caption_kind": "PG", "verb": "", "grammaticality": ""})
     n = 0

@@ -52,6 +52,7 @@ SCORE_NAMES: tuple[ScoreName, ...] = (
     ScoreName("ACD", "ACD", "acs_acd", "0-1"),
     # reference-free story metrics (connote.vist.storyeval; they score a story against its photos or itself)
     ScoreName("GROOViST", "GROOViST", "groovist", "unbounded, concreteness-weighted (tanh: -1..1)"),
+    ScoreName("RoViST-VG", "RoViST-VG", "rovist_vg", "log-sum-exp of the nouns' best cosines (x idf)"),
     ScoreName("RoViST-C", "RoViST-C", "rovist_c", "0-1 (SOP probability; cosine for the stand-in)"),
     ScoreName("RoViST-NR", "RoViST-NR", "rovist_nr", "0-1"),
 )

@@ -9,10 +9,13 @@ base forms of irregular inflections. Both come from the plain WordNet 3.0 databa
 explicit path, ``$CONNOTE_WORDNET``, ``$WNSEARCHDIR``, every NLTK data path (``corpora/wordnet``),
 and ``/usr/share/wordnet``. ``prepare_nltk_wordnet()`` copies a Debian installation into an NLTK
 data directory (adding the ``lexnames`` file Debian lacks) so ``nltk.corpus.wordnet`` works too.
+``noun_lemmatizer()`` gives nouns' base forms from the same files, as nltk's WordNet lemmatizer (GROOViST's
+concreteness weights use it).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -165,3 +168,75 @@ def prepare_nltk_wordnet(target: str | os.PathLike[str], source: str | os.PathLi
             lines.append(f"{number:02d}\t{name}\t{pos}")
         lexnames.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return dest
+
+
+# ---- nouns' base forms (WordNet's morphy), as GROOViST lemmatises its phrases' words ------------------------
+
+#: morphy(7WN)'s detachment rules for nouns, in nltk's order (its ``MORPHOLOGICAL_SUBSTITUTIONS["n"]``).
+NOUN_SUBSTITUTIONS = (("s", ""), ("ses", "s"), ("ves", "f"), ("xes", "x"), ("zes", "z"), ("ches", "ch"),
+                      ("shes", "sh"), ("men", "man"), ("ies", "y"))
+
+
+@dataclass(frozen=True)
+class NounLemmatizer:
+    """A noun's base form from the WordNet 3.0 database: nltk's ``WordNetLemmatizer().lemmatize(word)`` (pos
+    ``n``) as nltk 3.8.1 computes it, the version GROOViST pins.
+
+    WordNet's morphy: a form listed in ``noun.exc`` gives itself and its listed bases; otherwise the detachment
+    rules are applied once to the form and, while nothing found is a noun of ``index.noun``, again to what they
+    produced (nltk 3.8.2 and later stop after the first pass). Of the forms that are nouns, in that order, the
+    shortest is the lemma; a word with none is its own lemma.
+    """
+
+    nouns: frozenset[str]
+    exceptions: Mapping[str, tuple[str, ...]]
+    source: str
+
+    def base_forms(self, form: str) -> list[str]:
+        """Every base form of ``form`` that is a WordNet noun (nltk's ``_morphy(form, "n")``)."""
+
+        def detach(forms: list[str]) -> list[str]:
+            return [f[: -len(old)] + new for f in forms for old, new in NOUN_SUBSTITUTIONS if f.endswith(old)]
+
+        def nouns(forms: list[str]) -> list[str]:
+            return list(dict.fromkeys(f for f in forms if f in self.nouns))
+
+        if form in self.exceptions:
+            return nouns([form, *self.exceptions[form]])
+        forms = detach([form])
+        found = nouns([form, *forms])
+        while not found and forms:
+            forms = detach(forms)
+            found = nouns(forms)
+        return found
+
+    def __call__(self, word: str) -> str:
+        forms = self.base_forms(word)
+        return min(forms, key=len) if forms else word
+
+
+def noun_lemmatizer(path: str | os.PathLike[str] | None = None) -> NounLemmatizer:
+    """The :class:`NounLemmatizer` of the first WordNet :func:`find_wordnet` finds (read once per directory);
+    ``FileNotFoundError`` naming how to install one when there is none."""
+    found = find_wordnet(path)
+    if found is None:
+        raise FileNotFoundError("no WordNet 3.0 files found (index.noun, noun.exc); install them with: "
+                                "apt-get install -y wordnet-base (or nltk.download('wordnet'))")
+    return _noun_lemmatizer(str(found.resolve()))
+
+
+@functools.lru_cache(maxsize=4)
+def _noun_lemmatizer(directory: str) -> NounLemmatizer:
+    d = Path(directory)
+    nouns = set()
+    with open(d / "index.noun", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.startswith(" "):  # the licence header is indented
+                nouns.add(line.split(" ", 1)[0])
+    exceptions: dict[str, tuple[str, ...]] = {}
+    with open(d / "noun.exc", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            parts = line.split()
+            if parts:
+                exceptions[parts[0]] = tuple(parts[1:])  # a later line for the same form replaces it, as nltk
+    return NounLemmatizer(frozenset(nouns), exceptions, f"wordnet-3.0:{d}")

@@ -45,6 +45,10 @@ _STRIPPED = set(",.'!?\"()*#:;~")
 MAX_WORDS = 30
 #: Prefixes of the checkpoint keys the ITM path reads.
 _USED = ("visual_encoder.", "text_encoder.", "itm_head.")
+#: ALBEF's xbert registers BERT's ``position_ids`` (arange(max positions)) as a persistent buffer, so every state
+#: dict its scripts save carries it (``text_encoder.bert.embeddings.position_ids`` in the pre-trained files,
+#: ``text_encoder.embeddings.position_ids`` in the fine-tunes); the module here computes the same positions.
+_POSITION_IDS = "text_encoder.embeddings.position_ids"
 
 
 # ------------------------------------------------------------------------------------------ text
@@ -169,7 +173,8 @@ def itm_state_dict(obj: Any, source: str = "checkpoint") -> dict[str, Any]:
 
     Accepts a bare state dict or one wrapped in ``{"model": ...}`` (how ALBEF's and LAVIS's scripts save
     them); ``text_encoder.bert.*`` becomes ``text_encoder.*``; momentum copies (``*_m.*``), projections,
-    queues, the MLM head (``text_encoder.cls.*``) and any decoder are left out.
+    queues, the MLM head (``text_encoder.cls.*``) and any decoder are left out. The buffers those files carry on
+    the ITM path (BERT's ``position_ids``) are checked against what ALBEF registers and then left out too.
     """
     torch = require("torch", "hf")
     state = obj.get("model", obj) if isinstance(obj, dict) else None
@@ -191,6 +196,11 @@ def itm_state_dict(obj: Any, source: str = "checkpoint") -> dict[str, Any]:
     if missing:
         raise InputError(f"{source}: not an ALBEF ITM checkpoint: no {', '.join(missing)} "
                          "(the VQA fine-tune, for one, has no ITM head)")
+    positions = out.pop(_POSITION_IDS, None)
+    if positions is not None and not torch.equal(positions.reshape(-1).long(), torch.arange(positions.numel())):
+        # the release would embed these positions; the module here embeds 0..L-1, so it would not give its numbers
+        raise InputError(f"{source}: {_POSITION_IDS} is not 0, 1, ..., {positions.numel() - 1} (the buffer ALBEF "
+                         "registers); this backend embeds token i at position i")
     return out
 
 

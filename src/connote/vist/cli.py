@@ -359,7 +359,8 @@ def correlate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     story_metrics: Annotated[str, typer.Option("--story-metrics", help="Reference-free metrics for --stories: "
-                                               "groovist (needs --images), rovist_c, rovist_nr.")] = "",
+                                               "groovist, rovist_vg (both need --images), rovist_c, rovist_nr.")]
+    = "",
     images: Annotated[Path | None, typer.Option("--images", help="Photos of the stories (GROOViST, judges).")]
     = None,
     encoder: Annotated[str, typer.Option("--encoder", help="GROOViST's image-text encoder: embedded or a "
@@ -372,6 +373,11 @@ def correlate_cmd(
                                                   "checkpoint (config, tokenizer).")] = "albert-large-v1",
     concreteness: Annotated[Path | None, typer.Option("--concreteness", help="GROOViST: concreteness ratings "
                                                       "(Word;Conc.M); without: every weight 1.")] = None,
+    vg_encoder: Annotated[str | None, typer.Option("--vg-encoder", help="RoViST-VG's encoder: its released model, "
+                                                   "rovist-vg:r2p_model_epoch2.pth.tar?glove=glove.6B.300d.txt "
+                                                   "(default: --encoder, a stand-in).")] = None,
+    idf: Annotated[Path | None, typer.Option("--idf", help="RoViST-VG: IDF weights as JSON {noun: idf} (its "
+                                             "idf_dict.pkl's content); without: every weight 1.")] = None,
     theta: Annotated[float, typer.Option("--theta", help="GROOViST's penalty threshold (its VIST value).")]
     = 0.6159241924121119,
     alignment: Annotated[str, typer.Option("--alignment", help="GROOViST: sequence (any photo, the paper) or "
@@ -450,7 +456,7 @@ def correlate_cmd(
         if story_metrics:
             per, sigs = story_metric_scores(
                 rated, story_metrics, images=images, encoder=encoder, coherence_model=coherence_model,
-                coherence_albert=coherence_albert,
+                coherence_albert=coherence_albert, vg_encoder=vg_encoder, idf=idf,
                 concreteness=concreteness, theta=theta, alignment=alignment, prefix=coherence_prefix,
                 progress=progress)
             signatures.update(sigs)

@@ -1,33 +1,31 @@
-"""Reference-free story metrics: visual grounding (GROOViST), coherence and non-redundancy (RoViST).
+"""Reference-free story metrics: visual grounding (GROOViST, RoViST-VG), coherence and non-redundancy (RoViST).
 
 No reference story is needed: a story is scored against its photo sequence (grounding) or against itself.
 
-**GROOViST** (Surikuchi et al., EMNLP 2023; the definition of its public ``groovist.py``/``utils.py``):
+**GROOViST** (Surikuchi et al., EMNLP 2023; :mod:`connote.vist.groovist` has its phrases, weights and score as
+its public code computes them): each noun phrase's best alignment with the photo sequence, the cosine between the
+phrase's text embedding and each image *region*'s embedding, maximum over the regions of a photo and then over
+**all** photos of the sequence (the paper's answer to temporal misalignment; ``alignment="sentence"`` restricts
+sentence *i*'s phrases to photo *i*, a named variant), penalised below ``theta``, concreteness-weighted and
+averaged (not bounded; ``tanh`` maps it to [-1, 1]).
 
-1. the story's noun phrases: spaCy noun chunks of each sentence, lower-cased, once per sentence, then once
-   per story, pronouns dropped;
-2. each phrase's best alignment with the photo sequence: the cosine between the phrase's text embedding and
-   each image *region*'s image embedding, maximum over the regions of a photo and then over **all** photos of
-   the sequence (the paper's answer to temporal misalignment: a phrase may be grounded in any photo;
-   ``alignment="sentence"`` restricts sentence *i*'s phrases to photo *i*, a named variant);
-3. ``s = 2.5 * cos``; a phrase with ``s < theta`` is penalised to ``-(theta - s)``;
-4. weighted by the phrase's concreteness (the mean Brysbaert et al. rating, 1-5, of its words, a word
-   looked up as written and then by its lemma; 1 when no word is rated);
-5. the story's score is the mean over its phrases (not bounded; ``tanh`` maps it to [-1, 1]).
+**RoViST-VG** (Wang et al. 2022; :mod:`connote.vist.rovist_vg`): the story's nouns against the same regions,
+``log(sum(exp(best cosine x idf)))``.
 
-GROOViST's exact resources are CLIP ViT-B/32 and B = 10 detector boxes per photo. Here the image-text
-encoder is injected (any :class:`~connote.models.protocols.Embedder`; offline the embedded
-EfficientNet-Lite0 labels + MiniLM encoder), the regions are the whole photo plus a 3 x 3 grid of crops
-(ten regions) unless boxes are given, and the concreteness ratings are read from a file when given
-(GROOViST's ``concreteness_ratings.csv`` layout ``Word;Conc.M`` or Brysbaert's tab-separated file);
-without them every weight is 1. ``theta`` defaults to GROOViST's VIST value. The signature says which of
-these was used.
+GROOViST's exact resources are CLIP ViT-B/32 and B = 10 detector boxes per photo, RoViST-VG's its
+Region2Phrase model and the VIST-Entities boxes. Here the image-text encoder is injected (any
+:class:`~connote.models.protocols.Embedder`; offline the embedded EfficientNet-Lite0 labels + MiniLM encoder;
+RoViST-VG's released checkpoint through :class:`~connote.vist.rovist_vg.RovistVgEncoder`), the regions are the
+whole photo plus a 3 x 3 grid of crops (ten regions) unless boxes are given (the first ten of a photo's boxes
+are used, as both releases do), the concreteness ratings and IDF weights are read from files when given. Each
+signature names what was used and, under ``stand-ins:``, every part that replaces the release's own.
 
 **RoViST-C** (Wang et al., Findings of NAACL 2022, ``coherence_scorer.py``): for each pair of consecutive
 sentences, the probability that the second follows the first from an ALBERT sentence-order-prediction head;
 a sentence repeating its predecessor scores 0; the story's score is the mean over its pairs.
-``prefix="accumulated"`` is the dHM variant (Surikuchi et al. 2024: everything before the sentence is the
-first segment). RoViST's released checkpoint (``sop_model_epoch4.pth.tar``) is loaded when given
+``prefix="accumulated"`` is the dHM variant (Surikuchi et al. 2024, ``eval_C_R.py``: everything before the
+sentence is the first segment, except a sentence that repeated the prefix, which scored 0 and was not added).
+RoViST's released checkpoint (``sop_model_epoch4.pth.tar``) is loaded when given
 (:class:`RovistCheckpointScorer`: tensors and an ``argparse.Namespace`` only, no code runs); so is any Hugging
 Face model with a sentence-order head (``AlbertForPreTraining``: ``sop_logits``, index 0 = in order; ALBERT's
 pre-training head, not RoViST's fine-tuned one, so the signature marks it a stand-in); offline the stand-in is
@@ -38,16 +36,14 @@ repetition = for every pair of sentences (j < i), the number of matching word pa
 union of their word sets; intra-sentence repetition = the same between consecutive non-overlapping 4-word
 windows of a sentence; ``NR = 1 - mean(mean(inter), mean(intra) or 0)``. A one-sentence story has no score.
 
-Sentences are split after ``.``, ``!`` or ``?`` followed by white space (VIST text is tokenized so) and words
-are ``\\w+`` runs and single punctuation marks (NLTK's punkt, which the public code uses, needs a download).
+Sentences and words are cut as :mod:`connote.vist.story_text` says (NLTK's punkt, which the public code uses,
+needs a download).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,37 +52,26 @@ from typing import Any
 import numpy as np
 
 from connote.core.errors import InputError
+from connote.vist.groovist import (  # noqa: F401  (read_concreteness, GROOVIST_THETA: this module's API too)
+    CLIP_SCALE,
+    GROOVIST_THETA,
+    RELEASE_PIPELINE,
+    concreteness_weight,
+    groovist_score,
+    noun_phrases,
+    pipeline_name,
+    read_concreteness,
+)
+from connote.vist.rovist_vg import RovistVgEncoder, nouns, vg_score
+from connote.vist.story_text import sentences, words
 
-GROOVIST, ROVIST_C, ROVIST_NR = "GROOViST", "RoViST-C", "RoViST-NR"
-STORY_METRICS = {"groovist": GROOVIST, "rovist_c": ROVIST_C, "rovist_nr": ROVIST_NR}
+GROOVIST, ROVIST_VG, ROVIST_C, ROVIST_NR = "GROOViST", "RoViST-VG", "RoViST-C", "RoViST-NR"
+STORY_METRICS = {"groovist": GROOVIST, "rovist_vg": ROVIST_VG, "rovist_c": ROVIST_C, "rovist_nr": ROVIST_NR}
 """Metric name -> printed score name."""
 
-#: GROOViST's theta per dataset (its config.ini); ``custom`` is its value for other data.
-GROOVIST_THETA = {"vist": 0.6159241924121119, "aesop": 0.5949957337433985, "vwp": 0.6193549522736276,
-                  "custom": 0.5}
-CLIP_SCALE = 2.5
 GRID = 3
-
-PRONOUNS = frozenset("""
-i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers
-herself it its itself they them their theirs themselves one oneself this that these those who whom whose which
-what whoever whomever whatever whichever anybody anyone anything everybody everyone everything nobody none
-nothing somebody someone something each either neither both all few many several some any others another
-""".split())
-"""English pronouns, which GROOViST leaves out of the noun phrases."""
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
-
-
-def sentences(text: str) -> list[str]:
-    """Sentences of a story: split after ``.``/``!``/``?`` followed by white space; empty ones dropped."""
-    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
-
-
-def words(sentence: str) -> list[str]:
-    """Word tokens: ``\\w+`` runs (with an apostrophe part) and single punctuation marks."""
-    return _WORD.findall(sentence)
+#: Regions per photo both releases use (``B=10`` in GROOViST, ``num_bbox = 10`` in RoViST-VG).
+REGIONS = 10
 
 
 def _pair_matches(a: Sequence[str], b: Sequence[str]) -> int:
@@ -120,12 +105,18 @@ def non_redundancy(text: str, ngram_len: int = 4) -> float | None:
 
 # ------------------------------------------------------------------------------------------- coherence
 def coherence_pairs(text: str, prefix: str = "previous") -> list[tuple[str, str]]:
-    """The (first segment, next sentence) pairs RoViST-C scores: ``previous`` sentence or ``accumulated``."""
+    """The (first segment, next sentence) pairs RoViST-C scores: the ``previous`` sentence, or everything before
+    (``accumulated``, d_HM's ``eval_C_R.py``: a sentence equal to the prefix so far scores 0 and is not added to
+    it, so a repeated opening sentence does not enter the prefix twice)."""
     sents = sentences(text)
-    out = []
+    out: list[tuple[str, str]] = []
+    first = sents[0] if sents else ""
     for k in range(1, len(sents)):
-        first = sents[k - 1] if prefix == "previous" else " ".join(sents[:k])
+        if prefix == "previous":
+            first = sents[k - 1]
         out.append((first, sents[k]))
+        if prefix == "accumulated" and first.strip() != sents[k].strip():
+            first = f"{first} {sents[k]}"
     return out
 
 
@@ -239,70 +230,6 @@ class EmbeddingPairScorer:
 
 
 # ------------------------------------------------------------------------------------------- grounding
-@dataclass(frozen=True)
-class NounPhrase:
-    text: str
-    words: tuple[str, ...]
-    lemmas: tuple[str, ...]
-    sentence: int
-
-
-def noun_phrases(text: str, nlp: Any) -> list[NounPhrase]:
-    """GROOViST's phrases: spaCy noun chunks per sentence (lower-cased, once per sentence, then once per
-    story), pronouns left out."""
-    found: list[NounPhrase] = []
-    seen: set[str] = set()
-    for k, sent in enumerate(sentences(text)):
-        for chunk in nlp(sent).noun_chunks:
-            phrase = chunk.text.lower().strip()
-            if not phrase or phrase in seen or phrase in PRONOUNS:
-                continue
-            seen.add(phrase)
-            found.append(NounPhrase(phrase, tuple(t.text.lower() for t in chunk),
-                                    tuple(t.lemma_.lower() for t in chunk), k))
-    return found
-
-
-def read_concreteness(path: str | Path) -> dict[str, float]:
-    """Concreteness ratings: ``Word;Conc.M`` (GROOViST's file) or Brysbaert et al.'s tab-separated table."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the concreteness ratings ({exc})", path=path) from None
-    if not lines:
-        raise InputError("empty concreteness ratings file", path=path)
-    delim = ";" if ";" in lines[0] else ("\t" if "\t" in lines[0] else ",")
-    rows = list(csv.reader(lines, delimiter=delim))
-    header = [c.strip().lower() for c in rows[0]]
-    i_word = header.index("word") if "word" in header else 0
-    i_val = header.index("conc.m") if "conc.m" in header else 1
-    out: dict[str, float] = {}
-    for n, row in enumerate(rows[1:], 2):
-        if len(row) <= max(i_word, i_val) or not row[i_word].strip():
-            continue
-        try:
-            out[row[i_word].strip().lower()] = float(row[i_val])
-        except ValueError:
-            raise InputError(f"rating {row[i_val]!r} is not a number", path=path, line=n) from None
-    if not out:
-        raise InputError("no ratings in this file (expected Word;Conc.M rows)", path=path)
-    return out
-
-
-def concreteness_weight(phrase: NounPhrase, ratings: Mapping[str, float] | None) -> float:
-    """Mean rating of the phrase's rated words (as written, else by lemma); 1 when none is rated."""
-    if not ratings:
-        return 1.0
-    vals = []
-    for w, lemma in zip(phrase.words, phrase.lemmas):
-        if w in ratings:
-            vals.append(ratings[w])
-        elif lemma in ratings:
-            vals.append(ratings[lemma])
-    return float(sum(vals) / len(vals)) if vals else 1.0
-
-
 def grid_regions(image: Any, grid: int = GRID) -> list[Any]:
     """The whole photo and its ``grid`` x ``grid`` crops (ten regions for a 3 x 3 grid)."""
     w, h = image.size
@@ -312,17 +239,6 @@ def grid_regions(image: Any, grid: int = GRID) -> list[Any]:
             box = (c * w // grid, r * h // grid, (c + 1) * w // grid, (r + 1) * h // grid)
             out.append(image.crop(box))
     return out
-
-
-def groovist_score(phrase_alignment: Sequence[float], weights: Sequence[float], theta: float) -> float | None:
-    """GROOViST from each phrase's best cosine and concreteness weight (steps 3-5 of the module docstring)."""
-    if not phrase_alignment:
-        return None
-    vals = []
-    for cos, w in zip(phrase_alignment, weights):
-        s = CLIP_SCALE * float(cos)
-        vals.append((s if s >= theta else -(theta - s)) * float(w))
-    return float(sum(vals) / len(vals))
 
 
 def _unit(x: Any) -> np.ndarray:
@@ -369,15 +285,19 @@ def _version() -> str:
 class StoryScorer:
     """Computes the chosen reference-free metrics for stories (``{id: (photo ids, text)}``).
 
-    ``encoder``: image-text embedder for GROOViST (and the coherence stand-in's sentence encoder when no
-    ``pair_scorer`` is given); ``photo``: photo id -> PIL image (raises for a missing photo, recorded as that
-    story's note); ``nlp``: a spaCy pipeline (default: the packaged English one); ``boxes``: photo id ->
-    region boxes (x0, y0, x1, y1) instead of the grid.
+    ``encoder``: image-text embedder for GROOViST (and RoViST-VG, and the coherence stand-in's sentence encoder,
+    unless ``vg_encoder`` / ``pair_scorer`` are given); ``photo``: photo id -> PIL image (raises for a missing
+    photo, recorded as that story's note); ``nlp``: a spaCy pipeline (default: the packaged English one);
+    ``boxes``: photo id -> region boxes (x0, y0, x1, y1) instead of the grid; ``concreteness`` (GROOViST's
+    ratings) with ``lemmatize`` (a noun's lemma; default WordNet's, :func:`connote.metrics.wordnet.noun_lemmatizer`);
+    ``idf`` (RoViST-VG's noun weights; default 1).
     """
 
     def __init__(self, metrics: Iterable[str] = tuple(STORY_METRICS), *, encoder: Any = None,
                  photo: Callable[[str], Any] | None = None, pair_scorer: Any = None, nlp: Any = None,
                  concreteness: Mapping[str, float] | None = None, concreteness_source: str | None = None,
+                 lemmatize: Callable[[str], str] | None = None, vg_encoder: Any = None,
+                 idf: Mapping[str, float] | None = None, idf_source: str | None = None,
                  theta: float = GROOVIST_THETA["vist"], alignment: str = "sequence", prefix: str = "previous",
                  ngram_len: int = 4, boxes: Mapping[str, Sequence[Sequence[float]]] | None = None) -> None:
         self.metrics = [m.strip() for m in metrics if m.strip()]
@@ -389,26 +309,67 @@ class StoryScorer:
         if prefix not in ("previous", "accumulated"):
             raise InputError(f"prefix must be previous or accumulated, not {prefix!r}")
         self.encoder, self.photo, self.nlp = encoder, photo, nlp
+        self.vg_encoder = vg_encoder if vg_encoder is not None else encoder
         self.pair_scorer = pair_scorer
         self.concreteness, self.concreteness_source = concreteness, concreteness_source
+        self.idf, self.idf_source = idf, idf_source
         self.theta, self.alignment, self.prefix, self.ngram_len = float(theta), alignment, prefix, int(ngram_len)
         self.boxes = boxes
-        if "groovist" in self.metrics and (encoder is None or photo is None):
-            raise InputError("GROOViST needs an image-text encoder and the photos (an images folder)")
+        for name, enc in (("groovist", encoder), ("rovist_vg", self.vg_encoder)):
+            if name in self.metrics and (enc is None or photo is None):
+                raise InputError(f"{STORY_METRICS[name]} needs an image-text encoder and the photos (an images folder)")
+        self.lemmatize, self.lemma_source = lemmatize, "given" if lemmatize is not None else "none"
+        if "groovist" in self.metrics and concreteness and lemmatize is None:
+            from connote.metrics.wordnet import noun_lemmatizer
+
+            try:
+                self.lemmatize = noun_lemmatizer()
+            except FileNotFoundError as exc:
+                raise InputError(f"GROOViST's concreteness weights lemmatise words with WordNet: {exc}") from None
+            self.lemma_source = "wordnet-morphy"
         if "rovist_c" in self.metrics and pair_scorer is None:
             if encoder is None:
                 raise InputError("RoViST-C needs a sentence-order model or a sentence encoder")
             self.pair_scorer = EmbeddingPairScorer(encoder)
 
     # ---- signatures ------------------------------------------------------------------------
+    def _stand_ins(self, metric: str) -> str:
+        """The parts of ``metric`` that replace the release's own, named (``none`` when it runs as released)."""
+        pipe = pipeline_name(self._nlp())
+        out = ["sentences=regex-for-punkt"]
+        if metric == "groovist":
+            if pipe != RELEASE_PIPELINE:
+                out.append(f"spacy={pipe}-for-{RELEASE_PIPELINE}")
+            name = encoder_name(self.encoder)
+            if "clip-vit-base-patch32" not in name.lower():
+                out.append(f"encoder={name}-for-CLIP-ViT-B/32")
+            if not self.concreteness:
+                out.append("concreteness=none(w=1)-for-Brysbaert")
+        else:
+            out.append(f"pos=spacy-{pipe}-tags-for-nltk-perceptron")
+            if not isinstance(self.vg_encoder, RovistVgEncoder):
+                out.append(f"encoder={encoder_name(self.vg_encoder)}-for-Region2Phrase")
+            if self.idf is None:
+                out.append("idf=none(w=1)-for-idf_dict")
+        if not self.boxes:
+            out.append(f"regions=full+grid{GRID}x{GRID}-for-detector-boxes")
+        return ",".join(out)
+
     def signatures(self) -> dict[str, str]:
         out = {}
+        regions = "boxes" if self.boxes else f"full+grid{GRID}x{GRID}"
         if "groovist" in self.metrics:
-            regions = "boxes" if self.boxes else f"full+grid{GRID}x{GRID}"
             conc = self.concreteness_source or "none(w=1)"
             out["groovist"] = (f"groovist|encoder:{encoder_name(self.encoder)}|regions:{regions}|theta:{self.theta:g}"
-                               f"|scale:{CLIP_SCALE:g}|concreteness:{conc}|np:spacy-noun_chunks"
-                               f"|alignment:{self.alignment}|sentences:regex|{_version()}")
+                               f"|scale:{CLIP_SCALE:g}|concreteness:{conc}|lemmas:{self.lemma_source}"
+                               f"|np:spacy-{pipeline_name(self._nlp())}-noun_chunks|placeholders:words"
+                               f"|alignment:{self.alignment}|sentences:regex|stand-ins:{self._stand_ins('groovist')}"
+                               f"|{_version()}")
+        if "rovist_vg" in self.metrics:
+            out["rovist_vg"] = (f"rovist_vg|encoder:{encoder_name(self.vg_encoder)}|regions:{regions}"
+                                f"|idf:{self.idf_source or 'none(w=1)'}|nouns:spacy-{pipeline_name(self._nlp())}-tags"
+                                f"|placeholders:words|aggregate:log_sum_exp|sentences:regex"
+                                f"|stand-ins:{self._stand_ins('rovist_vg')}|{_version()}")
         if "rovist_c" in self.metrics:
             name = self.pair_scorer.name() if hasattr(self.pair_scorer, "name") else type(self.pair_scorer).__name__
             stand_in = ("" if isinstance(self.pair_scorer, RovistCheckpointScorer) else
@@ -430,61 +391,78 @@ class StoryScorer:
     def _regions(self, pid: str) -> list[Any]:
         image = self.photo(pid)  # type: ignore[misc]
         if self.boxes and pid in self.boxes:
-            return [image.crop(tuple(int(v) for v in b)) for b in self.boxes[pid]]
+            return [image.crop(tuple(int(v) for v in b)) for b in self.boxes[pid][:REGIONS]]
         return grid_regions(image)
+
+    def _best_per_photo(self, encoder: Any, photo_ids: Sequence[str], texts: list[str]) -> np.ndarray:
+        """texts x photos: each text's best cosine over each photo's regions."""
+        regions = [self._regions(p) for p in photo_ids]
+        img = _unit(encoder.embed_images([r for rs in regions for r in rs]))
+        sims = _unit(encoder.embed_texts(texts)) @ img.T  # texts x regions
+        per_photo, pos = [], 0
+        for rs in regions:
+            per_photo.append(sims[:, pos:pos + len(rs)].max(axis=1))
+            pos += len(rs)
+        return np.stack(per_photo, axis=1)
 
     def groovist(self, photo_ids: Sequence[str], text: str) -> tuple[float | None, dict[str, Any]]:
         phrases = noun_phrases(text, self._nlp())
         if not phrases:
             return None, {"phrases": []}
-        regions = [self._regions(p) for p in photo_ids]
-        flat = [r for rs in regions for r in rs]
-        img = _unit(self.encoder.embed_images(flat))
-        txt = _unit(self.encoder.embed_texts([p.text for p in phrases]))
-        sims = txt @ img.T  # phrases x regions
-        per_photo, pos = [], 0
-        for rs in regions:
-            per_photo.append(sims[:, pos:pos + len(rs)].max(axis=1))
-            pos += len(rs)
-        by_photo = np.stack(per_photo, axis=1)  # phrases x photos
+        by_photo = self._best_per_photo(self.encoder, photo_ids, [p.text for p in phrases])
         if self.alignment == "sequence":
             best = by_photo.max(axis=1)
         else:
             best = np.array([by_photo[k, min(p.sentence, by_photo.shape[1] - 1)] for k, p in enumerate(phrases)])
-        weights = [concreteness_weight(p, self.concreteness) for p in phrases]
+        weights = [concreteness_weight(p.text, self.concreteness, self.lemmatize) for p in phrases]
         score = groovist_score(best.tolist(), weights, self.theta)
         return score, {"phrases": [p.text for p in phrases], "alignment": [round(float(b), 6) for b in best],
                        "weights": weights}
+
+    def rovist_vg(self, photo_ids: Sequence[str], text: str) -> tuple[float | None, dict[str, Any]]:
+        found = nouns(text, self._nlp())
+        if not found:
+            return None, {"nouns": []}
+        if self.idf is not None:
+            missing = [n for n in found if n not in self.idf]
+            if missing:  # the release stops with a KeyError; here the story is left unscored with a note
+                raise InputError(f"no IDF weight for {', '.join(repr(n) for n in missing[:3])}")
+        weights = [self.idf[n] if self.idf is not None else 1.0 for n in found]
+        best = self._best_per_photo(self.vg_encoder, photo_ids, found).max(axis=1)
+        return vg_score(best.tolist(), weights), {"nouns": found, "recall": [round(float(b), 6) for b in best]}
 
     def score(self, stories: Mapping[str, tuple[Sequence[str], str]], bar: Any = None) -> StoryScores:
         """Score every story; a story a metric cannot score gets a note instead of that value."""
         per: dict[str, dict[str, float]] = {sid: {} for sid in stories}
         notes: dict[str, list[str]] = {}
         details: dict[str, dict[str, Any]] = {}
+        grounding = {"groovist": (GROOVIST, self.groovist, "no noun phrase", None),
+                     "rovist_vg": (ROVIST_VG, self.rovist_vg, "no noun", "rovist_vg")}
         for sid, (photos, text) in stories.items():
-            if "groovist" in self.metrics:
+            for metric, (printed, fn, empty, nest) in grounding.items():
+                if metric not in self.metrics:
+                    continue
                 try:
-                    value, detail = self.groovist(list(photos), text)
+                    value, detail = fn(list(photos), text)
                 except (OSError, ValueError, KeyError, InputError) as exc:  # a missing or unreadable photo
                     value, detail = None, {"error": str(exc)}
-                    notes.setdefault(sid, []).append(f"{GROOVIST}: {exc}")
+                    notes.setdefault(sid, []).append(f"{printed}: {exc}")
                 if value is not None:
-                    per[sid][GROOVIST] = value
+                    per[sid][printed] = value
                 elif "error" not in detail:
-                    notes.setdefault(sid, []).append(f"{GROOVIST}: no noun phrase")
-                details[sid] = detail
-            if "rovist_c" in self.metrics:
-                value = coherence(text, self.pair_scorer, self.prefix)
-                if value is None:
-                    notes.setdefault(sid, []).append(f"{ROVIST_C}: fewer than two sentences")
+                    notes.setdefault(sid, []).append(f"{printed}: {empty}")
+                if nest:
+                    details.setdefault(sid, {})[nest] = detail
                 else:
-                    per[sid][ROVIST_C] = value
-            if "rovist_nr" in self.metrics:
-                value = non_redundancy(text, self.ngram_len)
-                if value is None:
-                    notes.setdefault(sid, []).append(f"{ROVIST_NR}: fewer than two sentences")
-                else:
-                    per[sid][ROVIST_NR] = value
+                    details.setdefault(sid, {}).update(detail)
+            for metric, printed, fn in (("rovist_c", ROVIST_C, lambda t: coherence(t, self.pair_scorer, self.prefix)),
+                                        ("rovist_nr", ROVIST_NR, lambda t: non_redundancy(t, self.ngram_len))):
+                if metric in self.metrics:
+                    value = fn(text)
+                    if value is None:
+                        notes.setdefault(sid, []).append(f"{printed}: fewer than two sentences")
+                    else:
+                        per[sid][printed] = value
             if bar is not None:
                 bar.advance()
         return StoryScores(per, self.signatures(), notes, details)

@@ -68,7 +68,7 @@ def read_svo(path: str | Path, images: str | Path | None = None) -> list[SuiteIt
         error = None if sentence and all(ids) else f"{path}:{line}: empty sentence or image id"
         items.append(SuiteItem(
             item_id=f"row{n - 1}", images=paths, captions=[sentence], pairs=[(0, 0), (1, 0)], line=line,
-            fields={"neg_type": kind, "sentence_key": " ".join(sentence.lower().split()),
+            fields={"neg_type": kind, "sentence": row["sentence"],  # as written: the notebook's duplicate key
                     "pos_image_id": ids[0], "neg_image_id": ids[1], "pos_triplet": row["pos_triplet"],
                     "neg_triplet": row["neg_triplet"]},
             explain=[(0, "positive", target), (1, "negative", target)], error=error))

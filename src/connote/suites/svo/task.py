@@ -2,7 +2,8 @@
 
 A pair is predicted "match" when p(match) > 0.5. Positive accuracy is over the distinct <sentence,
 positive image> pairs, negative accuracy over the distinct <sentence, negative image> pairs (the notebook's
-``drop_duplicates``), and the average is their macro mean ``(pos + neg) / 2``. Scores are given overall
+``drop_duplicates`` on the sentence as the CSV holds it: two rows whose sentences differ only in case or
+spacing are two pairs), and the average is their macro mean ``(pos + neg) / 2``. Scores are given overall
 ("All": rows whose negative changes exactly one of subject, verb, object) and per negative type; rows that
 change more than one are left out of all four, as the notebook's three filters leave them out.
 """
@@ -23,8 +24,8 @@ def svo_scores(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out = {}
     for kind in TYPES:
         chosen = [r for r in rows if (r["neg_type"] in SLOTS if kind == "all" else r["neg_type"] == kind)]
-        pos = {(r["sentence_key"], r["pos_image_id"]): r["scores"][0] > 0.5 for r in chosen}
-        neg = {(r["sentence_key"], r["neg_image_id"]): r["scores"][1] <= 0.5 for r in chosen}
+        pos = {(r["sentence"], r["pos_image_id"]): r["scores"][0] > 0.5 for r in chosen}
+        neg = {(r["sentence"], r["neg_image_id"]): r["scores"][1] <= 0.5 for r in chosen}
         p, n = accuracy_block(list(pos.values())), accuracy_block(list(neg.values()))
         avg = None if p["accuracy"] is None or n["accuracy"] is None else (p["accuracy"] + n["accuracy"]) / 2
         out[kind] = {"average": avg, "positive": p, "negative": n, "rows": len(chosen)}
@@ -33,7 +34,7 @@ def svo_scores(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 class SvoTask(PairSuiteTask):
     name = "svo-probes"
-    version = 1
+    version = 2  # 2: pairs are distinct by the sentence as written (was: lower-cased, spaces collapsed)
     reads = "svo_probes.csv as released (sentence, pos/neg triplets, subj_neg/verb_neg/obj_neg, image ids, urls)"
     title = "SVO-Probes: accuracy on positive and negative images and their average, per subject/verb/object."
     headline = ("types", "all", "average")

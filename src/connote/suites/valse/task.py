@@ -5,9 +5,12 @@ reported beside it), with p = p(match):
 
 * ``acc_r`` pairwise accuracy: p(caption) > p(foil);
 * ``p_c`` caption precision as the paper names it: the share of captions judged to fit, p(caption) > 0.5;
-* ``p_f`` foil precision: the share of foils judged not to fit, p(foil) <= 0.5 (the script counts a tie of
-  the two ITM logits as detected);
+* ``p_f`` foil precision: the share of foils judged not to fit, p(foil) < 0.5;
 * ``acc`` = (p_c + p_f) / 2, the script's ``foil_accuracy / count * 50``.
+
+A sample whose foil's two ITM logits tie (p(foil) = 0.5 exactly) is left out of every metric and of ``n``, as the
+script does (it prints the sample, "something is wrong with the tokenisation", and does not count it); such
+samples are counted in ``n_ties``.
 
 As a binary image-text decision over all 2n pairs, ``precision`` is the share of captions among the pairs
 judged to fit and ``recall`` the share of captions judged to fit (equal to p_c). ``Avg.`` is the mean over
@@ -26,14 +29,17 @@ METRICS = ("acc_r", "acc", "p_c", "p_f", "precision", "recall")
 
 
 def valse_scores(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The VALSE metrics of one set of caption/foil rows (``scores`` = [p(caption), p(foil)])."""
+    """The VALSE metrics of one set of caption/foil rows (``scores`` = [p(caption), p(foil)]); a foil at exactly
+    p = 0.5 (its two logits tie) drops its sample, as ``lxmert_valse_eval.py`` does."""
+    ties = sum(r["scores"][1] == 0.5 for r in rows)
+    rows = [r for r in rows if r["scores"][1] != 0.5]
     n = len(rows)
     fits = sum(r["scores"][0] > 0.5 for r in rows)
-    detected = sum(r["scores"][1] <= 0.5 for r in rows)
+    detected = sum(r["scores"][1] < 0.5 for r in rows)
     ranked = sum(r["scores"][0] > r["scores"][1] for r in rows)
     foils_fit = n - detected
     p_c, p_f = ratio(fits, n), ratio(detected, n)
-    return {"n": n, "acc_r": ratio(ranked, n), "p_c": p_c, "p_f": p_f,
+    return {"n": n, "n_ties": ties, "acc_r": ratio(ranked, n), "p_c": p_c, "p_f": p_f,
             "acc": None if p_c is None else (p_c + p_f) / 2,
             "precision": ratio(fits, fits + foils_fit), "recall": p_c}
 
@@ -45,7 +51,7 @@ def _mean(values: list[float | None]) -> float | None:
 
 class ValseTask(PairSuiteTask):
     name = "valse"
-    version = 1
+    version = 2  # 2: a sample whose foil logits tie is dropped, as the script (was: counted as detected)
     reads = "a folder of VALSE piece JSONs as released ({id: {image_file, caption, foil, classes, mturk, ...}})"
     title = "VALSE: pairwise accuracy acc_r, acc, p_c, p_f per piece, on the MTurk-validated subset."
     headline = ("subsets", "valid", "average", "acc_r")
