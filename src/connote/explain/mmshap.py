@@ -20,13 +20,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from connote.explain.shapley import DEFAULT_ESTIMATOR, BudgetError, ShapleyResult, ValueFn, estimate
+from connote.core.errors import InputError, ItemError
+from connote.explain.shapley import DEFAULT_ESTIMATOR, BudgetError, ShapleyResult, ValueFn, estimate, min_calls
 from connote.models.masking import check_compat, mask_pixels, patch_boxes, patch_grid, pixel_keep_mask
 
 __all__ = [
@@ -479,3 +480,33 @@ DEFAULT_ESTIMATORS = {"mmshap": "permutation", "connote": DEFAULT_ESTIMATOR}
 def default_estimator(compat: str | None) -> str:
     """The estimator an explain task uses for a ``--compat`` mode when ``--estimator`` is not given."""
     return DEFAULT_ESTIMATORS[check_compat(compat)]
+
+
+def refuse_small_budget(budget: int | None, estimator: str, games: Iterable[tuple[str, Callable[[], Any]]]) -> None:
+    """Refuse (exit 2), before any pair is explained, a ``budget`` too small for ``estimator`` on a pair to compute.
+
+    ``games``: each pair's id and a function building its masking game (its features: text tokens + patches).
+    Without this a too small budget showed only as pairs failing one by one in a run that ended with status 0.
+    A pair whose game cannot be built is left to its own row's error; ``budget`` None (the estimator's
+    default) is never too small.
+    """
+    if budget is None:
+        return
+    need: dict[str, tuple[int, int]] = {}
+    for pair, build in games:
+        try:
+            game = build()
+        except (ItemError, ValueError):
+            continue
+        n = game.n_text + game.n_patches
+        need[pair] = (min_calls(estimator, n), n)
+    if not need or max(need.values())[0] <= budget:
+        return
+    worst = max(need, key=lambda pair: need[pair][0])
+    calls, n = need[worst]
+    short = sum(c > budget for c, _ in need.values())
+    needs = "needs" if short == 1 else "need"
+    raise InputError(f"--budget {budget} is too small for the {estimator} estimator: pair {worst!r} has {n} "
+                     f"features (text tokens + image patches) and needs at least {calls} calls ({short} of "
+                     f"{len(need)} pairs to compute {needs} more than {budget}); give --budget {calls} or more, "
+                     "or leave it out for the estimator's default")
