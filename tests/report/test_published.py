@@ -10,6 +10,7 @@ import pytest
 
 from connote.cli import main
 from connote.core.published import PublishedRow, compare, table, tables
+from tests.command_paths import command_words, names_a_command
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 
@@ -101,23 +102,6 @@ def test_reproduce_list_shows_every_table_and_what_it_needs(capsys) -> None:
     assert main(["reproduce", "no/such-table"]) == 2
 
 
-def _names_a_command(words: list[str]) -> bool:
-    """Whether ``connote WORDS...`` reaches a command (the words after a leaf command are its arguments)."""
-    from connote.cli import COMMANDS, build_module_commands, entry_module
-
-    if words[0] not in COMMANDS:
-        return False
-    command = build_module_commands(entry_module(COMMANDS[words[0]]))[words[0]]
-    for word in words[1:]:
-        subcommands = getattr(command, "commands", None)
-        if not subcommands:
-            return True
-        if word not in subcommands:
-            return False
-        command = subcommands[word]
-    return True
-
-
 def test_every_command_a_table_suggests_exists() -> None:
     """`reproduce --list` once suggested `connote datasets cv-probes` (no such command)."""
     import re
@@ -125,13 +109,8 @@ def test_every_command_a_table_suggests_exists() -> None:
     suggested = [(t.id, m) for t in tables() for m in re.findall(r"`connote ([^`]+)`", t.needs)]
     assert len(suggested) >= 10
     for table_id, line in suggested:
-        words = []
-        for word in line.split():
-            if not re.fullmatch(r"[a-z][a-z0-9-]*", word):
-                break  # an option, a file or a placeholder: the command's arguments start here
-            words.append(word)
-        assert words and _names_a_command(words), (table_id, line)
-    assert not _names_a_command(["datasets", "cv-probes"])
+        assert names_a_command(command_words(line)), (table_id, line)
+    assert not names_a_command(["datasets", "cv-probes"])
 
 
 def test_reproduce_reads_runs(runs, capsys) -> None:  # noqa: ANN001
