@@ -215,6 +215,9 @@ def test_format_table_and_load(tmp_path):
     text = format_table(aggregate(HAND_MADE))
     assert "SG-SG" in text and "non_match" in text and "T-SHAP" in text
     assert max(len(line) for line in text.splitlines()) <= 80  # an 80-column terminal
+    header, legend = text.splitlines()[0], text.split("\n\n", 1)[1].replace("\n", " ")
+    for column in header.split():  # every column is explained under the table
+        assert f"{column}: " in legend or f"{column}, " in legend, column
     path = tmp_path / "explanations.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in HAND_MADE) + "\n\n")
     assert load_explanations(path) == HAND_MADE

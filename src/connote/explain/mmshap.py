@@ -460,7 +460,15 @@ def format_table(aggregates: dict[str, Any]) -> str:
                 f"{fmt(s['verb_shap'], '+.4f'):>8} {fmt(s['verb_share']):>7} {s['n_verb']:>6} {s['n_no_verb']:>6} "
                 f"{s.get('n_verb_not_found', 0):>6}"
             )
-    return "\n".join(lines)
+    import textwrap
+
+    threshold = aggregates.get("threshold", 0.5)
+    legend = (f"cell: image kind-caption kind, or overall; n: pairs; split: all, predicted match (p > {threshold:g}) "
+              "or not; T-SHAP, V-SHAP: the caption's and the image's share of the absolute attribution; verb: the "
+              "verb's summed Shapley value; share: the verb's share of the caption's absolute attribution (T-SHAP "
+              "to share: means over the pairs); n_verb: pairs in the verb means; noverb: pairs the tagger found no "
+              "verb in; notfnd: pairs whose manifest verb is not in the caption.")
+    return "\n".join(lines + [""] + textwrap.wrap(legend, len(head)))
 
 
 def load_explanations(path: str | Path) -> list[dict[str, Any]]:
