@@ -74,3 +74,18 @@ def test_under_ci_a_missing_package_fails_naming_the_package_and_its_extra(tmp_p
     assert "the optional package 'av.no_such' is missing: pip install -e '.[video]'" in out
     assert "the optional package 'openai.no_such' is missing: pip install -e '.[api]'" in out
     assert "SKIPPED [1] test_inside.py:" in out and "a reason that is not a missing package" in out
+
+
+def test_every_folder_beside_the_clone_a_test_reads_is_in_the_readme_skip_table() -> None:
+    """A test that reads ``../shared/NAME`` skips without it; the README's table of skips names each such folder (it
+    lacked ``../shared/seeds``, which the published-tables test reads)."""
+    import re
+
+    read = set()
+    for path in (ROOT / "tests").rglob("*.py"):
+        read |= set(re.findall(r'"shared" / "([a-z_]+)"', path.read_text(encoding="utf-8")))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = [line for line in readme.splitlines() if line.startswith("| `../shared/")]
+    assert read >= {"data", "seeds"}, read
+    for name in sorted(read):
+        assert any(line.startswith(f"| `../shared/{name}`") for line in table), name

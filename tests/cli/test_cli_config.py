@@ -101,3 +101,15 @@ def test_failed_run_keeps_the_previous_resolved_config(tmp_path, sample, capsys)
     before = (tmp_path / "m" / "config.yaml").read_text()
     assert main(["story", "train", "--config", str(cfg), "--encoder-order", "sideways"]) == 2
     assert (tmp_path / "m" / "config.yaml").read_text() == before
+
+
+def test_config_help_promises_a_resolved_config_only_where_there_is_a_run_folder(capsys) -> None:
+    """`score --help` said "Run folders get the resolved config.yaml"; score has no run folder."""
+    helps = {}
+    for command in (["score"], ["vist", "stats"], ["cv-probes", "run"], ["vist", "generate"]):
+        assert main([*command, "--help"]) == 0
+        helps[" ".join(command)] = " ".join(capsys.readouterr().out.split())
+    assert "YAML file of option values" in helps["score"]
+    assert "config.yaml" not in helps["score"] and "config.yaml" not in helps["vist stats"]
+    assert "The run folder gets the resolved config.yaml." in helps["cv-probes run"]
+    assert "The run folder gets the resolved config.yaml." in helps["vist generate"]

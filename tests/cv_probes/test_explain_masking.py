@@ -269,6 +269,28 @@ def test_bad_options_are_refused_before_any_work(manifest, tmp_path, capsys, ext
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
+def test_a_budget_too_small_for_a_pair_is_refused_before_any_pair_is_explained(tiny_blip_dir, manifest, tmp_path,
+                                                                                capsys):
+    from connote.runs.store import RunStore
+
+    out = tmp_path / "x"
+    args = ["explain", "--data", str(manifest), "--model", f"hf-blip-itm:{tiny_blip_dir}", "--out", str(out),
+            "--sample", "3", "--compat", "connote", "--figures", "0", "-q"]
+    assert main([*args, "--budget", "6"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("error: --budget 6 is too small for the adaptive estimator: pair ")
+    need = int(err.split("needs at least ")[1].split()[0])
+    assert "of 3 pairs to compute need" in err and f"give --budget {need} or more" in err
+    with RunStore(out) as store:  # nothing was explained (and so nothing spent on the model)
+        assert all(store.rows(fp) == {} for fp in store.fingerprints())
+    assert main([*args, "--budget", str(need)]) == 0  # the minimum it named is enough for every pair
+    rows = [json.loads(x) for x in (out / "explanations.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(r["error"] is None and r["calls"] <= need for r in rows)
+    assert max(r["calls"] for r in rows) == need
+
+
 assert ROWS  # the shared manifest rows stay importable for other modules
 
 

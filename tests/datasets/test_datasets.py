@@ -12,6 +12,7 @@ import pytest
 from connote.cli import main
 from connote.datasets.catalog import DATASETS as CATALOGUE
 from connote.datasets.catalog import FORMATS, check_copy
+from tests.command_paths import command_words, names_a_command
 
 DATASETS = list(CATALOGUE.values())
 
@@ -51,6 +52,16 @@ def test_catalog_lists_every_dataset_with_the_required_fields(capsys):
     assert rows["vmc"]["files"][0] == {**rows["vmc"]["files"][0], "path": "captions.csv",
                                        "counts": {"videos": 705, "captions": 2115}}
     assert "could not be read" in rows["cv-probes"]["release"] or "NOT FOUND" in rows["cv-probes"]["release"]
+
+
+def test_the_commands_an_entry_names_exist_and_are_named_once():
+    """`datasets show vist` said "connote vist, connote vist"; every command a catalogue entry names is a command."""
+    for d in DATASETS:
+        for text in (d.used_for, *(f.read_by for f in d.files)):
+            named = [command_words(m) for m in re.findall(r"connote ([^;,()]+)", text)]
+            assert named and all(names_a_command(words) for words in named), (d.name, text)
+            assert len({tuple(w) for w in named}) == len(named), (d.name, text)
+        assert all(len(words) >= 2 for words in map(command_words, re.findall(r"connote ([^;,()]+)", d.used_for)))
 
 
 def test_list_and_show_fit_80_columns(capsys):

@@ -215,6 +215,9 @@ def test_format_table_and_load(tmp_path):
     text = format_table(aggregate(HAND_MADE))
     assert "SG-SG" in text and "non_match" in text and "T-SHAP" in text
     assert max(len(line) for line in text.splitlines()) <= 80  # an 80-column terminal
+    header, legend = text.splitlines()[0], text.split("\n\n", 1)[1].replace("\n", " ")
+    for column in header.split():  # every column is explained under the table
+        assert f"{column}: " in legend or f"{column}, " in legend, column
     path = tmp_path / "explanations.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in HAND_MADE) + "\n\n")
     assert load_explanations(path) == HAND_MADE
@@ -291,3 +294,29 @@ def test_mmshap_patch_layout_leaves_the_remainder_unmasked():
     assert patch_boxes(32, 32, 7, layout="mmshap")[7] == (28, 0, 32, 4)
     with pytest.raises(ValueError):
         patch_boxes(4, 4, 5, layout="mmshap")
+
+
+def test_a_too_small_budget_names_the_pair_that_needs_the_most_and_its_minimum():
+    from types import SimpleNamespace
+
+    from connote.core.errors import InputError
+    from connote.explain.mmshap import refuse_small_budget
+
+    def game(n_text, n_patches):
+        return lambda: SimpleNamespace(n_text=n_text, n_patches=n_patches)
+
+    def unusable():
+        raise ValueError("caption 'cups' has no maskable tokens")  # left to its own row's error
+
+    games = [("a", game(3, 4)), ("b", game(7, 9)), ("c", unusable)]
+    refuse_small_budget(None, "adaptive", games)  # the estimator's default budget: nothing to refuse
+    refuse_small_budget(32, "adaptive", games)  # 16 features: one antithetic permutation is 2 * 16 calls
+    with pytest.raises(InputError) as refused:
+        refuse_small_budget(31, "adaptive", games)
+    assert str(refused.value) == (
+        "--budget 31 is too small for the adaptive estimator: pair 'b' has 16 features (text tokens + image patches) "
+        "and needs at least 32 calls (1 of 2 pairs to compute needs more than 31); give --budget 32 or more, or "
+        "leave it out for the estimator's default")
+    refuse_small_budget(2, "kernel", games)
+    with pytest.raises(InputError, match="pair 'b' has 16 features .* needs at least 65536 calls .*2 of 2 pairs"):
+        refuse_small_budget(100, "exact", games)

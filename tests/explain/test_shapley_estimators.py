@@ -568,3 +568,17 @@ def test_se_of_statistic_calibrated(name, options):
         var.append(res.se_of(share) ** 2)
     ratio = float(np.mean(sq) / np.mean(var))
     assert 0.6 < ratio < 1.6, ratio
+
+
+@pytest.mark.parametrize("estimator", ["exact", "permutation", "adaptive", "stratified", "kernel"])
+def test_min_calls_is_each_estimators_own_least_budget(estimator):
+    from connote.explain.shapley import BudgetError, estimate, min_calls
+
+    def game(masks):
+        return masks.sum(axis=1) * 1.0
+
+    for n in (2, 3, 5):
+        least = min_calls(estimator, n)
+        assert estimate(game, n, estimator=estimator, budget=least).calls <= least
+        with pytest.raises(BudgetError):
+            estimate(game, n, estimator=estimator, budget=least - 1)

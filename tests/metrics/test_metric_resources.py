@@ -12,6 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from connote.metrics.meteor import Meteor, MeteorResourceWarning
@@ -120,6 +121,31 @@ def test_paraphrase_cache_is_compact_single_and_clearable(tmp_path, monkeypatch,
     assert main(["score", "--clear-cache"]) == 0
     assert "cleared 1 cache entry" in capsys.readouterr().err
     assert cache_entries() == [] and not d2.exists()
+
+
+def test_the_table_is_read_in_blocks_with_the_same_result_and_line_numbers(tmp_path, monkeypatch):
+    """The build reads the table in blocks (its memory peak was ~2.5 GB reading it whole); entries split across
+    blocks, word numbering and the line a bad entry is on do not depend on the block size."""
+    from connote.core.errors import InputError
+    from connote.metrics.meteor import _resources
+
+    entries = [(0.5 - k / 100, f"w{k % 7} big dog {k}", f"large dog w{k % 5}") for k in range(40)]
+    table = _tiny_table(tmp_path / "para.gz", entries)
+    whole = _resources.build_paraphrase_table(table)
+    monkeypatch.setattr(_resources, "PARSE_BLOCK_BYTES", 50)  # a few lines a block: entries split between blocks
+    blocks = _resources.build_paraphrase_table(table)
+    assert blocks.vocab == whole.vocab and blocks.vocab[:4] == ["w0", "big", "dog", "0"]
+    assert blocks.vocab.index("large") == 7 + 2 + 40  # every phrase's words first, then the paraphrases'
+    for name in ("ref_tokens", "ref_offsets", "para_tokens", "para_offsets", "ref_hash_high", "ref_hash_order"):
+        assert np.array_equal(getattr(blocks, name), getattr(whole, name)), name
+    bad = _tiny_table(tmp_path / "bad.gz", [*entries[:30], (0.1, "", "x")])
+    with pytest.raises(InputError, match=r"line 92 is an empty phrase"):
+        _resources.build_paraphrase_table(bad)
+    short = _tiny_table(tmp_path / "short.gz", entries)
+    with gzip.open(short, "ab") as fh:
+        fh.write(b"0.2\nonly two lines\n")
+    with pytest.raises(InputError, match=r"122 lines, not a multiple of 3"):
+        _resources.build_paraphrase_table(short)
 
 
 def test_real_paraphrase_cache_is_a_fraction_of_the_old_327_mb(pycoco):

@@ -10,6 +10,7 @@ import pytest
 
 from connote.cli import main
 from connote.core.published import PublishedRow, compare, table, tables
+from tests.command_paths import command_words, names_a_command
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 
@@ -99,6 +100,17 @@ def test_reproduce_list_shows_every_table_and_what_it_needs(capsys) -> None:
     out = capsys.readouterr().out
     assert "vist/table3" in out and "[not recomputable from the seed]" in out and "needs: " in out
     assert main(["reproduce", "no/such-table"]) == 2
+
+
+def test_every_command_a_table_suggests_exists() -> None:
+    """`reproduce --list` once suggested `connote datasets cv-probes` (no such command)."""
+    import re
+
+    suggested = [(t.id, m) for t in tables() for m in re.findall(r"`connote ([^`]+)`", t.needs)]
+    assert len(suggested) >= 10
+    for table_id, line in suggested:
+        assert names_a_command(command_words(line)), (table_id, line)
+    assert not names_a_command(["datasets", "cv-probes"])
 
 
 def test_reproduce_reads_runs(runs, capsys) -> None:  # noqa: ANN001

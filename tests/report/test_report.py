@@ -202,6 +202,13 @@ def test_terminal_tables_fit_80_columns(runs, capsys, monkeypatch) -> None:
     for header in ("SG-SG", "PG-PG", "HM", "T-SHAP", "verb share", "Fleiss κ", "Mean Cohen κ"):
         assert header in out
     assert re.search(r"^  R1 = hf-blip-itm:", out, flags=re.M) and "R3" in out, out  # long names: a legend
+    # each short name is explained right under the first table that shows it, not at the end of its section
+    lines = out.splitlines()
+    for short in ("R1", "R3"):
+        legend = next(i for i, line in enumerate(lines) if line.startswith(f"  {short} = "))
+        shown = next(i for i, line in enumerate(lines) if re.match(rf"\s*{short}\s", line))
+        between = lines[shown:legend]
+        assert between and not any(re.match(r"\s*Tables? \d", line) for line in between), "\n".join(between)
 
 
 def test_plot_option_writes_the_accuracy_bars(runs, tmp_path, capsys) -> None:

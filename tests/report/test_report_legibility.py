@@ -176,7 +176,11 @@ def test_probe_table_footnote_explains_the_human_row_only_when_it_is_there() -> 
 
     cells = {c: {"accuracy": 0.5, "interval": [0.2, 0.8], "n": 4, "errors": 0, "pearson_r": None} for c in CELLS}
     without = markdown_table({"cells": cells, "harmonic_mean": 0.5})
-    assert "Human" not in without and "no human votes" in without
+    assert "Human" not in without and "Pearson r: no human votes in the data" in without
+    few = {c: {**cells[c], "n_votes": 2} for c in CELLS}  # votes, but too few pairs for an r
+    few_votes = markdown_table({"cells": few, "harmonic_mean": 0.5})
+    assert "no human votes" not in few_votes
+    assert "Pearson r: fewer than 3 pairs with human votes in the cell" in few_votes
     human = {"cells": {c: {"accuracy": 0.75} for c in CELLS}, "harmonic_mean": 0.75}
     with_row = markdown_table({"cells": cells, "harmonic_mean": 0.5, "human": human})
     assert "| Human, majority of votes (%) | 75.00 | 75.00 | 75.00 | 75.00 | 75.00 |" in with_row

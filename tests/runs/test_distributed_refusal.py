@@ -5,7 +5,6 @@ died with a gloo traceback once rank 0 had gone)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from connote.runs.store import RunStore
+from tests.two_ranks import free_port
 
 pytest.importorskip("accelerate")
 
@@ -32,19 +32,13 @@ print("ran", flush=True)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_every_rank_stops_when_rank_0_finds_the_folder_locked(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
     holder = RunStore(out, lock=True)  # another run is writing into the folder
     try:
-        port = _free_port()
+        port = free_port()
         procs = []
         for rank in range(2):
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1",

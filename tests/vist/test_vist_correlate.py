@@ -210,3 +210,16 @@ def test_cli_refuses_ids_that_match_nothing(tmp_path: Path, capsys) -> None:
     assert main(["vist", "correlate", str(r), "--scores", str(s), "--n-boot", "50", "--ci-method", "BCa"]) == 0
     out = capsys.readouterr().out
     assert "kendall" in out.splitlines()[0] and "BCa" in out
+
+
+@pytest.mark.slow
+def test_a_bar_with_nothing_to_count_is_not_shown(tmp_path, capsys, monkeypatch):
+    """`--metrics none` left a `scoring rated stories 0/0` bar; a log shows only the bars with work."""
+    from connote.vist.sample import write_sample_vist
+
+    monkeypatch.setenv("CONNOTE_PROGRESS_INTERVAL", "0")
+    paths = write_sample_vist(tmp_path / "sample")
+    assert main(["vist", "correlate", str(paths["ratings"]), "--stories", str(paths["test"]), "--metrics", "none",
+                 "--story-metrics", "rovist_nr", "--n-boot", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "story metrics: done 6/6" in err and "0/0" not in err, err

@@ -133,6 +133,13 @@ def test_cli_stats(tmp_path: Path, sis_file: Path, tiny_lm: Path, capsys) -> Non
     assert rows["gen"]["pct_abstract"] is None  # no noun: NaN printed as null
     assert rows["SIS"]["perplexity"] > 1 and rows["SIS"]["yngve"] is not None
     assert out["table3"]["gen"][0][0] in {"we", "ran", "are", "happy"}
+    assert main(["vist", "stats", str(sis_file), str(sub), "--min-count", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    header, legend = printed.splitlines()[0], " ".join(printed.split("Table 3")[0].splitlines()[3:])
+    for column in header.split()[1:]:  # every column is explained under the table, the proxy too
+        assert f"{column}: " in legend or f"{column}, " in legend, (column, legend)
+    assert "(suffix/list proxy: a noun ending in -ness, -ity" in legend
+    assert "Table 3, the top 10 words of each tier by normalized PMI:" in printed
 
 
 def test_two_files_of_one_tier_are_labelled_by_their_files(tmp_path: Path, sis_file: Path, capsys) -> None:

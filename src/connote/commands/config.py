@@ -29,7 +29,9 @@ from connote.core.errors import InputError
 
 RESOLVED_CONFIG = "config.yaml"
 _HELP = ("YAML file of option values (keys: this help's option names without '--', argument names); the "
-         "command line overrides it. Run folders get the resolved config.yaml.")
+         "command line overrides it.")
+#: Added to the help of a command with a run folder (only there is a config.yaml written).
+_HELP_RUN_FOLDER = " The run folder gets the resolved config.yaml."
 
 
 def config_option(run_folder: str | None = None) -> Any:
@@ -47,8 +49,8 @@ def config_option(run_folder: str | None = None) -> Any:
             ctx.with_resource(_ResolvedConfigWriter(ctx, run_folder, param.name or "config"))
         return value
 
-    return typer.Option("--config", help=_HELP, is_eager=True, callback=callback,
-                        metavar="FILE.yaml", show_default=False)
+    return typer.Option("--config", help=_HELP + (_HELP_RUN_FOLDER if run_folder else ""), is_eager=True,
+                        callback=callback, metavar="FILE.yaml", show_default=False)
 
 
 def _key_names(param: Any) -> list[str]:

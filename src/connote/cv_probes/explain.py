@@ -9,6 +9,7 @@ model + explanation settings and the pair's content, so explaining resumes (one 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -33,6 +34,13 @@ TASK_NAME = "cv-probes-mmshap"
 TASK_VERSION = 2
 
 
+def pair_game(matcher: Any, item: Any, *, captions: str, grid: int | None, allow_network: bool,
+              compat: str = DEFAULT_COMPAT) -> Any:
+    """The masking game of a manifest item's pair (raises ItemError/ValueError for an unusable image or caption)."""
+    image = load_image(item.image, allow_network=allow_network)
+    return masking_game(matcher, image, item.text(captions), grid=grid, compat=compat)
+
+
 def explain_item(matcher: Any, item: Any, *, captions: str, estimator: str, budget: int | None,
                  seed: int, grid: int | None, allow_network: bool, nlp: Any,
                  compat: str = DEFAULT_COMPAT) -> dict[str, Any]:
@@ -43,8 +51,7 @@ def explain_item(matcher: Any, item: Any, *, captions: str, estimator: str, budg
     if item.error:
         return {**base, "error": item.error, "calls": 0}
     try:
-        image = load_image(item.image, allow_network=allow_network)
-        game = masking_game(matcher, image, item.text(captions), grid=grid, compat=compat)
+        game = pair_game(matcher, item, captions=captions, grid=grid, allow_network=allow_network, compat=compat)
     except (ItemError, ValueError) as exc:
         return {**base, "error": str(exc), "calls": 0}
     try:
@@ -85,11 +92,23 @@ class ExplainTask(Task):
             items = sorted(random.Random(seed).sample(items, sample), key=lambda it: it.item_id)
         self.items = items
         self._nlp: Any = None
+        self._model: Any = None
 
     def bind(self, model: Any) -> None:
         """MM-SHAP's check in place of the capability check: a backend whose inputs cannot be masked is refused
         before any work (naming the backends that can)."""
         require_masking(model)
+        self._model = model
+
+    def batches(self, todo: list[WorkItem]) -> list[list[WorkItem]] | None:
+        """One pair per stored row (the default grouping). This is also where a ``--budget`` too small for a pair
+        to compute is refused, before any pair is explained: the model is built by now, and only the pairs that
+        are to be computed are read."""
+        mmshap.refuse_small_budget(self.budget, self.estimator, (
+            (w.item_id, functools.partial(pair_game, self._model, w.payload, captions=self.captions, grid=self.grid,
+                                          allow_network=self.allow_network, compat=self.compat))
+            for w in todo if w.error is None))
+        return None
 
     def settings(self) -> dict[str, Any]:
         # verb_source: the data's verb column first, the tagger where it is empty (task version 2)

@@ -209,7 +209,11 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     if any(cells[c]["errors"] for c in CELLS):
         lines.append("| Errored (excluded) | " + " | ".join(str(cells[c]["errors"]) for c in CELLS) + " | |")
     lines.append("| Pearson r vs human votes | " + " | ".join(format_r(cells[c]) for c in CELLS) + " | |")
-    note = "Accuracy excludes errored items; * p < 0.05; — no value (no items or no human votes)."
+    # the reason a Pearson r is missing: none of the data has votes, or (with votes) its cell has too few or
+    # they do not vary (:func:`pearson`); the HTML report's note says the same
+    no_r = ("no human votes in the data" if not any(cells[c].get("n_votes") for c in CELLS) else
+            "fewer than 3 pairs with human votes in the cell, or their vote shares or p(match) all equal")
+    note = f"Accuracy excludes errored items; * p < 0.05; — no value (accuracy: no scored pairs; Pearson r: {no_r})."
     if human:  # explain the Human row only where there is one
         note += " Human: the majority of the annotators' votes against the label (a tie counts as wrong)."
     lines += ["", note]

@@ -20,13 +20,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from connote.explain.shapley import DEFAULT_ESTIMATOR, BudgetError, ShapleyResult, ValueFn, estimate
+from connote.core.errors import InputError, ItemError
+from connote.explain.shapley import DEFAULT_ESTIMATOR, BudgetError, ShapleyResult, ValueFn, estimate, min_calls
 from connote.models.masking import check_compat, mask_pixels, patch_boxes, patch_grid, pixel_keep_mask
 
 __all__ = [
@@ -459,7 +460,15 @@ def format_table(aggregates: dict[str, Any]) -> str:
                 f"{fmt(s['verb_shap'], '+.4f'):>8} {fmt(s['verb_share']):>7} {s['n_verb']:>6} {s['n_no_verb']:>6} "
                 f"{s.get('n_verb_not_found', 0):>6}"
             )
-    return "\n".join(lines)
+    import textwrap
+
+    threshold = aggregates.get("threshold", 0.5)
+    legend = (f"cell: image kind-caption kind, or overall; n: pairs; split: all, predicted match (p > {threshold:g}) "
+              "or not; T-SHAP, V-SHAP: the caption's and the image's share of the absolute attribution; verb: the "
+              "verb's summed Shapley value; share: the verb's share of the caption's absolute attribution (T-SHAP "
+              "to share: means over the pairs); n_verb: pairs in the verb means; noverb: pairs the tagger found no "
+              "verb in; notfnd: pairs whose manifest verb is not in the caption.")
+    return "\n".join(lines + [""] + textwrap.wrap(legend, len(head)))
 
 
 def load_explanations(path: str | Path) -> list[dict[str, Any]]:
@@ -479,3 +488,33 @@ DEFAULT_ESTIMATORS = {"mmshap": "permutation", "connote": DEFAULT_ESTIMATOR}
 def default_estimator(compat: str | None) -> str:
     """The estimator an explain task uses for a ``--compat`` mode when ``--estimator`` is not given."""
     return DEFAULT_ESTIMATORS[check_compat(compat)]
+
+
+def refuse_small_budget(budget: int | None, estimator: str, games: Iterable[tuple[str, Callable[[], Any]]]) -> None:
+    """Refuse (exit 2), before any pair is explained, a ``budget`` too small for ``estimator`` on a pair to compute.
+
+    ``games``: each pair's id and a function building its masking game (its features: text tokens + patches).
+    Without this a too small budget showed only as pairs failing one by one in a run that ended with status 0.
+    A pair whose game cannot be built is left to its own row's error; ``budget`` None (the estimator's
+    default) is never too small.
+    """
+    if budget is None:
+        return
+    need: dict[str, tuple[int, int]] = {}
+    for pair, build in games:
+        try:
+            game = build()
+        except (ItemError, ValueError):
+            continue
+        n = game.n_text + game.n_patches
+        need[pair] = (min_calls(estimator, n), n)
+    if not need or max(need.values())[0] <= budget:
+        return
+    worst = max(need, key=lambda pair: need[pair][0])
+    calls, n = need[worst]
+    short = sum(c > budget for c, _ in need.values())
+    needs = "needs" if short == 1 else "need"
+    raise InputError(f"--budget {budget} is too small for the {estimator} estimator: pair {worst!r} has {n} "
+                     f"features (text tokens + image patches) and needs at least {calls} calls ({short} of "
+                     f"{len(need)} pairs to compute {needs} more than {budget}); give --budget {calls} or more, "
+                     "or leave it out for the estimator's default")

@@ -266,7 +266,7 @@ def exact_shapley(value_fn: ValueFn, n_features: int, *, budget: int | None = No
     if n > MAX_EXACT_FEATURES:
         raise ValueError(f"exact enumeration is limited to {MAX_EXACT_FEATURES} features, got {n}")
     if budget is not None and budget < 2**n:
-        raise BudgetError(f"exact enumeration of {n} features needs {2**n} calls; budget is {budget}")
+        raise BudgetError(f"exact enumeration of {n} features needs {min_calls('exact', n)} calls; budget is {budget}")
     game = _Game(value_fn, n, budget, batch_size)
     table = game(all_masks(n))
     values = shapley_from_table(table)
@@ -282,6 +282,19 @@ def permutation_calls(n_features: int, n_permutations: int) -> int:
     if n_features <= 1:
         return 2
     return 2 + 2 * n_permutations * (n_features - 1)
+
+
+def min_calls(estimator: str, n_features: int) -> int:
+    """The fewest model calls with which ``estimator`` explains ``n_features`` features; a smaller budget is a
+    :class:`BudgetError`. ``exact``: every coalition; ``permutation``, ``adaptive``, ``stratified``: one
+    antithetic permutation (:func:`permutation_calls`); ``kernel`` (and any other): base and full.
+
+    >>> min_calls("adaptive", 16), min_calls("exact", 4), min_calls("kernel", 16)
+    (32, 16, 2)
+    """
+    if n_features <= 1 or estimator not in ("exact", "permutation", "adaptive", "stratified"):
+        return 2
+    return 2**n_features if estimator == "exact" else permutation_calls(n_features, 1)
 
 
 @ESTIMATORS.register("permutation",
@@ -319,7 +332,7 @@ def permutation_shapley(value_fn: ValueFn, n_features: int, *, budget: int | Non
         n_permutations = min(n_permutations, (budget - 2) // per_perm)
     if n_permutations < 1:
         raise BudgetError(
-            f"permutation sampling of {n} features needs >= {permutation_calls(n, 1)} calls; budget is {budget}"
+            f"permutation sampling of {n} features needs >= {min_calls('permutation', n)} calls; budget is {budget}"
         )
     rng = np.random.default_rng(seed)
     draw = _sampler(sampling, rng, n)
@@ -398,7 +411,7 @@ def adaptive_shapley(value_fn: ValueFn, n_features: int, *, budget: int | None =
     affordable = (budget - 2) // per_perm
     if affordable < 1:
         raise BudgetError(
-            f"adaptive sampling of {n} features needs >= {permutation_calls(n, 1)} calls; budget is {budget}"
+            f"adaptive sampling of {n} features needs >= {min_calls('adaptive', n)} calls; budget is {budget}"
         )
     rng = np.random.default_rng(seed)
     boot_rng = np.random.default_rng([seed, 1])

@@ -11,7 +11,8 @@ Renderers see only :class:`~connote.report.document.Section`, :class:`~connote.r
   row and its rows, and ends with an empty line.
 * **HTML**: one self-contained page: inline CSS, figures as base64 PNG data URIs, no external request.
 * **JSON**: ``{"sections": [Section.to_dict(), ...]}``.
-* **Terminal**: rich tables that fit the console; long run names become R1, R2, ... with a legend beneath.
+* **Terminal**: rich tables that fit the console; long run names become R1, R2, ..., explained beneath the
+  first table that shows them.
 """
 
 from __future__ import annotations
@@ -328,8 +329,9 @@ def _natural_width(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
 
 
 def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
-    """Rich tables that fit the console: run names in the first column become R1, R2, ... (legend beneath)
-    when a table would not fit; columns then fold rather than cut, so no cell ends in an ellipsis."""
+    """Rich tables that fit the console: run names in the first column become R1, R2, ... when a table would not
+    fit, each explained beneath the first table of its section that uses it (``R1 = NAME (folder)``); columns
+    then fold rather than cut, so no cell ends in an ellipsis."""
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable
@@ -343,19 +345,12 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
             console.print(note, style="dim", markup=False)
         # one decision per section, so a run has the same short name in every table of it
         shorten = any(_natural_width(t.header, t.rows) > console.width for t in section.tables)
-        used: dict[str, str] = {}
+        explained: set[str] = set()
         for table in section.tables:
             rows = table.rows
+            used: dict[str, str] = {}
             if shorten:
-                abbreviated = []
-                for row in rows:
-                    # a run's own row, or its row in a published table ("run: NAME", report.published)
-                    name = row[0][len(RUN_ROW):] if row and row[0].startswith(RUN_ROW) else (row[0] if row else "")
-                    if name in abbreviations:
-                        used[name] = abbreviations[name]
-                        row = [row[0][: len(row[0]) - len(name)] + abbreviations[name], *row[1:]]
-                    abbreviated.append(row)
-                rows = abbreviated
+                rows = _abbreviate_rows(rows, abbreviations, used)
             numeric = numeric_columns(table)
             # Text objects, not strings: a cell such as "name [copy]" must not be read as console markup
             rich = RichTable(title=Text(table.title), box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
@@ -365,22 +360,44 @@ def print_terminal(sections: Sequence[Section], console: Any = None) -> None:
             for i, row in enumerate(rows):
                 rich.add_row(*[Text(str(c)) for c in row], end_section=i in table.rules_after)
             console.print(rich)
+            # the short names right under the table that first shows them (a legend at the section's end came
+            # some 80 lines after the table of a long report)
+            _print_legend(console, section, {n: a for n, a in used.items() if n not in explained})
+            explained.update(used)
             for note in table.notes:
                 console.print(note, style="dim", markup=False)
             console.print()
-        for name, short_name in used.items():
-            run = next((r for r in section.runs if r.name == name), None)
-            # a long name (a model path) continues on the label's line and folds at the console's width, rather
-            # than leaving "R1 =" alone on its line
-            legend = f"  {short_name} = {name}" + (f"  ({run.folder})" if run else "")
-            width = max(20, console.width)
-            lines = [legend[:width]] + ["    " + legend[i:i + width - 4] for i in range(width, len(legend), width - 4)]
-            for line in lines:
-                console.print(line, markup=False, soft_wrap=True)
         if section.figures:
             console.print(f"{len(section.figures)} figure(s): written with --out (report.html embeds them)",
                           style="dim", markup=False)
         console.print()
+
+
+def _abbreviate_rows(rows: Sequence[Sequence[str]], abbreviations: dict[str, str],
+                     used: dict[str, str]) -> list[list[str]]:
+    """``rows`` with each run name in the first column replaced by its short name (recorded in ``used``)."""
+    abbreviated = []
+    for row in rows:
+        row = list(row)
+        # a run's own row, or its row in a published table ("run: NAME", report.published)
+        name = row[0][len(RUN_ROW):] if row and row[0].startswith(RUN_ROW) else (row[0] if row else "")
+        if name in abbreviations:
+            used[name] = abbreviations[name]
+            row = [row[0][: len(row[0]) - len(name)] + abbreviations[name], *row[1:]]
+        abbreviated.append(row)
+    return abbreviated
+
+
+def _print_legend(console: Any, section: Section, used: dict[str, str]) -> None:
+    for name, short_name in used.items():
+        run = next((r for r in section.runs if r.name == name), None)
+        # a long name (a model path) continues on the label's line and folds at the console's width, rather
+        # than leaving "R1 =" alone on its line
+        legend = f"  {short_name} = {name}" + (f"  ({run.folder})" if run else "")
+        width = max(20, console.width)
+        lines = [legend[:width]] + ["    " + legend[i:i + width - 4] for i in range(width, len(legend), width - 4)]
+        for line in lines:
+            console.print(line, markup=False, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------------------------- files

@@ -157,6 +157,8 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         n_todo = sum(len(u) for u in units)
         resumed = len(reusable)
         text = f"{label}: {len(todo)} to compute" + (f", resumed {resumed} of {len(items)}" if resumed else "")
+        if dist.world > 1:  # rank 0 shows its own share; the others compute theirs alongside
+            text += f"; rank 0's share of {dist.world}"
         if progress and dist.is_main and not sys.stderr.isatty():  # a log shows this at once, not at the end
             print(f"{len(items)} {label}: {resumed} stored, {len(todo)} to compute"
                   + (f", {len(bad)} known bad" if bad else ""), file=sys.stderr, flush=True)
@@ -164,7 +166,7 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
             for unit in units:
                 rows = _compute_with_retry(compute, unit, on_error)
                 store.put(fp, [_finish(r, it) for r, it in zip(rows, unit)])
-                bar.advance(len(unit))
+                bar.advance(len(unit), stored=True)
         elapsed = time.time() - started
         dist.barrier()
         outcome = RunOutcome(fingerprint=fp, total=len(items), resumed=resumed, computed=len(todo),

@@ -86,7 +86,7 @@ _HELD: dict[Path, Any] = {}  # run folders this process has locked for a whole c
 def _lock_folder(folder: Path) -> Any:
     """Take the run folder's lock (``.connote.lock``, a ``filelock.FileLock``: flock on Unix, a byte lock on
     Windows) or raise RunLockedError naming the holder. The holder writes its pid into the file; release with
-    ``.release()``."""
+    ``.release()``, which also removes the file (:class:`_FolderLock`)."""
     from filelock import FileLock, Timeout
 
     path = folder / ".connote.lock"
@@ -101,7 +101,22 @@ def _lock_folder(folder: Path) -> Any:
         raise RunLockedError(f"another connote run ({holder or 'another process'}) is writing into this run "
                              "folder; wait for it to finish or choose another --out", path=folder) from None
     path.write_text(f"pid {os.getpid()}", encoding="utf-8")  # for the message of a refused second run
-    return lock
+    return _FolderLock(lock, path)
+
+
+class _FolderLock:
+    """A held run-folder lock whose file goes with it: a finished or failed run leaves no ``.connote.lock``.
+
+    The file is removed while the lock is still held, so no other run can hold it then; a run that opened the
+    old file meanwhile finds it unlinked once it gets the lock, and filelock retries on a fresh file."""
+
+    def __init__(self, lock: Any, path: Path) -> None:
+        self._lock, self.path = lock, path
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        self._lock.release()
 
 
 def _run_folder(folder: str | Path) -> Path:
@@ -120,6 +135,7 @@ def hold_run_folder(folder: str | Path, *, enabled: bool = True) -> Iterator[Pat
     :class:`RunStore` this process opens there later uses the lock it already holds. ``enabled=False``
     (ranks other than 0 of a distributed run, which never hold the lock) yields the folder unlocked.
     """
+    created = not Path(folder).exists()
     folder = _run_folder(folder)
     key = folder.resolve()
     if not enabled or key in _HELD:
@@ -130,6 +146,9 @@ def hold_run_folder(folder: str | Path, *, enabled: bool = True) -> Iterator[Pat
         yield folder
     finally:
         _HELD.pop(key).release()
+        if created:  # a command refused before it wrote anything (a bad manifest) leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
 
 
 class RunStore:

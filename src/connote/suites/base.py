@@ -386,12 +386,33 @@ class SuiteExplainTask(Task):
             chosen = sorted(random.Random(seed).sample(range(len(pairs)), sample))
             pairs = [pairs[k] for k in chosen]
         self.pairs = pairs
+        self._model: Any = None
 
     def bind(self, model: Any) -> None:
         """MM-SHAP's check in place of the capability check (as ``cv-probes-mmshap``)."""
         from connote.models.masking import require_masking
 
         require_masking(model)
+        self._model = model
+
+    def batches(self, todo: list[WorkItem]) -> list[list[WorkItem]] | None:
+        """One pair per stored row; a ``--budget`` too small for a pair to compute is refused first (as
+        ``cv-probes-mmshap``: the model is built by now, and only the pairs to compute are read)."""
+        import functools
+
+        from connote.explain import mmshap
+
+        mmshap.refuse_small_budget(self.budget, self.estimator, (
+            (w.item_id, functools.partial(self._game, self._model, w.payload)) for w in todo if w.error is None))
+        return None
+
+    def _game(self, model: Any, payload: tuple) -> Any:
+        from connote.models.masking import masking_game
+
+        it, k, _, _ = payload
+        i, c = it.pairs[k]
+        image = _load(it.images[i], it.crops[i] if it.crops else None, self.allow_network)
+        return masking_game(model, image, it.captions[c], grid=self.grid, compat=self.compat)
 
     def settings(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "budget": self.budget, "seed": self.seed, "grid": self.grid,
@@ -418,7 +439,6 @@ class SuiteExplainTask(Task):
 
     def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
         from connote.explain import mmshap
-        from connote.models.masking import masking_game
 
         rows = []
         for w in batch:
@@ -426,8 +446,7 @@ class SuiteExplainTask(Task):
             base = self._base(w.payload)
             i, c = it.pairs[k]
             try:
-                image = _load(it.images[i], it.crops[i] if it.crops else None, self.allow_network)
-                game = masking_game(model, image, it.captions[c], grid=self.grid, compat=self.compat)
+                game = self._game(model, w.payload)
             except (ItemError, ValueError) as exc:
                 rows.append({**base, "error": str(exc), "calls": 0})
                 continue

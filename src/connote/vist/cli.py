@@ -287,7 +287,8 @@ def _tier_texts(path: Path) -> tuple[str, list[str]]:
 def stats_cmd(
     files: Annotated[list[Path], typer.Argument(help="Official VIST files (one per tier) or challenge files.")],
     lm: Annotated[str | None, typer.Option("--lm", help="Causal LM (hub id or local dir) for perplexity.")] = None,
-    lexicon: Annotated[Path | None, typer.Option(help="Concreteness lexicon CSV/TSV (word, rating).")] = None,
+    lexicon: Annotated[Path | None, typer.Option(help="Concreteness lexicon CSV/TSV (word, rating); default: the "
+                                                 "suffix/list proxy (see the legend under the table).")] = None,
     threshold: Annotated[float, typer.Option(help="Lexicon rating below which a noun is abstract.")] = 3.0,
     parse: Annotated[bool, typer.Option("--parse/--no-parse",
                                         help="Parse with spaCy (abstract, Frazier, Yngve).")] = True,
@@ -303,7 +304,7 @@ def stats_cmd(
     """Table 2 (pairs, vocabulary, tokens, % abstract, Frazier, Yngve, perplexity) and Table 3 (NPMI)."""
     from connote.core.errors import InputError
     from connote.core.progress import progress_bar
-    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, tier_stats, tier_work
+    from connote.vist.stats import load_lexicon, load_spacy, npmi_top_words, table2_legend, tier_stats, tier_work
 
     seen: set[Path] = set()
     for f in files:
@@ -332,8 +333,11 @@ def stats_cmd(
     cols = ["tier", "pairs", "vocab", "avg_tokens", "pct_abstract", "frazier", "yngve", "perplexity"]
     _echo_columns(cols, [["-" if r[c] is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
                           for c in cols] for r in rows])
-    if rows and rows[0].get("abstract_method"):
-        typer.echo(f"% abstract: {rows[0]['abstract_method']}")
+    import textwrap
+
+    typer.echo("\n".join(textwrap.wrap(table2_legend(rows, min_count=min_count), 78)))
+    if table3:
+        typer.echo(f"Table 3, the top {top} words of each tier by normalized PMI:")
     for t, ws in table3.items():
         typer.echo(f"{t}: " + " ".join(w for w, _ in ws))
 

@@ -17,7 +17,7 @@ DATASETS: tuple[Dataset, ...] = (
         name="vist",
         title="Visual Storytelling (VIST / SIND v.1)",
         paper="Huang et al. 2016, Visual Storytelling (NAACL); seed 000",
-        used_for="story generation and scoring (connote vist, connote vist)",
+        used_for="story generation and scoring (connote vist generate, connote vist score)",
         links=(
             Link("dataset page (annotations, images)", VIST_PAGE),
             Link("SIS annotations", "http://visionandlanguage.net/VIST/json_files/story-in-sequence/"

@@ -68,11 +68,11 @@ TEST = [
         ["the cat wanted to play .", "we sat down with our coffee .", "the flowers were in bloom .",
          "grandma was a navy officer when she was young .", "we counted the old coins together ."],
     ]),
-    ("910003", "riding to the lake", ["temple", "motorcycle", "brick", "grass", "gravel"], [
-        ["we passed an old temple on the way .", "the motorcycle ran great all day .",
+    ("910003", "riding to the lake", ["motorcycle", "temple", "brick", "grass", "gravel"], [
+        ["the motorcycle ran great all day .", "we passed an old temple on the way .",
          "we stopped at a brick house for lunch .", "we rested on the grass .",
          "the road to the lake was gravel ."],
-        ["the temple was very old .", "[male] loves his motorcycle .", "the house was made of red brick .",
+        ["[male] loves his motorcycle .", "the temple was very old .", "the house was made of red brick .",
          "the grass was soft and green .", "the gravel road was hard to ride on ."],
     ]),
 ]

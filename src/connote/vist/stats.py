@@ -322,12 +322,29 @@ def tier_stats(tier: str, texts: Sequence[str], *, nlp: Any = None, lm: str | An
         row.parsed_texts = len(sample)
         row.pct_abstract = percent_abstract(feats["nouns"], lexicon=lexicon, threshold=threshold)
         row.abstract_method = (f"{lexicon_name} (rating < {threshold})" if lexicon is not None
-                               else "suffix/list proxy")
+                               else PROXY_METHOD)
         row.frazier = sum(feats["frazier"]) / len(feats["frazier"]) if feats["frazier"] else None
         row.yngve = sum(feats["yngve"]) / len(feats["yngve"]) if feats["yngve"] else None
     if lm is not None and texts:
         row.perplexity = perplexity(texts, lm, tokenizer=lm_tokenizer, bar=bar)
     return row
+
+
+#: What ``abstract_method`` says when no lexicon was given (the proxy of :func:`abstract_proxy`).
+PROXY_METHOD = "suffix/list proxy"
+
+
+def table2_legend(rows: Sequence[Mapping[str, Any]], *, min_count: int) -> str:
+    """The columns of the printed Table 2 in one paragraph (what each is, how ``pct_abstract`` was decided)."""
+    method = next((r["abstract_method"] for r in rows if r.get("abstract_method")), None)
+    if method == PROXY_METHOD:
+        abstract = (f"{method}: a noun ending in -ness, -ity, -tion, -ment, ... or on a list of common abstract "
+                    "nouns; --lexicon CONC.csv uses concreteness ratings instead")
+    else:
+        abstract = method or "not parsed"
+    return (f"pairs: texts (one per photo); vocab: words seen >= {min_count} times; avg_tokens: tokens per text; "
+            f"pct_abstract: % of nouns that are abstract ({abstract}); frazier, yngve: mean syntactic complexity "
+            "of a sentence on a dependency parse; perplexity: under --lm; -: not computed.")
 
 
 def tier_work(texts: Sequence[str], *, parse: bool, lm: bool, max_parse: int | None = 2000) -> int:

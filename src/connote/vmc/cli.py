@@ -274,9 +274,11 @@ def train_cmd(
     Multi-GPU / multi-node: ``accelerate launch -m connote.vmc.train --config c.yaml`` or
     ``torchrun --nproc_per_node N -m connote.vmc.train --config c.yaml``.
     """
+    from connote.media.embedded import quiet_transformers
     from connote.vmc.train.config import find_config, load_config
     from connote.vmc.train.loop import train
 
+    quiet_transformers()  # the loop prints its steps; transformers' load/save bars and warnings only add noise
     if max_steps is not None:
         checks.at_least("--max-steps", max_steps, 1)
     path = find_config(config)

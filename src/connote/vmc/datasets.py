@@ -14,7 +14,8 @@ DATASETS: tuple[Dataset, ...] = (
         name="vmc",
         title="Video Metaphor Captioning dataset (VMCD)",
         paper="Kalarani, Bhattacharyya, Shekhar 2024 (arXiv 2406.04886); seed 003",
-        used_for="metaphor captioning, scoring and GIT-LLaVA stage 2 (connote vmc)",
+        used_for="metaphor captioning, scoring and GIT-LLaVA stage 2 (connote vmc caption, connote vmc score, "
+                 "connote vmc train)",
         links=(
             Link("code release (GIT-LLaVA)", "https://github.com/abisekrk/video-metaphor-captioning"),
             Link("paper", "https://arxiv.org/abs/2406.04886"),

@@ -44,6 +44,8 @@ def test_git_baseline_recipe_gives_a_checkpoint_vmc_caption_runs(tmp_path: Path,
     summary = _summary(captured.out)
     assert summary["steps"] == 3
     assert "train.batch_size 4 -> 3 (the sample's training clips)" in captured.err
+    # its own lines only: no transformers load/save bars ("Writing model shards", "Loading weights"), no warnings
+    assert all(line.startswith("sample run: ") for line in captured.err.splitlines()), captured.err
     final = Path(summary["final"])
     assert (final / "git_baseline.json").is_file()
     cap = tmp_path / "cap"

@@ -543,39 +543,69 @@ def _not_a_table(path: Path, why: str) -> Exception:
                       "probability, phrase, paraphrase (as pycocoevalcap's data/paraphrase-en.gz)", path=path)
 
 
+#: Decompressed bytes of the paraphrase table read and encoded at a time: the whole file as Python lines and
+#: token lists took ~2.5 GB at its peak (the first ``vist demo`` of a clone went past 3 GB); blocks of this
+#: size keep the one-time build under ~0.5 GB.
+PARSE_BLOCK_BYTES = 16 << 20
+
+
 def _parse_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    vocab: dict[bytes, int] = {}
+    parts: dict[str, list[np.ndarray]] = {"ref_ids": [], "ref_len": [], "para_ids": [], "para_len": []}
+
+    def encode(phrases: list[bytes], side: str) -> None:
+        parts[f"{side}_len"].append(np.fromiter((len(p.split()) for p in phrases), dtype=np.int64,
+                                                count=len(phrases)))
+        toks = b" ".join(phrases).split()
+        parts[f"{side}_ids"].append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), dtype=np.int32,
+                                                count=len(toks)))
+
+    n_lines, rest = 0, []
     try:
         with gzip.open(path, "rb") as fh:
-            data = fh.read()
+            while True:
+                block = fh.readlines(PARSE_BLOCK_BYTES)
+                if not block:
+                    break
+                lines = rest + block
+                whole = len(lines) - len(lines) % 3  # entries of three lines; a split one waits for the next block
+                lines, rest = lines[:whole], lines[whole:]
+                _check_entries(path, lines, n_lines)
+                encode(lines[1::3], "ref")
+                encode(lines[2::3], "para")
+                n_lines += whole
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise _not_a_table(path, f"cannot read it as gzip: {exc}") from None
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines or len(lines) % 3:
-        raise _not_a_table(path, f"{len(lines)} lines, not a multiple of 3")
-    for k in range(0, min(len(lines), 3000), 3):  # every entry starts with its probability
+    if rest or not n_lines:
+        raise _not_a_table(path, f"{n_lines + len(rest)} lines, not a multiple of 3")
+    ref_ids, para_ids = (np.concatenate(parts[f"{side}_ids"]) for side in ("ref", "para"))
+    ref_off, para_off = (_arrays.offsets(np.concatenate(parts[f"{side}_len"])) for side in ("ref", "para"))
+    if max(np.diff(ref_off).max(initial=0), np.diff(para_off).max(initial=0)) > MAX_PHRASE:
+        raise _not_a_table(path, f"a phrase longer than {MAX_PHRASE} words")
+    # number the words as a whole-file pass numbers them (every phrase's words, then every paraphrase's, in file
+    # order), so the arrays and the cache are the same whatever the block size
+    first = np.full(len(vocab), ref_ids.size + para_ids.size, dtype=np.int64)
+    for offset, ids in ((0, ref_ids), (ref_ids.size, para_ids)):
+        seen, at = np.unique(ids, return_index=True)
+        first[seen] = np.minimum(first[seen], at + offset)
+    order = np.argsort(first, kind="stable")
+    renumber = np.empty(len(vocab), dtype=np.int32)
+    renumber[order] = np.arange(len(vocab), dtype=np.int32)
+    by_id = list(vocab)
+    words = [by_id[k].decode("utf-8", errors="replace") for k in order]
+    return words, renumber[ref_ids], ref_off, renumber[para_ids], para_off
+
+
+def _check_entries(path: Path, lines: list[bytes], first_line: int) -> None:
+    """The first 1000 entries each start with a probability and hold two phrases (line numbers from 1)."""
+    for k in range(0, min(len(lines), max(0, 3000 - first_line)), 3):
         try:
             float(lines[k])
         except ValueError:
-            raise _not_a_table(path, f"line {k + 1} is not a probability") from None
+            raise _not_a_table(path, f"line {first_line + k + 1} is not a probability") from None
         if not lines[k + 1].split() or not lines[k + 2].split():
-            raise _not_a_table(path, f"line {k + 2 if not lines[k + 1].split() else k + 3} is an empty phrase")
-    n = len(lines) // 3
-    vocab: dict[bytes, int] = {}
-
-    def encode(phrases: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        lengths = np.fromiter((len(p.split()) for p in phrases), dtype=np.int64, count=len(phrases))
-        toks = b" ".join(phrases).split()
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), dtype=np.int32, count=len(toks))
-        return ids, _arrays.offsets(lengths)
-
-    ref_ids, ref_off = encode(lines[1:3 * n:3])
-    para_ids, para_off = encode(lines[2:3 * n:3])
-    if max(np.diff(ref_off).max(initial=0), np.diff(para_off).max(initial=0)) > MAX_PHRASE:
-        raise _not_a_table(path, f"a phrase longer than {MAX_PHRASE} words")
-    words = [w.decode("utf-8", errors="replace") for w in vocab]
-    return words, ref_ids, ref_off, para_ids, para_off
+            empty = k + 2 if not lines[k + 1].split() else k + 3
+            raise _not_a_table(path, f"line {first_line + empty} is an empty phrase")
 
 
 _TABLES: dict[str, ParaphraseTable] = {}
