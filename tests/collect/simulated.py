@@ -31,6 +31,17 @@ ANNOTATORS = {
 MIN_GOLD_ACCURACY = 0.6
 
 
+def first_probes(folder: Path, n: int) -> tuple[Path, list[str]]:
+    """The sample probe manifest's first ``n`` pairs as ``small.csv`` beside it, and their ids."""
+    rows = list(csv.DictReader(write_sample_probes(folder).open()))[:n]
+    path = folder / "small.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path, [r["item_id"] for r in rows]
+
+
 def write_manifest(folder: Path) -> Path:
     """A probe manifest of ``PAIRS`` pairs over the sample photos."""
     sample = write_sample_probes(folder)

@@ -91,6 +91,7 @@ def test_alpha_matches_the_krippendorff_package_on_the_same_matrix(simulated_stu
           f"(krippendorff.alpha on the same raters x items matrix: {want:.4f})")
 
 
+@pytest.mark.slow  # three imports, MACE's ten restarts
 def test_reliability_models_recover_the_true_labels_better_than_the_majority(simulated_study, tmp_path, capsys):
     study, truth, _, _ = simulated_study
     accuracy, decided, coin = {}, {}, {}

@@ -99,8 +99,11 @@ def make_cmd(
 ) -> int:
     """Write a ready-to-serve Potato project for one of the studies."""
     from connote.collect import study_module
+    from connote.collect.crowd import PLATFORMS
 
     module = study_module(study)
+    if platform is not None and platform not in PLATFORMS:
+        raise InputError(f"--platform must be one of {', '.join(PLATFORMS)}, got {platform!r}")
     if platform is not None and login not in ("username", platform):
         raise InputError(f"--login {login} and --platform {platform} disagree; --platform sets the login")
     common = {"completion": completion_code, "login": platform or login}
