@@ -67,6 +67,11 @@ def test_import_excludes_exactly_whom_the_rule_names(simulated_study, tmp_path, 
 
     items = set(read_manifest(study)["items"])
     assert report["imported"] == sum(1 for n, v in given.items() if n not in expected for i in v if i in items)
+    from connote.cv_probes.manifest import read_probe_manifest
+
+    written = {p.item_id: p.human_votes for p in read_probe_manifest(tmp_path / "votes.csv")}
+    assert len(written) == simulated.PAIRS  # the gold items' rows are written back too, without votes
+    assert all(not written[f"p{k:03d}"] for k in range(simulated.GOLD))
     status = study_status(study, n_boot=50)
     assert {p["annotator"] for p in status["annotators"] if p["excluded"]} == set(expected)
 
@@ -159,3 +164,18 @@ def test_study_alpha_pools_every_question_and_resamples_items_whole():
     assert block["study"]["alpha"] == pytest.approx(krippendorff.alpha(reliability_data=matrix,
                                                                        level_of_measurement="nominal"), abs=1e-6)
     assert block["study"]["items"] == 40 and block["study"]["pooled"] == ["fluency", "creativity"]
+
+
+def test_the_report_shows_the_study_section(simulated_study, tmp_path, capsys):
+    study, _, _, _ = simulated_study
+    _import(study, tmp_path / "votes.csv", "dawid-skene", capsys)
+    for given in (tmp_path / "votes.labels.csv", tmp_path / "votes.reliability.json"):
+        assert main(["report", str(given), "--json"]) == 0
+        sections = json.loads(capsys.readouterr().out)
+        sections = sections.get("sections", sections) if isinstance(sections, dict) else sections
+        study_section = next(s for s in sections if s["kind"] == "study")
+        tables = {t["key"]: t for t in study_section["tables"]}
+        assert set(tables) >= {"study-alpha", "study-annotators", "study-aggregation", "agreement-fleiss-study"}
+        rows = {r[0]: r for r in tables["study-annotators"]["rows"]}
+        assert rows["careless-1"][5] == "attention checks" and rows["spammer-1"][5] == "gold accuracy"
+        assert rows["expert-1"][5] == "" and tables["study-aggregation"]["rows"][0][1] == "dawid-skene"

@@ -114,7 +114,8 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
         if col not in header:
             header.append(col)
     rows, labels = [], []
-    for iid in manifest["items"]:
+    gold = list((manifest.get("quality") or {}).get("gold") or {})  # known answers, not voted on: rows kept
+    for iid in [*manifest["items"], *gold]:
         src = manifest["sources"][iid]
         row = {k: ("" if v is None else v) for k, v in dict(src["row"]).items()}
         row["item_id"] = iid
