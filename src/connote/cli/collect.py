@@ -115,9 +115,16 @@ def make_cmd(
     manifest = _configure(folder, fresh, platform=platform, per_participant=per_participant, gold_items=gold_items,
                           gold_every=gold_every, min_gold_accuracy=min_gold_accuracy,
                           max_failed_checks=max_failed_checks)
+    _print_made(folder, manifest)
+    return 0
+
+
+def _print_made(folder: Path, manifest: dict) -> None:
+    """What was left out (stderr), then the study's summary as one JSON line (with the link for a platform)."""
     for reason in manifest["left_out"]:
         print(f"left out: {reason}", file=sys.stderr)
-    summary = {"study": study, "folder": str(folder), "items": len(manifest["items"]),
+    platform = manifest.get("platform")
+    summary = {"study": manifest["study"], "folder": str(folder), "items": len(manifest["items"]),
                "attention_checks": len(manifest["attention"]), "gold_items": len(manifest["quality"]["gold"]),
                "per_item": manifest["per_item"], "completion_code": manifest["completion_code"],
                "platform": platform, "rule": manifest["quality"]["rule"], "left_out": len(manifest["left_out"])}
@@ -126,7 +133,6 @@ def make_cmd(
 
         summary["study_link"] = study_link(platform)
     print(json.dumps(summary))
-    return 0
 
 
 @collect_app.command("sample")

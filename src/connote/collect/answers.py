@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.collect.project import OUTPUT_DIR
-from connote.collect.quality import Answer, Judge, Screening, judge, passes, screen
+from connote.collect.quality import Answer, Judge, Screening, choice, judge, passes, screen
 from connote.core.errors import InputError
 
 __all__ = ["Annotator", "Answer", "Collected", "ImportReport", "Screening", "choice", "collect", "finish",
@@ -79,13 +79,6 @@ def read_annotators(folder: str | Path, unreadable: list[str] | None = None) -> 
                 ann.answers[str(iid)] = answer
         annotators[name] = ann
     return dict(sorted(annotators.items()))
-
-
-def choice(answer: Answer, schema: str) -> str | None:
-    """The chosen label of a radio question (Potato stores the label as the key)."""
-    labels = answer.get(schema) or {}
-    picked = [label for label, value in labels.items() if str(value).lower() not in ("", "false", "0", "off")]
-    return picked[0] if len(picked) == 1 else None
 
 
 def text(answer: Answer, schema: str, label: str = "text_box") -> str:

@@ -46,6 +46,13 @@ Answer = dict[str, dict[str, str]]
 Judge = Callable[[Answer], dict[str, str]]
 
 
+def choice(answer: Answer, schema: str) -> str | None:
+    """The chosen label of a radio question (Potato stores the label as the key)."""
+    labels = answer.get(schema) or {}
+    picked = [label for label, value in labels.items() if str(value).lower() not in ("", "false", "0", "off")]
+    return picked[0] if len(picked) == 1 else None
+
+
 def questions(module: ModuleType) -> tuple[Question, ...]:
     """A study module's categorical questions (none for free-text studies)."""
     return tuple(getattr(module, "QUESTIONS", ()))
@@ -57,8 +64,6 @@ def judge(module: ModuleType) -> Judge:
     own = getattr(module, "judgements", None)
     if own is not None:
         return own
-    from connote.collect.answers import choice
-
     asked = questions(module)
 
     def judgements(answer: Answer) -> dict[str, str]:
