@@ -82,20 +82,7 @@ def platform_studies(tmp_path_factory):
 
 
 def _browser(tmp: Path):
-    from selenium.webdriver.chrome.options import Options
-
-    original = Options.__init__
-
-    def offline_options(self):
-        original(self)
-        for flag in OFFLINE_FLAGS:
-            self.add_argument(flag)
-
-    Options.__init__ = offline_options
-    try:
-        return chrome(tmp)
-    finally:
-        Options.__init__ = original
+    return chrome(tmp, OFFLINE_FLAGS)
 
 
 def _answer_every_page(driver, manifest: dict, gold: dict[str, dict[str, str]], limit: int = 20) -> list[str]:
