@@ -71,6 +71,10 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["collect", "make", "probes-votes", "--from", str(manifest), "--out", str(out)]) == 0
     assert main(["collect", "make", "probes-votes", "--from", str(manifest), "--out", str(out)]) == 2
     assert main(["collect", "import", str(out), "--out", str(tmp_path / "v.csv"), "--scores", "s.json"]) == 2
+    capsys.readouterr()
+    assert main(["collect", "import", str(out), "--out", str(tmp_path / "v.csv"), "--aggregate", "vote"]) == 2
+    assert "--aggregate must be one of majority, dawid-skene, mace, got 'vote'" in capsys.readouterr().err
+    assert main(["collect", "import", str(out), "--out", str(tmp_path / "v.csv"), "--n-boot", "-1"]) == 2
 
 
 def test_storytelling_leaves_out_missing_photos_and_short_albums(tmp_path, capsys):

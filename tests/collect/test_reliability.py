@@ -74,6 +74,14 @@ def test_import_excludes_exactly_whom_the_rule_names(simulated_study, tmp_path, 
     assert all(not written[f"p{k:03d}"] for k in range(simulated.GOLD))
     status = study_status(study, n_boot=50)
     assert {p["annotator"] for p in status["annotators"] if p["excluded"]} == set(expected)
+    capsys.readouterr()
+    assert main(["collect", "status", str(study), "--n-boot", "50"]) == 0
+    shown = capsys.readouterr().out
+    assert "careless-1: " in shown and "EXCLUDED, " in shown and "Krippendorff's alpha, match: 0." in shown
+    assert "rule: exclude on more than 0 failed attention check(s) or gold accuracy below 0.60" in shown
+    assert main(["collect", "import", str(study), "--out", str(tmp_path / "again.csv"), "--n-boot", "50"]) == 0
+    shown = capsys.readouterr().out
+    assert "excluded spammer-1: gold accuracy" in shown and "aggregation (majority), match: " in shown
 
 
 def test_alpha_matches_the_krippendorff_package_on_the_same_matrix(simulated_study, tmp_path, capsys):

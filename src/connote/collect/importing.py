@@ -26,6 +26,8 @@ def import_study(folder: str | Path, out: str | Path, *, aggregate: str = "major
 
     if aggregate not in METHODS:
         raise InputError(f"--aggregate must be one of {', '.join(METHODS)}, got {aggregate!r}")
+    if n_boot < 0:
+        raise InputError(f"--n-boot must be 0 or more, got {n_boot}")
     folder, out = Path(folder), Path(out)
     manifest = read_manifest(folder)
     module = study_module(manifest["study"])
