@@ -110,6 +110,11 @@ def test_prolific_participant_arrives_by_link_finishes_with_the_code_and_cannot_
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from connote.collect.serving import validate
+
+    for study in platform_studies["servers"].values():  # Potato's own check knows every key the platform wrote
+        checked = validate(study.folder)
+        assert checked.returncode == 0 and "no issues found" in checked.stdout, checked.stdout + checked.stderr
     server = platform_studies["servers"]["prolific"]
     manifest = read_manifest(server.folder)
     gold = manifest["quality"]["gold"]

@@ -187,3 +187,42 @@ def test_the_report_shows_the_study_section(simulated_study, tmp_path, capsys):
         rows = {r[0]: r for r in tables["study-annotators"]["rows"]}
         assert rows["careless-1"][5] == "attention checks" and rows["spammer-1"][5] == "gold accuracy"
         assert rows["expert-1"][5] == "" and tables["study-aggregation"]["rows"][0][1] == "dawid-skene"
+
+
+@pytest.mark.slow  # makes a study from the sample photos and imports it
+def test_a_gold_item_of_several_questions_is_right_only_when_every_answer_is(tmp_path, capsys):
+    from connote.collect.importing import import_study
+    from connote.collect.project import read_manifest
+    from connote.collect.samples import write_sample_album
+    from tests.potato_state import potato_state
+
+    write_sample_album(tmp_path / "sample")
+    photos = sorted(p.name for p in (tmp_path / "sample" / "images").iterdir())[:6]
+    table = tmp_path / "metaphors.json"
+    table.write_text(json.dumps([{"id": f"s{k}", "image": name, "caption": f"the thing {k} is as bright as a star"}
+                                 for k, name in enumerate(photos)]))
+    gold = tmp_path / "gold.csv"
+    gold.write_text("item_id,question,answer\ns0,fluency,yes\ns0,creativity,no\n")
+    study = tmp_path / "study"
+    assert main(["collect", "make", "vmc-synth-check", "--data", str(table), "--images",
+                 str(tmp_path / "sample" / "images"), "--out", str(study), "--gold-items", str(gold),
+                 "--min-gold-accuracy", "0.5"]) == 0
+    manifest = read_manifest(study)
+    checks = {i: dict(w) for i, w in manifest["attention"].items()}
+    items = manifest["items"]
+    answers = {"r1": {"s0": {"fluency": "yes", "creativity": "no"}},
+               "r2": {"s0": {"fluency": "yes", "creativity": "yes"}},  # one of the two known answers wrong
+               "r3": {"s0": {"fluency": "yes", "creativity": "no"}}}
+    for k, rater in enumerate(answers):
+        answers[rater].update({i: {"fluency": ("yes", "no")[(j + k) % 2], "creativity": ("yes", "no")[j % 2]}
+                               for j, i in enumerate(items)})
+        potato_state(study, rater, {**answers[rater], **checks})
+    report = import_study(study, tmp_path / "out", n_boot=50)
+    rows = {r["annotator"]: r for r in report.reliability["annotators"]}
+    assert (rows["r1"]["gold_correct"], rows["r2"]["gold_correct"]) == (1, 0)
+    assert [n for n, r in rows.items() if r["excluded"]] == ["r2"]
+    alpha = report.reliability["alpha"]
+    assert set(alpha["questions"]) == {"fluency", "creativity"} and alpha["study"]["pooled"] == ["fluency",
+                                                                                                  "creativity"]
+    assert alpha["questions"]["creativity"]["alpha"] == 1.0  # r1 and r3 agree on every creativity answer
+    assert (tmp_path / "out" / "reliability.json").is_file() and (tmp_path / "out" / "aggregated.jsonl").is_file()
