@@ -213,8 +213,8 @@ class Annotator:
         return done
 
 
-def chrome(tmp: Path):
-    """Headless Chromium driven by the system chromedriver, with a fresh profile."""
+def chrome(tmp: Path, flags: tuple[str, ...] = ()):
+    """Headless Chromium driven by the system chromedriver, with a fresh profile (and ``flags``)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -223,7 +223,7 @@ def chrome(tmp: Path):
     profile = tempfile.mkdtemp(prefix="chrome-profile-", dir=tmp)
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1400"):
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1400", *flags):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 

@@ -66,6 +66,24 @@ def _vmc_human_eval(root: Path, caption_run: Path) -> Path:
     return out
 
 
+def _study_reliability(root: Path) -> Path:
+    """A probes-votes import of three raters: its reliability block (what the study kind reads)."""
+    from connote.collect.importing import import_study
+    from connote.collect.project import read_manifest
+    from tests.collect.simulated import first_probes
+
+    probes, _ = first_probes(root / "votes-sample", 5)
+    study = root / "votes-study"
+    assert main(["collect", "make", "probes-votes", "--data", str(probes), "--out", str(study)]) == 0
+    manifest = read_manifest(study)
+    for k, rater in enumerate(("r1", "r2", "r3")):
+        potato_state(study, rater, {**{i: {"match": ("match", "no match")[(j * k) % 2]}
+                                        for j, i in enumerate(manifest["items"])}, **manifest["attention"]})
+    out = root / "votes" / "votes.csv"
+    import_study(study, out, n_boot=50)
+    return out.with_name("votes.reliability.json")
+
+
 def _correlation(root: Path) -> Path:
     ratings = root / "ratings.csv"
     ratings.write_text("story_id,rating,rater\n" + "".join(f"s{k},{1 + k % 5},a\ns{k},{1 + (k * 3) % 5},b\n"
@@ -98,6 +116,7 @@ BUILDERS: dict[str, Callable[[Path, dict[str, Path]], Path]] = {
                                            root / "captions"),
     "vmc-human-eval": lambda root, built: _vmc_human_eval(root, built["vmc-captioning"]),
     "metric-correlation": lambda root, _: _correlation(root),
+    "study": lambda root, _: _study_reliability(root),
     "agreement": lambda root, _: _labels(root / "study" / "labels.csv"),
     **{suite: (lambda s: lambda root, _: _cmd(["suite", "run", s, "--model", "contract-kinds", "-q"], root / s))(suite)
        for suite in ("svo-probes", "valse", "winoground", "sugarcrepe")},

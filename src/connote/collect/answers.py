@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from connote.collect.project import OUTPUT_DIR
+from connote.collect.quality import Answer, Judge, Screening, choice, judge, passes, screen
 from connote.core.errors import InputError
 
-# schema -> label -> value
-Answer = dict[str, dict[str, str]]
+__all__ = ["Annotator", "Answer", "Collected", "ImportReport", "Screening", "choice", "collect", "finish",
+           "passes", "read_annotators", "screen", "text", "write_labels"]
 
 
 @dataclass
@@ -80,62 +81,9 @@ def read_annotators(folder: str | Path, unreadable: list[str] | None = None) -> 
     return dict(sorted(annotators.items()))
 
 
-def choice(answer: Answer, schema: str) -> str | None:
-    """The chosen label of a radio question (Potato stores the label as the key)."""
-    labels = answer.get(schema) or {}
-    picked = [label for label, value in labels.items() if str(value).lower() not in ("", "false", "0", "off")]
-    return picked[0] if len(picked) == 1 else None
-
-
 def text(answer: Answer, schema: str, label: str = "text_box") -> str:
     """A text answer, stripped ('' when absent)."""
     return str((answer.get(schema) or {}).get(label, "")).strip()
-
-
-@dataclass
-class Screening:
-    """Who passed the attention checks, and why the others are excluded."""
-
-    excluded: dict[str, list[str]] = field(default_factory=dict)  # annotator -> reasons
-    checks_answered: dict[str, int] = field(default_factory=dict)
-
-    def reasons(self) -> list[str]:
-        return [f"{name}: {'; '.join(why)}" for name, why in sorted(self.excluded.items())]
-
-
-def _norm(value: str) -> str:
-    return " ".join(str(value).lower().replace(".", " ").replace("!", " ").split())
-
-
-def passes(answer: Answer, schema: str, want: str) -> tuple[bool, str]:
-    """Whether ``answer`` gives ``want`` for ``schema``, and what it gave: a radio's one chosen label, or
-    a text scheme's one non-empty value (case, spacing and final full stop ignored)."""
-    given = [(label, value) for label, value in (answer.get(schema) or {}).items()
-             if str(value).strip() and str(value).lower() not in ("false", "off")]
-    if len(given) != 1:
-        return False, "; ".join(f"{label}={value}" for label, value in given) or "nothing"
-    label, value = given[0]
-    shown = label if str(value).lower() in ("true", "on", label.lower()) else value
-    return _norm(want) in (_norm(label) if str(value).lower() in ("true", "on") else "", _norm(value)), shown
-
-
-def screen(annotators: Mapping[str, Annotator], expected: Mapping[str, Mapping[str, str]]) -> Screening:
-    """Fail an annotator on any attention check answered other than its known answer."""
-    result = Screening()
-    for name, ann in annotators.items():
-        answered = 0
-        for iid, want in sorted(expected.items()):
-            got = ann.answers.get(iid)
-            if not got:
-                continue
-            answered += 1
-            for schema, label in want.items():
-                ok, given = passes(got, schema, label)
-                if not ok:
-                    result.excluded.setdefault(name, []).append(
-                        f"attention check {iid} answered {given!r} for {schema!r}, expected {label!r}")
-        result.checks_answered[name] = answered
-    return result
 
 
 @dataclass
@@ -146,23 +94,35 @@ class Collected:
     incomplete: dict[str, int]  # item -> complete answers so far (< per_item)
     screening: Screening
     unreadable: list[str] = field(default_factory=list)  # annotators left out, named
+    dropped: dict[str, int] = field(default_factory=dict)  # excluded annotator -> complete answers not imported
+    done: dict[str, int] = field(default_factory=dict)  # annotator -> complete answers to the study's items
 
 
-def collect(folder: str | Path, manifest: Mapping[str, Any], is_complete: Callable[[Answer], bool]) -> Collected:
-    """Answers that are complete, from annotators not excluded, for the study's items (not the checks)."""
+def collect(folder: str | Path, manifest: Mapping[str, Any], is_complete: Callable[[Answer], bool],
+            judgements: Judge | None = None) -> Collected:
+    """Answers that are complete, from annotators the study's rule keeps, for the study's items (not the checks
+    or gold items). ``judgements`` reads gold items (default: the study module's, :func:`quality.judge`)."""
+    from connote.collect import study_module
+
     unreadable: list[str] = []
     annotators = read_annotators(folder, unreadable)
-    screening = screen(annotators, manifest.get("attention") or {})
+    if judgements is None and manifest.get("study"):
+        judgements = judge(study_module(manifest["study"]))
+    screening = screen(annotators, manifest, judgements)
     by_item: dict[str, dict[str, Answer]] = {iid: {} for iid in manifest["items"]}
+    dropped, done = {}, {}
     for name, ann in annotators.items():
+        complete = {iid: a for iid, a in ann.answers.items() if iid in by_item and is_complete(a)}
+        done[name] = len(complete)
         if name in screening.excluded:
+            dropped[name] = len(complete)
             continue
-        for iid, answer in ann.answers.items():
-            if iid in by_item and is_complete(answer):
-                by_item[iid][name] = answer
+        for iid, answer in complete.items():
+            by_item[iid][name] = answer
     per_item = int(manifest.get("per_item") or 1)
     incomplete = {iid: len(by) for iid, by in by_item.items() if len(by) < per_item}
-    return Collected(by_item=by_item, incomplete=incomplete, screening=screening, unreadable=unreadable)
+    return Collected(by_item=by_item, incomplete=incomplete, screening=screening, unreadable=unreadable,
+                     dropped=dropped, done=done)
 
 
 @dataclass
@@ -177,11 +137,14 @@ class ImportReport:
     excluded: list[str] = field(default_factory=list)
     agreement: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    reliability: dict[str, Any] = field(default_factory=dict)  # alpha, annotators' quality, aggregation
+    collected: Collected | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"study": self.study, "outputs": self.outputs, "imported": self.imported,
                 "items_complete": self.items_complete, "incomplete": self.incomplete,
-                "excluded": self.excluded, "agreement": self.agreement, **self.extra}
+                "excluded": self.excluded, "agreement": self.agreement, **self.extra,
+                **({"reliability": self.reliability} if self.reliability else {})}
 
 
 def write_labels(path: Path, rows: list[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
@@ -200,10 +163,18 @@ def write_labels(path: Path, rows: list[tuple[str, str, str, str]]) -> list[dict
     return [r.to_dict() for r in agreement_table(read_labels(path))]
 
 
+def excluded_lines(collected: Collected) -> list[str]:
+    """Who was left out and why: unreadable annotator folders, then each excluded annotator with the rule's
+    reasons and how many of their complete answers were dropped."""
+    return collected.unreadable + [f"{name}: {'; '.join(why)}; {collected.dropped.get(name, 0)} answer(s) dropped"
+                                   for name, why in sorted(collected.screening.excluded.items())]
+
+
 def finish(report: ImportReport, collected: Collected) -> ImportReport:
-    """Fill the report's shared parts from what was collected."""
+    """Fill the report's shared parts from what was collected (and keep it for the study's reliability)."""
+    report.collected = collected
     report.incomplete = dict(sorted(collected.incomplete.items()))
-    report.excluded = collected.unreadable + collected.screening.reasons()
+    report.excluded = excluded_lines(collected)
     report.imported = sum(len(by) for by in collected.by_item.values())
     report.items_complete = sum(1 for iid in collected.by_item if iid not in collected.incomplete)
     return report

@@ -26,8 +26,9 @@ def labels_file(path: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def _kappa(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
+def estimate_cell(x: float | None, digits: int = 3) -> str:
+    """A coefficient in a table cell: ``digits`` decimals, or — when it is undefined."""
+    return "—" if x is None else f"{x:.{digits}f}"
 
 
 class AgreementKind:
@@ -69,12 +70,12 @@ def agreement_tables(run: Run, tag: str = "") -> list[Table]:
     for row in run.results["rows"]:
         kappas = [c["kappa"] for c in row["cohen"] if c["kappa"] is not None]
         mean = sum(kappas) / len(kappas) if kappas else None
-        fleiss_rows.append([row["criterion"], str(row["items"]), _kappa(row["fleiss"]), str(row["fleiss_items"]),
-                            _kappa(mean)])
+        fleiss_rows.append([row["criterion"], str(row["items"]), estimate_cell(row["fleiss"]), str(row["fleiss_items"]),
+                            estimate_cell(mean)])
         fleiss_values.append({"criterion": row["criterion"], "items": row["items"], "fleiss": row["fleiss"],
                               "fleiss_items": row["fleiss_items"], "mean_cohen": mean})
         for c in row["cohen"]:
-            cohen_rows.append([row["criterion"], f"{c['a']} – {c['b']}", _kappa(c["kappa"]), str(c["items"])])
+            cohen_rows.append([row["criterion"], f"{c['a']} – {c['b']}", estimate_cell(c["kappa"]), str(c["items"])])
             cohen_values.append({"criterion": row["criterion"], **c})
     rule = [len(fleiss_rows) - 2] if fleiss_rows and fleiss_rows[-1][0] == "all" and len(fleiss_rows) > 1 else []
     fleiss = Table(key=f"agreement-fleiss{tag}", title=f"Agreement per criterion: {run.name}",

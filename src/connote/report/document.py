@@ -97,5 +97,6 @@ class Section:
 #: (a few words on the files it reads), quoted when no kind recognises a folder.
 RUN_KINDS: PluginTable = PluginTable("run kind", "RUN_KINDS", {
     "metric-correlation": "connote.report.correlation:KIND",
+    "study": "connote.report.study:KIND",  # before agreement: an import's labels file beside its reliability
     "agreement": "connote.report.agreement:KIND",
 })

@@ -22,12 +22,15 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, write_project
+from connote.collect.quality import Question
 from connote.core.errors import ItemError
 from connote.cv_probes.studies.votes import probe_items
 
 NAME = "probes-validation"
 SCHEMA = "applies"
 LABELS = ("both", "only one", "neither")
+#: The answer counts the images the caption applies to (2, 1, 0): an ordinal scale for alpha.
+QUESTIONS = (Question(SCHEMA, ("neither", "only one", "both"), level="ordinal"),)
 REPAIR_AT = 2  # annotators disagreeing with the presumed answer (the paper's rule)
 COLUMNS = ["triplet_id", "caption", "caption_kind", "verb", "image_1", "image_2", "sg_image", "pg_image",
            "source_item", "presumed", "answers", "raters", "disagree", "needs_repair"]

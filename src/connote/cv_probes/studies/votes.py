@@ -14,6 +14,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, write_project
+from connote.collect.quality import Question
 from connote.core.errors import ItemError
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.media.images import is_url
@@ -21,6 +22,8 @@ from connote.media.images import is_url
 NAME = "probes-votes"
 SCHEMA = "match"
 LABELS = ("match", "no match")
+#: The categorical question alpha, gold items and aggregation read.
+QUESTIONS = (Question(SCHEMA, LABELS),)
 
 INSTRUCTIONS = (
     "<p>You will see one photo and one short caption. Decide whether the caption <b>matches</b> the photo: "
@@ -111,7 +114,8 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
         if col not in header:
             header.append(col)
     rows, labels = [], []
-    for iid in manifest["items"]:
+    gold = list((manifest.get("quality") or {}).get("gold") or {})  # known answers, not voted on: rows kept
+    for iid in [*manifest["items"], *gold]:
         src = manifest["sources"][iid]
         row = {k: ("" if v is None else v) for k, v in dict(src["row"]).items()}
         row["item_id"] = iid

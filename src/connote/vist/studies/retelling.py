@@ -21,6 +21,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, collect, finish, text
 from connote.collect.project import PLUGIN, MediaFolder, Study, example_block, safe_name, write_project
+from connote.collect.quality import Question
 from connote.core.errors import InputError
 from connote.vist.studies.storytelling import (
     MIN_WORDS,
@@ -140,6 +141,18 @@ def make(source: str | Path, out: str | Path, *, images: str | Path | None = Non
                                 "text": "ATTENTION CHECK: do not write a story here. Tick the box under the "
                                         "storyboard and press Next."})
     return write_project(study, out, completion=completion, login=login)
+
+
+#: The categorical judgement in a re-telling answer: which first-stage sequence was told (its number), or a skip.
+QUESTIONS = (Question("sequence", None, radio=False),)
+
+
+def judgements(answer: Answer) -> dict[str, str]:
+    """The sequence a complete answer told (``"1"``, ``"2"``, ...) or ``"skip"`` (alpha and aggregation read it)."""
+    if text(answer, SCHEMA, "order") == "skip":
+        return {"sequence": "skip"}
+    number = chosen(answer)
+    return {"sequence": str(number)} if number is not None else {}
 
 
 def chosen(answer: Answer) -> int | None:

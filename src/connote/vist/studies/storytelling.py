@@ -25,6 +25,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, Collected, ImportReport, collect, finish, text
 from connote.collect.project import PLUGIN, MediaFolder, Study, example_block, write_project
+from connote.collect.quality import Question
 from connote.core.errors import InputError
 
 NAME = "vist-storytelling"
@@ -34,6 +35,8 @@ MIN_WORDS = 15  # "varied text at least 15 words long"
 MIN_DISTINCT = 10  # connote's reading of "varied": two thirds of the 15 words are different words
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".webp")
 SIS_TIER = "story-in-sequence"
+#: The categorical judgement in a storytelling answer: is the album storyable (a story) or not (a skip)?
+QUESTIONS = (Question("storyable", ("yes", "no"), radio=False),)
 
 INSTRUCTIONS = (
     "<p>You will see a photo album, its photos in the order they were taken. <b>Tell a story</b> about it: "
@@ -206,6 +209,12 @@ def is_complete(answer: Answer) -> bool:
     """Whether one annotator's answer to an item is finished (what import and status count): a skip, or a
     story of at least five photos whose text passes :func:`text_problems`."""
     return bool(text(answer, SCHEMA, "order")) and not story_problems(answer)
+
+
+def judgements(answer: Answer) -> dict[str, str]:
+    """The categorical judgement of a complete answer (alpha and aggregation read it): storyable yes / no."""
+    order = text(answer, SCHEMA, "order")
+    return {"storyable": "no" if order == "skip" else "yes"} if order else {}
 
 
 def tokenize(sentence: str) -> str:

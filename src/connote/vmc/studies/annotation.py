@@ -19,11 +19,14 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, choice, collect, finish, text, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, textbox, write_project
+from connote.collect.quality import Question
 
 NAME = "vmc-annotation"
 YES_NO = ("yes", "no")
 SHOW_IF_METAPHOR = {"display_logic": {"show_when": [{"schema": "metaphor", "operator": "equals", "value": "yes"}]}}
 TEXT_QUESTIONS = ("primary_concept", "secondary_concept", "property", "caption", "description")
+#: The categorical questions alpha, gold items and aggregation read (b only where a is "yes").
+QUESTIONS = (Question("metaphor", YES_NO), Question("audio_needed", YES_NO))
 
 INSTRUCTIONS = (
     "<p>Watch the video (with sound), then answer the questions. A <b>visual metaphor</b> shows one thing "

@@ -24,6 +24,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, Collected, ImportReport, choice, collect, finish, write_labels
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, write_project
+from connote.collect.quality import Question
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
 
@@ -37,6 +38,8 @@ CRITERIA = {
     "consistency": "Consistency: is the caption consistent with the whole video (both concepts and how they "
                    "are related)?",
 }
+#: The categorical questions alpha, gold items and aggregation read: the four yes/no criteria.
+QUESTIONS = tuple(Question(c, YES_NO) for c in CRITERIA)
 
 INSTRUCTIONS = (
     "<p>Watch the video, read the caption a system wrote for its metaphor, and answer four yes/no questions "

@@ -21,6 +21,7 @@ from typing import Any
 
 from connote.collect.answers import Answer, ImportReport, choice, finish
 from connote.collect.project import MediaFolder, Study, example_block, radio, safe_name, write_project
+from connote.collect.quality import Question
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
 from connote.vmc.studies.evaluation import CRITERIA as EVALUATION_CRITERIA
@@ -28,6 +29,7 @@ from connote.vmc.studies.evaluation import YES_NO, attention_item, import_yes_no
 
 NAME = "vmc-synth-check"
 CRITERIA = {c: EVALUATION_CRITERIA[c] for c in ("fluency", "creativity")}
+QUESTIONS = tuple(Question(c, YES_NO) for c in CRITERIA)
 
 INSTRUCTIONS = (
     "<p>Look at the image and read the metaphor caption a language model wrote for it. Answer two yes/no "
