@@ -260,7 +260,8 @@ class ServedChat(OpenAIChat):
 
         d = super().describe()
         d.pop("base_url", None)  # a new port every run: not what made the answers
-        d.update(weights_identity(self.client.model, None, None))  # a local folder by content, a hub id's commit
+        if Path(self.client.model).is_dir():  # a local folder by content; a hub id as named (the engine downloads
+            d.update(weights_identity(self.client.model, None, None))  # it: its commit appears only after a run)
         d.update({"backend": self.engine, "engine": self.engine, "engine_version": self.version,
                   "server_args": self.server_args, "decoding": "greedy (temperature 0)" if self.temperature == 0
                   else f"temperature {self.temperature:g}"})
