@@ -15,8 +15,8 @@ downloaded: every model is real size, built from its config with random weights,
   with a GIT-large captioner and a TinyLlama-1.1B-shaped random LLM.
 * ``generate``: ``benchmarks/generation.py --size real``: the per-item Hugging Face ``generate`` loop vs
   connote's ``generate()`` (bf16) for a LLaVA-shaped chat VLM over 5 photos and GIT-LLaVA over 6 frames,
-  items/s, tokens/s and peak memory, outputs identical; then the chat VLM with ``cache=static``
-  (transformers compiles the decoding step with ``torch.compile``).
+  connote with the dynamic KV cache and with the static cache and a compiled step (CUDA graphs): items/s,
+  tokens/s, peak memory and the bf16 flip rate against batch 1.
 
 Writes ``figures.json`` and ``figures.md`` (a table) under ``--out`` and prints the table.
 ``--dry-run`` builds every config on the meta device (no memory, no GPU) and prints the plan with
