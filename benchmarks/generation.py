@@ -287,7 +287,8 @@ def connote_config(name: str, args: argparse.Namespace, items: list[list[Any]], 
     extra = dict(kv.split("=", 1) for kv in args.option)
     t0 = time.perf_counter()
     gen = connote_generator(args.model, args.folder, args.device, args.dtype, {**CONFIGS[name], **extra})
-    compiled = bool(getattr(gen, "compiled", False))
+    decoding = getattr(gen, "decoding", None)  # connote.models.decoding: what the backend resolved
+    compiled = bool(getattr(decoding, "compiled", False))
     # warm-up: a compiling configuration on one full batch (the shapes it will run), else one short item
     generate_in_batches(gen, items[:args.batch] if compiled else items[:1], args.max_new_tokens if compiled else 8,
                         ask, args.batch)
@@ -299,7 +300,7 @@ def connote_config(name: str, args: argparse.Namespace, items: list[list[Any]], 
     started = base.pop("started")
     report({"side": "connote", "config": name, "options": {**CONFIGS[name], **extra}, **base, **figures,
             "texts": texts, "alone": alone, "tokens": sum(text_tokens(gen, t, args.max_new_tokens) for t in texts),
-            "cache": getattr(gen, "cache", None), "compiled": compiled, "load_and_warmup_s": warm_s,
+            "cache": getattr(decoding, "cache", None), "compiled": compiled, "load_and_warmup_s": warm_s,
             "process_seconds": time.perf_counter() - started})
     if args.device.startswith("cuda"):
         del gen

@@ -150,14 +150,6 @@ class ChatVlm(YesNoVlmMatcher):
         self.max_new_tokens = int(max_new_tokens) if max_new_tokens else None
         self.generation_prompt = generation_prompt
 
-    @property
-    def cache(self) -> str:
-        return self.decoding.cache
-
-    @property
-    def compiled(self) -> bool:
-        return self.decoding.compiled
-
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> ChatVlm:
         return cls(weights, **options)

@@ -45,14 +45,6 @@ class GitLlavaGenerator:
         # the LLM decodes from embeddings: its cache, compiled step and fp32 LM head (connote.models.decoding)
         self.decoding.bind(self.model._base_llm(), self.device, self.dtype)
 
-    @property
-    def cache(self) -> str:
-        return self.decoding.cache
-
-    @property
-    def compiled(self) -> bool:
-        return self.decoding.compiled
-
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> GitLlavaGenerator:
         return cls(weights or "", **options)
