@@ -59,6 +59,7 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_vllm_spec_starts_the_server_runs_the_task_and_stops_it(stub: Path, tmp_path: Path) -> None:
     out = tmp_path / "story"
     spec = f"vllm:{SERVED}?executable={stub}"
