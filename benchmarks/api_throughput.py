@@ -13,8 +13,14 @@ The server's limit is therefore ``min(rate, max_concurrent / latency)`` requests
 ``--items`` image-caption pairs with the ``openai`` backend (Yes/No with logprobs, as ``connote probe``
 asks) in calls of ``--batch`` pairs: the fixed pool (``adaptive=false``, 4 in flight: the backend's
 behaviour before) and the adaptive limit at the backend's defaults (raised and lowered from the server's
-answers: ``connote.models.concurrency``; starts at 8, ceiling ``--max-concurrency``). Printed: requests/s,
-its share of the server's limit, 429s, the peak in flight, items completed, and the load average.
+answers: ``connote.models.concurrency``; starts at 8, ceiling ``--max-concurrency``).
+
+A third side (``--engine``, on by default) is the ``vllm:`` backend starting its own server: this script run as
+the engine's command (``--as-engine``: the same server in another process, on the port the backend chose,
+answering ``GET /health``) that *queues* requests over ``max_concurrent`` as vLLM and SGLang do instead of
+refusing them, no rate limit: its limit is ``max_concurrent / latency``. The server's start is outside the
+timing (a warm-up call starts it). Printed: requests/s, its share of the server's limit, 429s, the peak in
+flight (the in-process servers), items completed, and the load average.
 
     python benchmarks/api_throughput.py                       # ~1 minute: 400 pairs, limit 40 requests/s
     python benchmarks/api_throughput.py --items 1000 --rate 80 --max-concurrent 24
@@ -49,8 +55,10 @@ class LimitedServer:
     requests or ``max_seconds`` seconds every request gets 503 and ``closed`` is set."""
 
     def __init__(self, *, rate: float, max_concurrent: int, latency: float, max_requests: int = 20_000,
-                 max_seconds: float = 600.0, answer: Any = None) -> None:
+                 max_seconds: float = 600.0, answer: Any = None, port: int = 0, queue: bool = False) -> None:
         self.rate, self.max_concurrent, self.latency = float(rate), int(max_concurrent), float(latency)
+        #: queue requests over ``max_concurrent`` (a serving engine) instead of answering 429 (a hosted API)
+        self.queue = threading.Semaphore(self.max_concurrent) if queue else None
         self.max_requests, self.max_seconds = int(max_requests), float(max_seconds)
         self.answer = answer or (lambda body: ANSWER)
         self.lock = threading.Lock()
@@ -71,8 +79,16 @@ class LimitedServer:
                 # the headers (Nagle's algorithm against delayed ACKs: 40 ms per answer on a kept-alive connection)
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+            def do_GET(self) -> None:  # noqa: N802
+                self._send(200 if self.path == "/health" else 404, {})
+
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if outer.queue is not None:
+                    with outer.queue:  # waits for a slot, as an engine's scheduler does
+                        time.sleep(outer.latency)
+                        self._send(200, outer.answer(body))
+                    return
                 status, wait = outer._admit(body)
                 if status == 200:
                     try:
@@ -103,7 +119,7 @@ class LimitedServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.httpd.request_queue_size = 128
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -175,7 +191,62 @@ def run_side(name: str, options: str, args: argparse.Namespace) -> dict[str, Any
         server.close()
 
 
+def run_engine_side(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """The ``vllm:`` backend with this script as its engine: it starts the server, health-checks it, then probes."""
+    from PIL import Image
+
+    from connote.models.registry import load_model
+
+    wrapper = folder / "engine"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {Path(__file__).resolve()} --as-engine "
+                       f"--max-concurrent {args.max_concurrent} --latency {args.latency} \"$@\"\n")
+    wrapper.chmod(0o755)
+    model = load_model(f"vllm:test-model?executable={wrapper}&backoff={args.backoff}"
+                       f"&max_concurrency={args.max_concurrency}")
+    try:
+        image = Image.new("RGB", (64, 48), (200, 40, 40))
+        model.match_probability([image], ["warm-up"], [(0, 0)])  # starts the server: not timed
+        captions = [f"caption {i}" for i in range(args.items)]
+        pairs = [(0, i) for i in range(args.items)]
+        load_before = os.getloadavg()[0]
+        t = time.perf_counter()
+        out: list[Any] = []
+        for i in range(0, len(pairs), args.batch):
+            out.extend(model.match_probability([image], captions, pairs[i:i + args.batch]))
+        seconds = time.perf_counter() - t
+    finally:
+        model.close()
+    done = sum(not isinstance(p, BaseException) for p in out)
+    limit = args.max_concurrent / args.latency
+    stats = model.client.concurrency.stats()
+    return {"side": "vllm: (queueing)", "items": len(out), "completed": done, "seconds": seconds,
+            "requests_per_s": done / seconds, "share_of_limit": done / seconds / limit, "limit": limit,
+            "http_429": 0, "peak_in_flight": int(stats.get("peak_in_flight", stats.get("limit", 0))),
+            "client": stats, "errors": [str(p) for p in out if isinstance(p, BaseException)][:3],
+            "load_average": (load_before, os.getloadavg()[0])}
+
+
+def as_engine(argv: list[str]) -> int:
+    """This script as a serving engine's command (``vllm serve MODEL ... --host H --port P``): a queueing server."""
+    if "--version" in argv:
+        print("api_throughput-engine 1")
+        return 0
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--as-engine", action="store_true")
+    ap.add_argument("--max-concurrent", type=int, required=True)
+    ap.add_argument("--latency", type=float, required=True)
+    ap.add_argument("--port", type=int, required=True)
+    args, _ = ap.parse_known_args(argv)
+    LimitedServer(rate=float("inf"), max_concurrent=args.max_concurrent, latency=args.latency, port=args.port,
+                  queue=True, max_seconds=3600)
+    while True:
+        time.sleep(3600)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--as-engine" in argv:
+        return as_engine(argv)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=400)
     ap.add_argument("--rate", type=float, default=40.0, help="the server's rate limit, requests/s")
@@ -186,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-concurrency", type=int, default=32, help="the adaptive side's ceiling")
     ap.add_argument("--backoff", type=float, default=1.0, help="the backend's retry back-off (its default: 1)")
     ap.add_argument("--max-seconds", type=float, default=300.0, help="each server's lifetime bound")
+    ap.add_argument("--engine", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the vllm: backend with this script as its engine (a queueing server it starts)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     limit = min(args.rate, args.max_concurrent / args.latency)
@@ -194,13 +267,22 @@ def main(argv: list[str] | None = None) -> int:
           f"answer -> limit {limit:g} requests/s; {args.items} pairs in calls of {args.batch}")
     sides = [run_side("fixed pool of 4", "concurrency=4&adaptive=false", args),
              run_side("adaptive", f"max_concurrency={args.max_concurrency}", args)]
+    if args.engine:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            sides.append(run_engine_side(args, Path(tmp)))
     print(f"{'':18}{'req/s':>8}{'of limit':>10}{'seconds':>9}{'HTTP 429':>10}{'peak in flight':>16}"
           f"{'completed':>11}  load avg (1 min)")
     for r in sides:
         print(f"{r['side']:18}{r['requests_per_s']:8.1f}{r['share_of_limit']:10.0%}{r['seconds']:9.2f}"
               f"{r['http_429']:10d}{r['peak_in_flight']:16d}{r['completed']:>6}/{r['items']:<4}"
               f"  {r['load_average'][0]:.2f} -> {r['load_average'][1]:.2f}")
-    fixed, adaptive = sides
+    fixed, adaptive = sides[:2]
+    if args.engine:
+        print(f"vllm: side: {sides[2]['requests_per_s']:.1f} requests/s of the queueing engine's "
+              f"{sides[2]['limit']:g} ({sides[2]['share_of_limit']:.0%}; the server started, health-checked and "
+              f"stopped by the backend, its start not timed)")
     per_item = adaptive["http_429"] / max(1, adaptive["completed"])
     print(f"adaptive / fixed: {adaptive['requests_per_s'] / fixed['requests_per_s']:.2f}x; adaptive's final limit "
           f"{adaptive['client']['limit']}, 429s per completed item {per_item:.3f}")

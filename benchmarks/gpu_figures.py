@@ -15,8 +15,8 @@ downloaded: every model is real size, built from its config with random weights,
   with a GIT-large captioner and a TinyLlama-1.1B-shaped random LLM.
 * ``generate``: ``benchmarks/generation.py --size real``: the per-item Hugging Face ``generate`` loop vs
   connote's ``generate()`` (bf16) for a LLaVA-shaped chat VLM over 5 photos and GIT-LLaVA over 6 frames,
-  items/s, tokens/s and peak memory, outputs identical; then the chat VLM with ``cache=static``
-  (transformers compiles the decoding step with ``torch.compile``).
+  connote with the dynamic KV cache and with the static cache and a compiled step (CUDA graphs): items/s,
+  tokens/s, peak memory and the bf16 flip rate against batch 1.
 
 Writes ``figures.json`` and ``figures.md`` (a table) under ``--out`` and prints the table.
 ``--dry-run`` builds every config on the meta device (no memory, no GPU) and prints the plan with
@@ -349,32 +349,32 @@ def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
     size, warmup = ("small", "1") if args.smoke else ("real", "2")
     return [sys.executable, str(BENCH / "train_throughput.py"), "--size", size, "--device", args.device,
             "--batch", str(args.train_batch), "--steps", str(args.train_steps), "--warmup", warmup,
-            "--out", str(json_path)] + (["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else [])
+            "--out", str(json_path), "--bf16"] + (["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else [])\
+        + (["--settings", "yes", "yes", "auto"] if args.smoke else [])  # the GPU's compiled, packed path on a CPU
 
 
 def train_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     json_path = Path(args.out) / "train.json"
-    return script_section("train", train_command(args, json_path), json_path, args.train_timeout, log)
+    # 124: the time limit (the script rewrites its JSON after every side)
+    return script_section("train", train_command(args, json_path), json_path, args.train_timeout, log,
+                          figures_on=(0, 124))
 
 
 def generate_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
-    """``generation.py``: the per-item HF loop vs connote's generate() for both generators (dynamic KV cache),
-    and on CUDA the chat VLM again with ``cache=static`` (transformers then compiles the decoding step)."""
+    """``generation.py``: the per-item HF loop vs connote's generate() for both generators, connote with the
+    dynamic KV cache and with the static cache and a compiled decoding step (CUDA graphs on a GPU); in bf16, the
+    smoke run too (its compiled path runs on the CPU in inductor's default mode)."""
     size = ["--size", "tiny", "--items", "2", "--max-new-tokens", "8"] if args.smoke else \
         ["--size", "real", "--items", str(args.generate_items)]
-    base = [sys.executable, str(BENCH / "generation.py"), *size, "--device", args.device, "--dtype", args.dtype]
-    runs = {"dynamic": [*base, "--json", str(out / "generate.json")]}
-    if args.device.startswith("cuda"):
-        runs["static"] = [*base, "--only", "vlm", "--option", "cache=static", "--json",
-                          str(out / "generate-static.json")]
-    return runs
+    dtype = "bf16" if args.smoke else args.dtype
+    return {"generate": [sys.executable, str(BENCH / "generation.py"), *size, "--device", args.device,
+                         "--dtype", dtype, "--json", str(out / "generate.json")]}
 
 
 def generate_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     runs = generate_commands(args, Path(args.out))
-    # exit 1: some output differed from the loop's (bf16 on a GPU may flip a near-tie); the table says how many
-    return {name: script_section(f"generate ({name} cache)", cmd, Path(cmd[-1]), args.generate_timeout, log,
-                                 figures_on=(0, 1))
+    # exit 1: an fp32 output differed; 124: the time limit (the script rewrites its JSON after every figure)
+    return {name: script_section(name, cmd, Path(cmd[-1]), args.generate_timeout, log, figures_on=(0, 1, 124))
             for name, cmd in runs.items()}
 
 
@@ -418,35 +418,41 @@ def table(figures: dict[str, Any]) -> str:
         t = figures["train"]
         f = t.get("figures")
         if f:
-            lines += ["| GIT-LLaVA stage 2 | s/step | LLM tokens/s | MFU |", "|---|---:|---:|---:|"]
-            for side in ("plain_hf", "connote"):
-                row = f[side]
-                mfu = row.get("mfu")
+            lines += ["| GIT-LLaVA stage 2 | s/step | LLM tokens/s | MFU | MFU without GIT | peak GiB |",
+                      "|---|---:|---:|---:|---:|---:|"]
+            for side in ("plain_hf", "connote_eager", "connote"):
+                row = f.get(side)
+                if row is None:
+                    continue
+                mfu, mfu_llm = row.get("mfu"), row.get("mfu_llm")
                 lines.append(f"| {side} | {row['s_per_step']:.3f} | {row['tokens_per_s']:.0f} | "
-                             f"{'' if mfu is None else f'{mfu:.1%}'} |")
+                             f"{'' if mfu is None else f'{mfu:.1%}'} | {'' if mfu_llm is None else f'{mfu_llm:.1%}'} "
+                             f"| {gib(row.get('peak_mem_gib'))} |")
             lines.append(f"\nLLM {f['llm_params'] / 1e9:.2f}B params, captioner {f['git_params'] / 1e6:.0f}M, "
                          f"batch {f['batch']}, {f['llm_tokens_per_step']} LLM tokens/step")
         else:
             lines.append(f"GIT-LLaVA training: exit {t['exit']} (see figures.json)")
     if "generate" in figures:
         lines += ["", "| generation | cache | items | loop items/s | connote items/s | ratio | loop tokens/s | "
-                  "connote tokens/s | peak GiB (loop / connote) | identical |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
-        for cache, run in figures["generate"].items():
+                  "connote tokens/s | peak GiB (loop / connote) | changed vs batch 1 | same as loop |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
+        for run in figures["generate"].values():
             f = run.get("figures")
             if not f:
-                lines.append(f"| exit {run['exit']} | {cache} | | | | | | | | (see figures.json) |")
+                lines.append(f"| exit {run['exit']} | | | | | | | | | | (see figures.json) |")
                 continue
             for model in ("vlm", "git-llava"):
                 if model not in f:
                     continue
-                r = f[model]
-                n, c = r["naive"], r["connote"]
-                mem = (f"{n['peak_cuda'] / 2**30:.1f} / {c['peak_cuda'] / 2**30:.1f}" if "peak_cuda" in c else
-                       f"{n['peak_rss'] / 2**30:.1f} / {c['peak_rss'] / 2**30:.1f} (RSS)")
-                lines.append(f"| {model} | {cache} | {r['items']} | {n['items_per_s']:.2f} | {c['items_per_s']:.2f} | "
-                             f"{r['speedup']:.1f}x | {n['tokens_per_s']:.0f} | {c['tokens_per_s']:.0f} | {mem} | "
-                             f"{r['identical']}/{r['items']} |")
+                n = f[model]["naive"]
+                for cache, c in f[model]["configs"].items():
+                    mem = (f"{n['peak_cuda'] / 2**30:.1f} / {c['peak_cuda'] / 2**30:.1f}" if "peak_cuda" in c else
+                           f"{n['peak_rss'] / 2**30:.1f} / {c['peak_rss'] / 2**30:.1f} (RSS)")
+                    inv = c["invariance"]
+                    lines.append(f"| {model} | {cache} | {c['items']} | {n['items_per_s']:.2f} | "
+                                 f"{c['items_per_s']:.2f} | {c['speedup']:.1f}x | {n['tokens_per_s']:.0f} | "
+                                 f"{c['tokens_per_s']:.0f} | {mem} | {inv['changed']}/{inv['items']} "
+                                 f"({f[model]['dtype']}) | {c['identical_to_loop']}/{c['compared_to_loop']} |")
     return "\n".join(lines) + "\n"
 
 

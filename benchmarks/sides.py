@@ -70,3 +70,40 @@ def run_worker(cmd: list[str], label: str) -> dict[str, Any]:
     result = json.loads(lines[-1][len("RESULT "):])
     result["shell_seconds"] = time.perf_counter() - t
     return result
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel ends it when its parent dies (Linux; elsewhere nothing), so a
+    benchmark killed at its time limit leaves no worker holding the GPU."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def stream_worker(cmd: list[str], label: str, on_result: Any) -> int:
+    """Run one side like :func:`run_worker`, but hand each ``RESULT`` line to ``on_result(dict)`` as it is
+    printed (a side that measures several things reports each when it has it, so a time limit keeps what was
+    measured); returns the exit status, with the side's stderr tail printed when it fails."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    import threading
+
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)  # never blocks on a full pipe
+    reader.start()
+    for line in proc.stdout:
+        if line.startswith("RESULT "):
+            result = json.loads(line[len("RESULT "):])
+            result["shell_seconds"] = time.perf_counter() - t
+            on_result(result)
+    code = proc.wait()
+    reader.join(5)
+    if code:
+        print(f"the {label} failed (exit {code}):\n{''.join(err)[-3000:]}", file=sys.stderr, flush=True)
+    return code

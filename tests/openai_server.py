@@ -15,21 +15,29 @@ by ``tests/conftest.py``).
 
 from __future__ import annotations
 
+import base64
 import http.server
+import io
 import json
+import math
 import socket
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 
 import pytest
+from PIL import Image
 
 Reply = Callable[[http.server.BaseHTTPRequestHandler], None]
+#: The model name :class:`FakeVllm` serves by default (as ``vllm serve NAME``).
+SERVED = "llava-hf/llava-onevision-qwen2-7b-ov-hf"
 
 
 class Server:
-    """A loopback chat server: ``replies`` is a list of callables, one per request (the last repeats)."""
+    """A loopback chat server: ``replies`` is a list of callables, one per request (the last repeats). It listens
+    on ``port`` (0: a free one) and answers ``GET /health`` with 200, as vLLM's and SGLang's servers do."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], port: int = 0) -> None:
         self.replies, self.requests, self.stop = replies, [], threading.Event()
         outer = self
 
@@ -52,10 +60,16 @@ class Server:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
+            def do_GET(self) -> None:  # noqa: N802
+                code = 200 if self.path == "/health" else 404
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         self.port = self.httpd.server_address[1]
@@ -103,6 +117,65 @@ def answer(fn: Callable[[dict], object]) -> Reply:
 
     return reply
 
+
+def p_yes(caption_prompt: str) -> float:
+    """The fake's p(Yes) for a prompt: fixed by its text, so the test knows each item's number."""
+    return 0.05 + 0.9 * (zlib.crc32(caption_prompt.encode()) % 1000) / 1000
+
+
+class FakeVllm(Server):
+    def __init__(self, *, max_images: int = 6, max_logprobs: int = 20, served: str = SERVED, port: int = 0) -> None:
+        self.max_images, self.max_logprobs, self.served = max_images, max_logprobs, served
+        super().__init__([self.reply], port)
+
+    def reply(self, h) -> None:  # noqa: ANN001
+        code, obj = self.answer(h.path, h.body)
+        send_json(h, obj, code)
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [r["body"] for r in self.requests]
+
+    @property
+    def auth(self) -> list[str | None]:
+        return [r["auth"] for r in self.requests]
+
+    def answer(self, path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        if body.get("model") != self.served:
+            return 404, {"object": "error", "message": f"The model `{body.get('model')}` does not exist.",
+                         "type": "NotFoundError", "param": None, "code": 404}
+        (message,) = body["messages"]
+        parts = message["content"]
+        images = [p for p in parts if p["type"] == "image_url"]
+        texts = [p["text"] for p in parts if p["type"] == "text"]
+        if len(images) > self.max_images:
+            return 400, {"object": "error", "message": f"At most {self.max_images} image(s) may be provided in "
+                         "one request.", "type": "BadRequestError", "param": None, "code": 400}
+        if body.get("top_logprobs", 0) > self.max_logprobs:
+            return 400, {"object": "error", "message": f"top_logprobs must be <= {self.max_logprobs}",
+                         "type": "BadRequestError", "param": None, "code": 400}
+        sizes = []
+        for part in images:
+            head, data = part["image_url"]["url"].split(",", 1)
+            assert head == "data:image/jpeg;base64"
+            sizes.append(Image.open(io.BytesIO(base64.b64decode(data))).size)
+        choice: dict = {"index": 0, "finish_reason": "stop", "stop_reason": None}
+        if body.get("logprobs"):
+            p = p_yes(texts[0])
+            top = [{"token": "Yes", "logprob": math.log(p), "bytes": [89, 101, 115]},
+                   {"token": "No", "logprob": math.log(1 - p), "bytes": [78, 111]}]
+            top = top[: body.get("top_logprobs") or 1]
+            choice["message"] = {"role": "assistant", "content": "Yes" if p > 0.5 else "No", "tool_calls": []}
+            choice["logprobs"] = {"content": [{**top[0 if p > 0.5 else 1], "top_logprobs": top}]}
+        else:
+            choice["message"] = {"role": "assistant", "content": f"We saw {len(images)} pictures. It was fun!",
+                                 "tool_calls": []}
+            choice["logprobs"] = None
+        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": self.served,
+                     "choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                     "prompt_logprobs": None}
 
 @pytest.fixture()
 def serve() -> Iterator[Callable[[list], Server]]:

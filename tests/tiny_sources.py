@@ -13,10 +13,12 @@ __all__ = ["CHAT_WORDS", "make_tiny_llava", "make_tiny_sources"]
 
 def make_tiny_llava(folder: str | Path, words: Iterable[str] = (), *, hidden: int = 32, image_size: int = 32,
                     seed: int = 0, patch_size: int | None = None, vision: dict | None = None,
-                    text: dict | None = None, feature_layer: int = -1) -> Path:
+                    text: dict | None = None, feature_layer: int = -1, device: str = "cpu",
+                    dtype: str | None = None) -> Path:
     """Write a tiny random LLaVA (``LlavaForConditionalGeneration`` + ``LlavaProcessor`` with a chat
     template) to ``folder``: a multi-image chat VLM loadable with ``AutoModelForImageTextToText``.
-    ``vision`` and ``text`` override the CLIP vision and Llama config fields (benchmarks build larger ones)."""
+    ``vision`` and ``text`` override the CLIP vision and Llama config fields (benchmarks build larger ones, on
+    ``device`` and saved in ``dtype``, e.g. bfloat16: half the bytes to write and read back)."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import (
@@ -55,6 +57,10 @@ def make_tiny_llava(folder: str | Path, words: Iterable[str] = (), *, hidden: in
                                    "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3, **(text or {})}),
         image_token_index=vocab["<image>"], vision_feature_layer=feature_layer,
         vision_feature_select_strategy="default")
-    LlavaForConditionalGeneration(config).save_pretrained(folder)
+    with torch.device(device):  # random init on an accelerator takes seconds where a CPU takes a minute
+        model = LlavaForConditionalGeneration(config)
+    if dtype is not None:
+        model.to(getattr(torch, dtype))
+    model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder

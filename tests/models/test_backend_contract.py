@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 
 from connote.cli import main  # noqa: E402
 from connote.models.registry import MODELS, inputs_of, load_model, register_model  # noqa: E402
-from tests import openai_server, tiny_models, tiny_sources
+from tests import openai_server, serving_stub, tiny_models, tiny_sources
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
 
@@ -164,6 +164,9 @@ BUILDERS: dict[str, Callable[[Path, Fixtures, str], str]] = {
     "nearest": lambda root, fx, url: f"nearest:{fx.captions}?videos={fx.videos}",
     "hf-chat": lambda root, fx, url: f"hf-chat:{tiny_models.tiny_chat_lm(root / 'm')}?max_new_tokens=4",
     "openai-batch": _openai_batch,
+    # the engines' servers, started by the backends: a stub serving the fake vLLM API (tests/serving_stub.py)
+    "vllm": lambda root, fx, url: f"vllm:{openai_server.SERVED}?executable={serving_stub.write_engine(root)}",
+    "sglang": lambda root, fx, url: f"sglang:{openai_server.SERVED}?executable={serving_stub.write_engine(root)}",
 }
 
 

@@ -81,8 +81,23 @@ def test_chat_vlm_static_cache_option(llava: Path) -> None:
     static = load_model(f"hf-vlm:{llava}?cache=static")
     assert static.generate(reqs) == dynamic.generate(reqs)
     assert static.describe()["cache"] == "static" and "cache" not in dynamic.describe()
-    with pytest.raises(Exception, match="cache must be dynamic or static"):
+    # on a CPU, auto is the dynamic cache (CUDA graphs need CUDA) and a static cache is not compiled unless asked
+    assert dynamic.decoding.cache == "dynamic" and static.decoding.compiled is False
+    with pytest.raises(Exception, match="cache must be one of auto, dynamic, static"):
         load_model(f"hf-vlm:{llava}?cache=paged")
+
+
+@pytest.mark.slow
+def test_chat_vlm_compiled_static_decoding_runs_on_the_cpu_in_bf16(llava: Path) -> None:
+    """The compiled path a GPU takes by default (static cache + torch.compile), in inductor's default mode (no
+    CUDA graphs here), in bf16 as on a GPU: the same texts as the eager static cache, one compilation reused."""
+    reqs = [GenerationRequest(images=photos(2, seed=i), prompt="a dog", max_new_tokens=5) for i in range(4)]
+    eager = load_model(f"hf-vlm:{llava}?cache=static&dtype=bf16")
+    compiled = load_model(f"hf-vlm:{llava}?cache=static&compile=true&dtype=bf16&batch_size=2")
+    assert compiled.decoding.compiled and compiled.describe()["compiled"] is True
+    assert compiled.describe()["logits"] == "fp32"  # the LM head in float32 by default in half precision
+    assert compiled.generate(reqs) == eager.generate(reqs)
+    assert compiled.generate(reqs[:2]) == eager.generate(reqs[:2])  # a second call reuses the compiled step
 
 
 @pytest.fixture(scope="module")

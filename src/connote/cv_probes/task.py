@@ -233,6 +233,7 @@ class ProbeTask(Task):
     title = "Contextual verb probes: image-text matching accuracy per SG/PG cell (Tables 3-5)."
     label = "pairs"
     report_kind = "cv-probes"  # connote.cv_probes.report: Tables 3-5
+    invariance_field = "p_match"
 
     def __init__(self, data: str | Path, *, captions: str = "original", pairs_per_chunk: int = 256,
                  allow_network: bool = False, progress: bool = True) -> None:

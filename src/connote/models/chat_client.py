@@ -63,6 +63,75 @@ def image_data_url(image: Image.Image, max_side: int = 1024, quality: int = 90) 
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+class ImageUrls:
+    """Data URLs of images, each encoded once: a request that sends an image sent before (a photo in several
+    stories, an image asked about with each of its captions) reuses its JPEG.
+
+    An image object is looked up by identity first, then by a digest of its pixels (the same photo read again
+    by a later batch is another object); the encoded URLs are kept up to ``max_bytes`` in all, oldest dropped.
+    Thread-safe (a backend's requests run in a pool).
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        import collections
+        import weakref
+
+        self.max_bytes = int(max_bytes)
+        self._ref = weakref.ref
+        # id(image) -> (a weak reference to it, its digest); PIL images are not hashable, so not weak keys
+        self._digests: dict[int, tuple[Any, str]] = {}
+        self._urls: collections.OrderedDict[tuple[str, int, int], str] = collections.OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, int, int], threading.Event] = {}
+        #: JPEG encodings done (the rest were reused)
+        self.encoded = 0
+
+    def _digest(self, image: Image.Image) -> str:
+        with self._lock:
+            entry = self._digests.get(id(image))
+        if entry is not None and entry[0]() is image:
+            return entry[1]
+        import hashlib
+
+        h = hashlib.blake2b(image.tobytes(), digest_size=16)
+        h.update(f"{image.mode}{image.size}".encode())
+        digest = h.hexdigest()
+        with self._lock:
+            if len(self._digests) > 4096:  # forget the images that are gone
+                self._digests = {k: v for k, v in self._digests.items() if v[0]() is not None}
+            self._digests[id(image)] = (self._ref(image), digest)
+        return digest
+
+    def url(self, image: Image.Image, max_side: int = 1024, quality: int = 90) -> str:
+        """``image_data_url(image, max_side, quality)``, encoded at most once per image while it is kept."""
+        key = (self._digest(image), int(max_side), int(quality))
+        while True:
+            with self._lock:
+                hit = self._urls.get(key)
+                if hit is not None:
+                    self._urls.move_to_end(key)
+                    return hit
+                busy = self._pending.get(key)
+                if busy is None:  # this thread encodes it; the others asking meanwhile wait for it
+                    busy = self._pending[key] = threading.Event()
+                    break
+            busy.wait()
+        try:
+            url = image_data_url(image, max_side, quality)
+            with self._lock:
+                self.encoded += 1
+                self._urls[key] = url
+                self._bytes += len(url)
+                while self._bytes > self.max_bytes and len(self._urls) > 1:
+                    _, old = self._urls.popitem(last=False)
+                    self._bytes -= len(old)
+        finally:
+            with self._lock:
+                self._pending.pop(key).set()
+        return url
+
+
 def retry_after_seconds(headers: Any) -> float | None:
     """The wait a response asks for (``retry-after-ms``, ``Retry-After`` in seconds or as an HTTP date)."""
     if headers is None:
@@ -110,6 +179,17 @@ class ChatClient:
         self._tls: Any = None
         #: HTTP clients made so far (one per thread at most, plus one per attempt cut off at the deadline)
         self.clients_made = 0
+        #: Whether the server can still answer (a served engine's process is running); None: not known. A request
+        #: whose server is gone stops retrying at once.
+        self.alive: Any = None
+
+    def move_to(self, base_url: str) -> None:
+        """Send the next requests to ``base_url`` (a restarted server's new port); pooled connections are closed."""
+        with self._lock:
+            self.base_url = base_url.rstrip("/")
+            idle, self._idle = self._idle, []
+        for client in idle:
+            client.close()
 
     def _new_client(self) -> Any:
         with self._lock:
@@ -148,7 +228,11 @@ class ChatClient:
             worker.join(5.0)
             raise _DeadlinePassed
         with self._lock:
-            self._idle.append(client)
+            current = str(client.base_url).rstrip("/") == self.base_url
+            if current:  # a client of an address given up meanwhile (move_to) is not reused
+                self._idle.append(client)
+        if not current:
+            client.close()
         if "error" in result:
             raise result["error"]
         return result["raw"]
@@ -228,6 +312,8 @@ class ChatClient:
             left = end - time.monotonic()
             if left <= 0:
                 break
+            if self.alive is not None and not self.alive():
+                raise ApiError(f"the server is gone (its process exited); last: {last}")
             if attempt < self.max_retries:
                 if wait >= left:
                     raise ApiError(f"the next attempt (in {wait:.3g} s) would pass the {self.deadline:g} s "
@@ -264,5 +350,5 @@ def _detail(exc: Any) -> str:
     return text[:300]
 
 
-__all__ = ["ApiError", "ChatClient", "DEFAULT_DEADLINE", "DEFAULT_MAX_RETRY_AFTER", "RETRY_STATUS",
+__all__ = ["ApiError", "ChatClient", "DEFAULT_DEADLINE", "DEFAULT_MAX_RETRY_AFTER", "ImageUrls", "RETRY_STATUS",
            "image_data_url", "retry_after_seconds"]

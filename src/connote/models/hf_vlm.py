@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from PIL import Image
 
 from connote.core.registry import require
+from connote.models.decoding import Decoding
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.hf_itm import weights_identity
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
@@ -40,12 +42,15 @@ class YesNoVlmMatcher:
     """p(match) = softmax(logsumexp(logits[yes ids]), logsumexp(logits[no ids]))[0]."""
 
     backend = "hf-vlm-yesno"
+    #: decoding settings of a subclass that generates (ChatVlm sets its spec's before this class's __init__)
+    _cache, _compile = "dynamic", "false"
 
     def __init__(self, weights: str | None = None, *, revision: str | None = None,
                  prompt: str = MATCH_PROMPT, device: str | None = None, dtype: str | None = None,
-                 batch_size: int | str = 8) -> None:
+                 batch_size: int | str = 8, logits: str = "fp32") -> None:
         if not weights:
             raise ValueError("hf-vlm-yesno needs weights: e.g. llava-hf/llava-v1.6-mistral-7b-hf or a local dir")
+        self.decoding = Decoding(cache=self._cache, compile=self._compile, logits=logits)  # checked before loading
         self.torch = require("torch", "hf")
         transformers = require("transformers", "hf")
         self.device = resolve_device(device)
@@ -54,6 +59,8 @@ class YesNoVlmMatcher:
         self.batch_size = int(batch_size)
         self.model = transformers.AutoModelForImageTextToText.from_pretrained(
             weights, revision=revision, dtype=self.dtype).to(self.device).eval()
+        self.decoding.bind(self.model, self.device, self.dtype)  # connote.models.decoding: cache, compile, logits
+        self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self.processor = transformers.AutoProcessor.from_pretrained(weights, revision=revision)
         tok = self.processor.tokenizer
         tok.padding_side = "left"  # the answer position is then the last column for every row
@@ -78,7 +85,7 @@ class YesNoVlmMatcher:
         return {"backend": self.backend, **weights_identity(self.weights, self.revision, self.model),
                 "dtype": str(self.dtype).replace("torch.", ""), "prompt_version": MATCH_PROMPT_VERSION,
                 "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest()[:12],
-                "probability": "softmax over Yes/No answer-token logits"}
+                "probability": "softmax over Yes/No answer-token logits", **self.decoding.describe()}
 
     def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
                      compat: str | None = None) -> Any:
@@ -107,8 +114,9 @@ class YesNoVlmMatcher:
                                     padding=True, return_tensors="pt").to(self.device)
             if "pixel_values" in inputs and self.dtype != torch.float32:
                 inputs["pixel_values"] = inputs["pixel_values"].to(self.dtype)
+            keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the answer position's logits only
             with torch.inference_mode():
-                logits = self.model(**inputs).logits[:, -1, :].float()
+                logits = self.model(**inputs, **keep).logits[:, -1, :].float()
             yes = torch.logsumexp(logits[:, self.yes_ids], dim=-1)
             no = torch.logsumexp(logits[:, self.no_ids], dim=-1)
             out.extend(torch.sigmoid(yes - no).cpu().tolist())
@@ -123,24 +131,24 @@ class ChatVlm(YesNoVlmMatcher):
     multi-image chat VLM — LLaVA, LLaVA-OneVision, Idefics, Qwen-VL) or, with ``frames_as=video``, as one
     video (``videos=[frames]``: Video-LLaVA, LLaVA-NeXT-Video, Qwen2-VL; transformers' video processors
     need torchvision). Decoding is greedy. ``generation_prompt`` overrides the task's prompt. Requests
-    are generated ``batch_size`` at a time, left-padded; ``cache=static`` uses transformers' static KV
-    cache, with which transformers also compiles the decoding step (``torch.compile``) on CUDA.
+    are generated ``batch_size`` at a time, left-padded. ``cache=auto`` (the default) decodes with
+    transformers' static KV cache and a compiled step (CUDA graphs) on CUDA when the model supports it, with
+    the dynamic cache elsewhere; ``cache=static|dynamic`` and ``compile=true|false`` choose
+    (:mod:`connote.models.decoding`). ``logits=fp32`` (the default) computes the LM head in float32.
     """
 
     backend = "hf-vlm"
 
     def __init__(self, weights: str | None = None, *, frames: int | str = 8, frames_as: str = "images",
                  max_new_tokens: int | str | None = None, generation_prompt: str | None = None,
-                 cache: str = "dynamic", **options: Any) -> None:
+                 cache: str = "auto", compile: str = "auto", **options: Any) -> None:  # noqa: A002 - spec option
         if frames_as not in ("video", "images"):
             raise ValueError(f"frames_as must be video or images, not {frames_as!r}")
-        if cache not in ("dynamic", "static"):
-            raise ValueError(f"cache must be dynamic or static, not {cache!r}")
+        self._cache, self._compile = cache, compile  # the base class makes (and checks) the decoding settings
         super().__init__(weights, **options)
         self.frames, self.frames_as = int(frames), frames_as
         self.max_new_tokens = int(max_new_tokens) if max_new_tokens else None
         self.generation_prompt = generation_prompt
-        self.cache = cache
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> ChatVlm:
@@ -155,8 +163,6 @@ class ChatVlm(YesNoVlmMatcher):
         d.update({"frames": self.frames, "frames_as": self.frames_as, "max_new_tokens": self.max_new_tokens,
                   "generation_prompt_sha": hashlib.sha256(self.generation_prompt.encode()).hexdigest()[:12]
                   if self.generation_prompt else None, "decoding": "greedy"})
-        if self.cache != "dynamic":
-            d["cache"] = self.cache
         return d
 
     def _conversation(self, req: Any) -> tuple[str, list[Image.Image]]:
@@ -184,7 +190,7 @@ class ChatVlm(YesNoVlmMatcher):
         for k, v in inputs.items():
             if torch.is_floating_point(v) and self.dtype != torch.float32:
                 inputs[k] = v.to(self.dtype)
-        extra = {"cache_implementation": "static"} if self.cache == "static" else {}
+        extra = self.decoding.generate_options()
         with torch.inference_mode():
             ids = self.model.generate(**inputs, max_new_tokens=max_new_tokens, **sampling, **extra)
         new = ids[:, inputs["input_ids"].shape[1]:]

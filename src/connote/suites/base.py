@@ -217,6 +217,7 @@ class PairSuiteTask(Task):
     capability = "match"
     label = "items"
     batch_size = 16
+    invariance_field = "scores"
     #: The suite's published rows shown beside runs: (name, {metric: value in [0, 1]}, source).
     PUBLISHED: ClassVar[list[tuple[str, dict[str, float], str]]] = []
 

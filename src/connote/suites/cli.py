@@ -9,6 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from connote.commands.config import config_option
+from connote.commands.options import check_invariance_option
 from connote.core.errors import InputError
 
 SUITE_HELP = "svo-probes | valse | winoground | sugarcrepe"
@@ -37,6 +38,7 @@ def run(
     seed: int = typer.Option(0, "--seed"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    check_invariance: Annotated[int, check_invariance_option()] = 0,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Score a matching model on a probe suite with the suite's own published metrics."""
@@ -44,7 +46,7 @@ def run(
 
     cls = target(suite, 0)
     task = cls(_data(suite, data, out), images=images, allow_network=allow_network, progress=progress)
-    results = _run(task, model, out, seed, json_out)
+    results = _run(task, model, out, seed, json_out, check_invariance)
     if not results:
         return
     print(f"run folder: {out} (results.json, items.jsonl, results.md)")
@@ -52,7 +54,7 @@ def run(
         print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
 
 
-def _run(task: Any, model: str, out: Path, seed: int, json_out: bool) -> dict | None:
+def _run(task: Any, model: str, out: Path, seed: int, json_out: bool, check_invariance: int = 0) -> dict | None:
     """Check the spec, load the model and run the task; print results.json (``--json``, then None) or the
     results table. None also off rank 0 of a distributed run."""
     import json
@@ -63,7 +65,8 @@ def _run(task: Any, model: str, out: Path, seed: int, json_out: bool) -> dict | 
 
     check_spec(model)
     quiet_transformers()
-    results = run_task(task, model, out, seed=seed, extra_results={"model": model}).results
+    results = run_task(task, model, out, seed=seed, extra_results={"model": model},
+                       check_invariance=check_invariance).results
     if not results:
         return None
     if json_out:

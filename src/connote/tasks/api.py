@@ -82,12 +82,14 @@ def seed_everything(seed: int | None) -> None:
 
 
 def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None,
-             extra_results: dict[str, Any] | None = None) -> RunResult:
+             extra_results: dict[str, Any] | None = None, check_invariance: int = 0) -> RunResult:
     """Run ``task`` with ``model`` into the run folder ``out``: the one entry point of every task's command.
 
     ``model`` is a spec (``backend[:weights][?k=v]``: checked before anything loads, then loaded after
     seeding) or a built model. ``seed`` seeds torch (0 when None) and is recorded in the run's metadata
     as given. ``extra_results`` are added to the results file (e.g. the model spec as typed).
+    ``check_invariance`` N > 0 reruns the first N items one per model call and records how many outputs
+    changed (``batch_invariance`` in the results; :mod:`connote.tasks.invariance`).
     """
     if isinstance(model, str):
         from connote.models.lazy import lazy_model
@@ -96,7 +98,11 @@ def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None
         # built (after seeding) only if an item is to compute: a fully resumed run loads no model
         model = lazy_model(model, out, before_load=lambda: seed_everything(seed),
                            announce=bool(getattr(task, "progress", True)))
-    return task.run(model, out, seed=seed, extra_results=extra_results)
+        try:
+            return task.run(model, out, seed=seed, extra_results=extra_results, check_invariance=check_invariance)
+        finally:
+            model.close()  # what the run built for itself ends with it (a served engine's process)
+    return task.run(model, out, seed=seed, extra_results=extra_results, check_invariance=check_invariance)
 
 
 class Task(ABC):
@@ -126,6 +132,10 @@ class Task(ABC):
     #: The contract section's columns: (title, key path ``a/b`` into the results); empty: every number that
     #: :meth:`aggregate` put at the top level of the results.
     report_columns: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    #: The row field ``--check-invariance`` compares between the run and batch 1 (a text or numbers); None:
+    #: the task offers no such check.
+    invariance_field: ClassVar[str | None] = None
 
     batch_size: int = 8
     progress: bool = True
@@ -204,7 +214,7 @@ class Task(ABC):
         return {"task": self.name, "task_version": self.version, "model": model.describe(), **self.settings()}
 
     def run(self, model: Any, out: str | Path, *, seed: int | None = None,
-            extra_results: dict[str, Any] | None = None) -> RunResult:
+            extra_results: dict[str, Any] | None = None, check_invariance: int = 0) -> RunResult:
         """Seed, bind to ``model`` and run through the runner into ``out`` (see :func:`run_task`).
 
         A :class:`~connote.models.lazy.LazyModel` seeds just before it is built (and a fully resumed run, which
@@ -212,6 +222,13 @@ class Task(ABC):
         from connote.models.lazy import LazyModel
 
         lazy = isinstance(model, LazyModel)
+        if check_invariance:
+            from connote.core.errors import InputError
+
+            if self.invariance_field is None:
+                raise InputError(f"task {self.name} has no batch-invariance check (--check-invariance)")
+            if int(check_invariance) < 0:
+                raise InputError(f"--check-invariance must be at least 0, got {check_invariance}")
         if not lazy:
             seed_everything(seed)
         self.bind(model)
@@ -221,12 +238,27 @@ class Task(ABC):
             model.settle(out, self.description, items)
         description = self.description(model)
         memo = model.memo() if lazy else None
-        outcome = run_items(out, description, items, lambda batch: self.compute(model, batch),
-                            on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
-                            progress=self.progress, label=self.label, model_memo=memo)
+        from connote.runs.current import running_in
+
+        invariance = None
+        with running_in(out):  # a model may keep files of its own there (a served engine's log)
+            outcome = run_items(out, description, items, lambda batch: self.compute(model, batch),
+                                on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
+                                progress=self.progress, label=self.label, model_memo=memo)
+            if check_invariance:
+                from connote.tasks.invariance import check_batch_invariance, invariance_line
+
+                invariance = check_batch_invariance(self, model, out, description, items, outcome.rows,
+                                                    int(check_invariance), lambda batch: self.compute(model, batch))
+                if invariance and self.progress:
+                    import sys
+
+                    print(invariance_line(invariance), file=sys.stderr)
         if not outcome.is_main:
             return RunResult(self.name, out, {}, outcome)
         results = self.aggregate(outcome.rows)
+        if invariance:
+            results["batch_invariance"] = invariance
         results.update({
             "task": self.name, "task_version": self.version, "fingerprint": outcome.fingerprint,
             "model_fingerprint": description["model"], "n_resumed": outcome.resumed,
@@ -238,6 +270,12 @@ class Task(ABC):
         })
         self._say_if_replacing(out / self.results_file, outcome.fingerprint)
         self.write_outputs(out, outcome.rows, results)
+        if invariance and (out / "results.md").is_file():  # the rendered results say it too
+            from connote.runs.store import write_text
+            from connote.tasks.invariance import invariance_line
+
+            text = (out / "results.md").read_text(encoding="utf-8").rstrip("\n")
+            write_text(out / "results.md", f"{text}\n\n{invariance_line(invariance)}\n")
         return RunResult(self.name, out, results, outcome)
 
     def _say_if_replacing(self, path: Path, fingerprint: str) -> None:

@@ -15,6 +15,7 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
+from connote.commands.options import check_invariance_option
 from connote.commands.output import echo_columns as _echo_columns
 from connote.commands.output import echo_json as _echo_json
 
@@ -720,6 +721,7 @@ def generate_cmd(
     team_name: Annotated[str, typer.Option("--team-name")] = "connote",
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    check_invariance: Annotated[int, check_invariance_option()] = 0,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
@@ -748,7 +750,8 @@ def generate_cmd(
         model = model or "retrieval"
         task = StorytellingTask(seqs, image_dir=images, batch_size=batch_size, limit=limit, team_name=team_name,
                                 meta={"sequences": str(sequences)}, progress=progress)
-        result = run_task(task, model, out)  # the model is built only if a story is to write
+        # the model is built only if a story is to write
+        result = run_task(task, model, out, check_invariance=check_invariance)
     if not dist.is_main:  # other ranks of a distributed run: rank 0 reports
         return
     summary = GenerationSummary(**task.summary(result))

@@ -108,6 +108,7 @@ class StorytellingTask(Task):
     results_file = "run.json"
     report_kind = "vist-storytelling"  # connote.vist.report: the scored protocols' tables
     inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
+    invariance_field = "story"
 
     def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
                  batch_size: int = 8, limit: int | None = None, prompt: str = STORY_PROMPT,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.models.decoding import Decoding
 from connote.models.engine import resolve_device, resolve_dtype
 from connote.models.protocols import GenerationRequest, greedy_batches
 
@@ -28,16 +29,21 @@ class GitLlavaGenerator:
     backend = "git-llava"
 
     def __init__(self, weights: str, *, device: str | None = None, dtype: str | None = None,
-                 batch_size: int | str = DEFAULT_BATCH) -> None:
+                 batch_size: int | str = DEFAULT_BATCH, cache: str = "auto", compile: str = "auto",  # noqa: A002
+                 logits: str = "fp32") -> None:
         from connote.vmc.train.git_llava import GitLlava
 
         if not weights:
             raise InputError("git-llava needs weights: the folder a training run wrote (…/final)")
+        self.decoding = Decoding(cache=cache, compile=compile, logits=logits)  # checked before anything loads
         self.weights = str(Path(weights).resolve())
         self.device = resolve_device(device)
-        self.model = GitLlava.from_pretrained(weights, dtype=resolve_dtype(dtype, self.device)).to(self.device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.model = GitLlava.from_pretrained(weights, dtype=self.dtype).to(self.device)
         self.model.eval()
         self.batch_size = int(batch_size)
+        # the LLM decodes from embeddings: its cache, compiled step and fp32 LM head (connote.models.decoding)
+        self.decoding.bind(self.model._base_llm(), self.device, self.dtype)
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> GitLlavaGenerator:
@@ -73,7 +79,8 @@ class GitLlavaGenerator:
         llm = {sub: weights_identity(str(folder / sub), None, None)
                for sub in ("llm", "llm_adapter") if (folder / sub).is_dir()}
         return {"backend": "git-llava", **weights_identity(self.weights, None, None), "projector_sha256": digest,
-                "llm": llm, "model": dict(vars(self.model.cfg)), "dtype": str(self.model.projector[0].weight.dtype)}
+                "llm": llm, "model": dict(vars(self.model.cfg)), "dtype": str(self.model.projector[0].weight.dtype),
+                **self.decoding.describe()}
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
         """Greedy requests in batches of ``batch_size``, grouped by ``max_new_tokens`` and sorted by prompt
@@ -106,7 +113,8 @@ class GitLlavaGenerator:
         import torch
 
         try:
-            return self.model.generate(pvs[rows], [prompts[i] for i in rows], max_new_tokens=max_new_tokens)
+            return self.model.generate(pvs[rows], [prompts[i] for i in rows], max_new_tokens=max_new_tokens,
+                                       **self.decoding.generate_options())
         except torch.OutOfMemoryError:
             if len(rows) == 1:
                 raise

@@ -15,6 +15,7 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
+from connote.commands.options import check_invariance_option
 from connote.core.errors import InputError
 
 metaphor_app = typer.Typer(
@@ -72,6 +73,7 @@ def caption_cmd(
                                                "LLaVA models trained on random frames), else fixed.")] = None,
     frame_seed: Annotated[int | None, typer.Option("--frame-seed", help="Seed of --frames random.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    check_invariance: Annotated[int, check_invariance_option()] = 0,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
@@ -104,7 +106,8 @@ def caption_cmd(
         task = MetaphorCaptionTask(videos, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
                                    max_new_tokens=max_new_tokens, limit=limit, progress=progress, samples=samples,
                                    temperature=temperature, frames=frames, frame_seed=frame_seed)
-        result = run_task(task, model, out)  # the model is built only if a video is to caption
+        # the model is built only if a video is to caption
+        result = run_task(task, model, out, check_invariance=check_invariance)
     if not dist.is_main:  # other ranks of a distributed run: rank 0 reports
         return 0
     summary = task.summary(result)

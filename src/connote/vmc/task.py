@@ -42,6 +42,7 @@ class MetaphorCaptionTask(Task):
     results_file = "run.json"
     report_kind = "vmc-captioning"  # connote.vmc.report: Table 1 from the stored scores
     inputs = ("images", "video")  # frames; they have no photo ids
+    invariance_field = "caption"
 
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
                  per_clip: int | None = None, prompt: str | None = None, batch_size: int = 16,

@@ -42,7 +42,7 @@ def test_defaults_are_kept() -> None:
                   "weight_decay": 0.0, "warmup_ratio": 0.03, "scheduler": "cosine", "bf16": "auto", "seed": 0,
                   "train_llm": None, "lora": None, "early_stopping_patience": 2, "eval_every": None,
                   "save_every": None, "keep_checkpoints": 2, "num_workers": 0, "log_every": 1,
-                  "max_grad_norm": 1.0}}
+                  "max_grad_norm": 1.0, "pack": "auto", "compile": "auto", "kernels": "auto"}}
     assert isinstance(cfg, TrainConfig)
 
 

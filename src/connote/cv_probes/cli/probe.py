@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
+from connote.commands.options import check_invariance_option
 from connote.core.errors import InputError
 
 
@@ -24,6 +25,7 @@ def probe(
     seed: int = typer.Option(0, "--seed"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    check_invariance: Annotated[int, check_invariance_option()] = 0,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
@@ -48,7 +50,7 @@ def probe(
 
         task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
                          progress=progress)
-        results = run_task(task, model or "objects", out, seed=seed,
+        results = run_task(task, model or "objects", out, seed=seed, check_invariance=check_invariance,
                            extra_results=task.extra_results(model or "objects")).results
     if not results:  # non-zero ranks of a distributed run
         return

@@ -143,6 +143,14 @@ class TrainLoopConfig:
     num_workers: StrictInt = 0
     log_every: StrictInt = 1
     max_grad_norm: StrictFloat | None = 1.0
+    pack: str = "auto"
+    """'yes': each batch as one row without padding (positions restart per example); 'auto': only where the LLM's
+    attention reads example boundaries (flash / flex attention); 'no' (:mod:`connote.vmc.train.speed`)."""
+    compile: str = "auto"
+    """'yes': every LLM decoder layer compiled with torch.compile; 'auto': on CUDA; 'no'."""
+    kernels: str = "auto"
+    """'liger': Liger's Triton kernels and fused linear cross-entropy (the ``liger`` extra); 'auto': when installed,
+    on CUDA; 'none'."""
 
 
 @dataclass(config=_CHECKED)
@@ -266,8 +274,11 @@ def config_from_dict(data: dict[str, Any], path: str | Path | None = None, *, te
     if cfg.train.scheduler not in ("cosine", "linear", "constant"):
         raise fail(f"train.scheduler must be cosine, linear or constant, not {cfg.train.scheduler!r}",
                    "train", "scheduler")
-    if cfg.train.bf16 not in ("auto", "yes", "no"):
-        raise fail(f"train.bf16 must be auto, yes or no, not {cfg.train.bf16!r}", "train", "bf16")
+    for name, valid in (("bf16", ("auto", "yes", "no")), ("pack", ("auto", "yes", "no")),
+                        ("compile", ("auto", "yes", "no")), ("kernels", ("auto", "liger", "none"))):
+        value = getattr(cfg.train, name)
+        if value not in valid:
+            raise fail(f"train.{name} must be {', '.join(valid[:-1])} or {valid[-1]}, not {value!r}", "train", name)
     return cfg
 
 

@@ -19,7 +19,6 @@ where the captioner and LLM come from), ``projector.safetensors`` and, when the 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,8 +77,6 @@ class GitLlava(nn.Module):
         self.captioner.eval()
         before, after = cfg.template.split("<video>", 1)
         self._before_text, self._after_text = before, after
-        self._accepts_logits_to_keep = "logits_to_keep" in inspect.signature(
-            self._base_llm().forward).parameters
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
 
@@ -102,7 +99,8 @@ class GitLlava(nn.Module):
     @classmethod
     def from_pretrained(cls, folder: str | Path, *, dtype: torch.dtype | None = None,
                         merge_adapter: bool = False) -> GitLlava:
-        """Load a model saved by :meth:`save` (``merge_adapter`` folds a LoRA adapter in)."""
+        """Load a model saved by :meth:`save` (``merge_adapter`` folds a LoRA adapter in); ``dtype`` is every
+        part's, the projector's too (it is saved in float32)."""
         folder = Path(folder)
         meta_path = folder / "git_llava.json"
         if not meta_path.exists():
@@ -120,6 +118,8 @@ class GitLlava(nn.Module):
             if merge_adapter:
                 model.llm = model.llm.merge_and_unload()
         model.load_projector(folder)
+        if dtype is not None:  # one dtype throughout: the projector's output meets the LLM's embeddings
+            model.projector.to(dtype)
         return model
 
     def load_projector(self, folder: str | Path) -> None:
@@ -219,9 +219,9 @@ class GitLlava(nn.Module):
         states = out.hidden_states[self.cfg.layer]
         return states.view(b, k, *states.shape[1:]).sum(dim=1)
 
-    def _sequences(self, video: torch.Tensor, prompts: Sequence[str],
-                   captions: Sequence[str] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int]:
-        """Embeddings, attention mask and labels; right-padded for training, left-padded for generation."""
+    def _rows(self, video: torch.Tensor, prompts: Sequence[str],
+              captions: Sequence[str] | None) -> list[tuple[torch.Tensor, list[int]]]:
+        """Per example: its embeddings (instruction, projected video, caption) and labels (-100 off the caption)."""
         emb = self.llm.get_input_embeddings()
         dev = emb.weight.device
         projected = self.projector(video.to(dev, self.projector[0].weight.dtype)).to(emb.weight.dtype)
@@ -232,8 +232,15 @@ class GitLlava(nn.Module):
             pieces = [emb(torch.tensor(before, device=dev)), projected[i],
                       emb(torch.tensor(after + cap, device=dev, dtype=torch.long))]
             seq = torch.cat(pieces, dim=0)
-            labels = [-100] * (seq.shape[0] - len(cap)) + cap
-            rows.append((seq, labels))
+            rows.append((seq, [-100] * (seq.shape[0] - len(cap)) + cap))
+        return rows
+
+    def _sequences(self, video: torch.Tensor, prompts: Sequence[str],
+                   captions: Sequence[str] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int]:
+        """Embeddings, attention mask and labels; right-padded for training, left-padded for generation."""
+        rows = self._rows(video, prompts, captions)
+        emb = self.llm.get_input_embeddings()
+        dev = emb.weight.device
         length = max(r[0].shape[0] for r in rows)
         d = rows[0][0].shape[1]
         pad_id = self.tokenizer.pad_token_id
@@ -254,23 +261,55 @@ class GitLlava(nn.Module):
                 first_label = min(first_label, n - sum(x != -100 for x in labels))
         return embeds, mask, (labels_t if captions is not None else None), first_label
 
+    def _packed(self, video: torch.Tensor, prompts: Sequence[str],
+                captions: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The examples end to end in one row, no padding: embeddings ``(1, total, d)``, position ids that restart
+        at 0 with every example (transformers reads the restarts as example boundaries and keeps attention within
+        each), the positions whose output predicts a caption token, and those tokens."""
+        rows = self._rows(video, prompts, captions)
+        dev = rows[0][0].device
+        positions, targets, starts = [], [], 0
+        for seq, labels in rows:
+            for j in range(1, len(labels)):
+                if labels[j] != -100:  # the output at j - 1 predicts token j
+                    positions.append(starts + j - 1)
+                    targets.append(labels[j])
+            starts += seq.shape[0]
+        embeds = torch.cat([seq for seq, _ in rows])[None]
+        position_ids = torch.cat([torch.arange(seq.shape[0], device=dev) for seq, _ in rows])[None]
+        return (embeds, position_ids, torch.tensor(positions, device=dev),
+                torch.tensor(targets, device=dev, dtype=torch.long))
+
     def forward(self, pixel_values: torch.Tensor, prompts: Sequence[str],
-                captions: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Summed caption-token cross-entropy and the number of caption tokens."""
+                captions: Sequence[str], *, pack: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Summed caption-token cross-entropy and the number of caption tokens.
+
+        The LLM's decoder gives the hidden states, and the LM head runs only where the next token is a caption
+        token (a few dozen positions of ~1,500 per video). ``pack`` runs the batch as one row without padding
+        (:meth:`_packed`): the same loss, up to floating-point summation order."""
         video = self.encode(pixel_values)
-        embeds, mask, labels, first = self._sequences(video, prompts, captions)
-        assert labels is not None
-        keep = embeds.shape[1] - first + 1  # logits from the position before the first caption token
-        kwargs: dict[str, Any] = {"inputs_embeds": embeds, "attention_mask": mask, "use_cache": False}
-        if self._accepts_logits_to_keep:
-            kwargs["logits_to_keep"] = keep
-        logits = self.llm(**kwargs).logits
-        logits = logits[:, -keep:]
-        target = labels[:, -keep:][:, 1:]
-        logits = logits[:, :-1]
-        loss = nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1),
-                                           ignore_index=-100, reduction="sum")
-        return loss, (target != -100).sum()
+        decoder = self.llm.get_decoder()
+        if pack:
+            embeds, position_ids, positions, targets = self._packed(video, prompts, captions)
+            hidden = decoder(inputs_embeds=embeds, position_ids=position_ids, use_cache=False).last_hidden_state
+            states = hidden[0, positions]
+        else:
+            embeds, mask, labels, _ = self._sequences(video, prompts, captions)
+            assert labels is not None
+            hidden = decoder(inputs_embeds=embeds, attention_mask=mask, use_cache=False).last_hidden_state
+            keep = labels[:, 1:] != -100
+            states, targets = hidden[:, :-1][keep], labels[:, 1:][keep]
+        return self.caption_loss(states, targets), torch.tensor(targets.numel(), device=targets.device)
+
+    def caption_loss(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Summed cross-entropy of ``targets`` from the decoder's final ``states`` through the LM head (in float32;
+        with ``fused_loss`` set, e.g. Liger's fused linear cross-entropy, the head and the loss in one kernel)."""
+        head = self.llm.get_output_embeddings()
+        fused = getattr(self, "fused_loss", None)
+        if fused is not None:
+            return fused(head.weight, states, targets)
+        logits = head(states)
+        return nn.functional.cross_entropy(logits.float(), targets, reduction="sum")
 
     @torch.no_grad()
     def generate(self, pixel_values: torch.Tensor, prompts: Sequence[str] | None = None,
