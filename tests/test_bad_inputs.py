@@ -211,6 +211,15 @@ CASES = [
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a cat", "a": "a dog"}')),
                     "--ref", str(write(t, "r.json", '{"a": ["a cat"]}'))],
          "h.json: duplicate key(s) 'a' in one JSON object", id="score-duplicate-keys"),
+    # ---- suite readers: one JSON reader for every input (issue 39, item 5): the last value silently won before
+    case(lambda t: ["suite", "run", "sugarcrepe", "--data", str(write(t, "add_obj.json", (
+        '{\n "0": {"filename": "x.jpg", "caption": "a dog", "caption": "a cat", "negative_caption": "a cow"}\n}'))),
+        "--out", str(t / "run"), "--no-progress"],
+         "add_obj.json, line 2: duplicate key(s) 'caption' in one JSON object", id="suite-duplicate-nested-key"),
+    case(lambda t: ["suite", "run", "valse", "--data", str(write(t, "existence.json", (
+        '{"a": {"image_file": "x.jpg", "caption": "c", "foil": "f"},\n'
+        ' "a": {"image_file": "y.jpg", "caption": "d", "foil": "g"}}'))), "--out", str(t / "run"), "--no-progress"],
+         "existence.json, line 2: duplicate key(s) 'a' in one JSON object", id="suite-duplicate-top-level-key"),
     # ---- CIDEr document frequencies of --df-corpus
     case(lambda t: score(t, "--df-corpus", str(saved_df(t, 2, float("nan")))),
          "df.json: document frequency of 'a' is nan", id="score-df-corpus-nan"),

@@ -70,11 +70,12 @@ class DocumentFrequencies:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DocumentFrequencies:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
         import math
 
         from connote.core.errors import InputError
+        from connote.core.jsonio import read_json
+
+        data = read_json(path, what="document frequencies file")
 
         df = {tuple(t.split(" ")) if t else (): float(c) for t, _n, c in data["df"]}
         n_docs = float(data["n_documents"])

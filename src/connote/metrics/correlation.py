@@ -17,7 +17,6 @@ both a rating and a score, and percentile bootstrap intervals (stories resampled
 from __future__ import annotations
 
 import csv
-import json
 import math
 import warnings
 from collections import Counter, defaultdict
@@ -28,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from connote.core.errors import InputError
-from connote.core.jsonio import read_text
+from connote.core.jsonio import parse_json, read_text
 
 ID_COLUMNS = ("story_id", "id", "story", "item_id", "sequence")
 RATING_COLUMNS = ("rating", "score", "human", "value")
@@ -75,10 +74,7 @@ def read_metric_scores(path: str | Path) -> dict[str, dict[str, float]]:
     path = Path(path)
     text = read_text(path, what="ratings file")
     if path.suffix.lower() == ".json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+        obj = parse_json(text, path)
         if isinstance(obj, Mapping) and "per_item" in obj:
             obj = obj["per_item"]
         if not isinstance(obj, Mapping):

@@ -23,7 +23,6 @@ stories per photo sequence, as a gold file) is::
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -585,16 +584,15 @@ def read_submission(path: str | Path) -> Submission:
 
 def read_jsonl_predictions(path: str | Path) -> Submission:
     """Read generation records (JSON Lines) as a submission; bad lines raise with their number."""
+    from connote.core.jsonio import parse_json
+
     path = Path(path)
     text, problems = read_text(path)
     entries: list[SubmissionEntry] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028, U+0085
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=n, column=exc.colno) from None
+        rec = parse_json(line, path, line=n)
         if not isinstance(rec, dict):
             raise InputError(f"expected a JSON object, got {type(rec).__name__}", path=path, line=n)
         seq = rec.get("photo_sequence") or []

@@ -128,12 +128,11 @@ def read_split(path: str | Path, name: str | None = None) -> list[str] | dict[st
     path = Path(path)
     if not path.exists():
         raise InputError("split file not found", path=path)
-    text = path.read_text(encoding="utf-8")
+    from connote.core.jsonio import parse_json, read_text
+
+    text = read_text(path, what="split file")
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+        data = parse_json(text, path)
         if isinstance(data, dict):
             splits = {k: [str(x) for x in v] for k, v in data.items()}
             if name is None:
@@ -228,10 +227,9 @@ def read_image_captions(path: str | Path, image_dir: str | Path, kind: str | Non
     path, image_dir = Path(path), Path(image_dir)
     if not path.exists():
         raise InputError("image-caption file not found", path=path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    from connote.core.jsonio import read_json
+
+    data = read_json(path, what="image-caption file")
     items: list[ImageItem] = []
     if isinstance(data, dict) and "annotations" in data:
         files = {img["id"]: img["file_name"] for img in data.get("images", [])}
