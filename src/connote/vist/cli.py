@@ -153,6 +153,7 @@ def score_cmd(
 
     if protocol not in PROTOCOLS:
         raise InputError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
+    checks.at_least("--n-boot", n_boot, 0)
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     if meteor is not None and protocol != "album":
@@ -407,6 +408,7 @@ def correlate_cmd(
 
     if (scores is None) == (stories is None):
         raise InputError("give exactly one of --scores (precomputed) and --stories (an SIS file)")
+    checks.at_least("--n-boot", n_boot, 0)
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     kind = ratings_kind(ratings)
@@ -669,10 +671,14 @@ def features_cmd(
     """Image features for ``vist train``/``seq2seq``, from the embedded image encoder (offline)."""
     import numpy as np
 
+    from connote.core.errors import InputError
     from connote.media.embedded import EmbeddedEncoder
     from connote.vist.data import load_json, parse_submission, read_official
     from connote.vist.seq2seq import extract_features
 
+    if not images.is_dir():  # bad input (exit 2) before anything is read, not every photo "missing" (exit 1)
+        raise InputError("--images: photo folder not found", path=images)
+    checks.at_least("--batch-size", batch_size, 1)
     obj, _ = load_json(source)
     if isinstance(obj, dict) and "output_stories" in obj:
         ids = [p for e in parse_submission(obj, source).entries for p in e.photo_sequence]
