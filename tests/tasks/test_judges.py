@@ -181,6 +181,24 @@ def test_vist_correlate_with_a_judge_and_pairwise_preferences(serve, tmp_path: P
     assert len(server.requests) == 9  # three pairs, asked once each
 
 
+@pytest.mark.slow
+def test_a_judge_that_judged_nothing_is_said_and_is_not_exit_0(serve, tmp_path: Path, capsys) -> None:
+    """Issue 39, item 10: every judge call fails (the server answers 500): the judge's row used to vanish with exit
+    0; now the command says n = 0 and why, and exits 1 (with other metrics beside it) or says nothing was judged."""
+    paths = write_sample_vist(tmp_path / "sample")
+    server = serve([status(500)])
+    base = ["vist", "correlate", str(paths["ratings"]), "--stories", str(paths["test"]), "--judge",
+            spec(server, max_retries="0"), "--judge-out", str(tmp_path / "judges"), "--n-boot", "0", "--no-progress"]
+    assert main([*base, "--metrics", "smoothed_bleu", "--json"]) == 1
+    captured = capsys.readouterr()
+    res = json.loads(captured.out)
+    assert set(res["correlations"]) == {"smoothed-BLEU"} and "n = 0: none of 6 judgement(s)" in captured.err
+    assert "HTTP 500" in res["unjudged"][spec(server, max_retries="0")] and "no row in the correlations" in captured.err
+    assert main([*base, "--metrics", "none"]) == 1  # the judge was all there was: nothing was judged
+    err = capsys.readouterr().err
+    assert "error: nothing to correlate: nothing was judged" in err and "Traceback" not in err
+
+
 def test_metaphor_correlate_with_an_a7_judge(serve, tmp_path: Path, capsys) -> None:
     import csv
 

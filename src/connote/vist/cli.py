@@ -392,7 +392,10 @@ def correlate_cmd(
                                               "connote report).")] = None,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
-    """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
+    """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating.
+
+    Exit status 1 when a judge judged nothing (every call failed or no answer could be read): its row is missing."""
+    from connote.commands.measures import unjudged_exit
     from connote.core.errors import InputError
     from connote.metrics.correlation import (
         correlate,
@@ -442,6 +445,7 @@ def correlate_cmd(
                                         only=set(human), bar=bar) if wanted else {}
         source = stories
     signatures: dict[str, str] = {}
+    unjudged: dict[str, str] = {}
     if story_metrics or judge:
         from connote.commands import measures
         from connote.vist.measures import story_metric_scores
@@ -466,10 +470,10 @@ def correlate_cmd(
                 items = [JudgeInput(pid, rated[a][1], rated[b][1], tuple(rated[a][0])) for pid, (a, b) in pairs.items()]
             else:
                 items = [JudgeInput(sid, text, None, tuple(photos)) for sid, (photos, text) in rated.items()]
-            per, sigs = measures.judge_scores(judge, items, rubric or ("pairwise" if prefs is not None else "share"),
-                                              ("story-pair",) if prefs is not None else ("story",), out=judge_out,
-                                              image_dir=images, temperature=temperature, seed=judge_seed,
-                                              progress=progress)
+            per, sigs, unjudged = measures.judge_scores(
+                judge, items, rubric or ("pairwise" if prefs is not None else "share"),
+                ("story-pair",) if prefs is not None else ("story",), out=judge_out, image_dir=images,
+                temperature=temperature, seed=judge_seed, progress=progress)
             signatures.update(sigs)
             for sid, row in per.items():
                 auto.setdefault(sid, {}).update(row)
@@ -478,6 +482,11 @@ def correlate_cmd(
         human, auto = pairwise_dataset(prefs, auto)
         agreement = pairwise_agreement(human, auto)
     if not set(human) & {i for i, row in auto.items() if row}:
+        if unjudged:  # the judges were all there was to correlate, or all that could have been
+            from connote.core.errors import ConnoteError
+
+            raise ConnoteError("nothing to correlate: nothing was judged (" + "; ".join(
+                f"{spec}: {why}" for spec, why in unjudged.items()) + ")")
         rated_in_sis = [s.id for s in vf.stories if s.id in human] if stories is not None else []
         if rated_in_sis:
             what = (f"{len(rated_in_sis)} rated stories are in the file, but none has another story on its "
@@ -508,8 +517,9 @@ def correlate_cmd(
     if as_json:
         extra = {k: v for k, v in (("paired", tests), ("pairwise_agreement", agreement),
                                    ("signatures", signatures)) if v}
-        _echo_json({"correlations": res, **extra} if extra else res)
-        return
+        _echo_json({"correlations": res, **extra, **({"unjudged": unjudged} if unjudged else {})}
+                   if extra or unjudged else res)
+        _exit(unjudged_exit(unjudged))
     coefficients = ("pearson", "spearman", "kendall")
     _echo_columns(["metric", "n", *(f"{c} (p)" for c in coefficients)],
                   [[m, str(r["n"]), *(f"{r[c]:.3f} ({r[c + '_p']:.3g})" for c in coefficients)]
@@ -534,6 +544,7 @@ def correlate_cmd(
         from connote.commands.measures import echo_signatures
 
         echo_signatures(signatures)
+    _exit(unjudged_exit(unjudged))
 
 
 # --------------------------------------------------------------------------- vist train
