@@ -92,6 +92,19 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
     return decode_utf8(read_bytes(path, what=what), path)[0]
 
 
+def text_lines(text: str, *, keepends: bool = False) -> list[str]:
+    """The lines of a text file as CSV and JSON Lines count them: broken at ``\\n``, ``\\r\\n`` and ``\\r`` only.
+
+    ``str.splitlines`` also breaks at U+2028, U+2029, U+0085, form feed and other separators, which may sit inside
+    a quoted CSV field or a JSON string (a caption copied from a web page): a valid file would then read as an
+    unbalanced quote or a cut line.
+    """
+    import io
+
+    lines = io.StringIO(text, newline="").readlines()
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
+
+
 class _DuplicateKeys(ValueError):
     def __init__(self, keys: list[str]) -> None:
         super().__init__(keys)

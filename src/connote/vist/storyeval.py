@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from connote.core.errors import InputError
+from connote.core.jsonio import text_lines
 
 GROOVIST, ROVIST_C, ROVIST_NR = "GROOViST", "RoViST-C", "RoViST-NR"
 STORY_METRICS = {"groovist": GROOVIST, "rovist_c": ROVIST_C, "rovist_nr": ROVIST_NR}
@@ -267,7 +268,7 @@ def read_concreteness(path: str | Path) -> dict[str, float]:
     """Concreteness ratings: ``Word;Conc.M`` (GROOViST's file) or Brysbaert et al.'s tab-separated table."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = text_lines(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the concreteness ratings ({exc})", path=path) from None
     if not lines:
