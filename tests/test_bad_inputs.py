@@ -245,6 +245,19 @@ CASES = [
     case(lambda t: ["story", "features", str(write(t, "sis.json", SIS_TRAIN)), "--images", str(t / "missing"),
                     "--out", str(t / "f.npz"), "--no-progress"],
          "missing: --images: photo folder not found", id="story-features-images-missing"),
+    # ---- messages that name their file (issue 39, item 16)
+    case(lambda t: ["metaphor", "score", str(write(t, "answers.jsonl", jsonl(
+        {"question_id": "v1", "video_id": "v1", "text": "the sea is as blue as ice", "true_caption": "x"}))),
+        "--refs", str(write(t, "empty.csv", "unique_id,annotator_1\n")), "--bootstrap", "0"],
+         "empty.csv: no references to score against: the caption table holds no caption", id="vmc-refs-empty"),
+    case(lambda t: ["metaphor", "caption", "--videos", str(write(t, "v.csv", "video_id,path\na,a\nb,b\na,c\n")),
+                    "--model", "nearest:x.csv?videos=.", "--out", str(t / "run"), "-q"],
+         "v.csv, line 4, column video_id: video_id 'a' occurs more than once (first on line 2)",
+         id="video-manifest-duplicate-id"),
+    case(lambda t: ["vist", "validate", str(write(t, "empty.json", ""))],
+         "empty.json, line 1, column 1: malformed JSON: Expecting value", id="vist-validate-empty-file"),
+    case(lambda t: score(t, "--config", str(write(t, "c.yaml", "hyp: [a.json, b.json]\n"))),
+         "c.yaml: key 'hyp': expected one value, got a list of 2", id="config-list-for-one-value"),
     # ---- VIST scoring: nothing scored is no METEOR 0.0000
     case(lambda t: vist_score(t, [(["x1", "x2"], "we went .")], [(["a", "b"], "we went home .")]),
          "sub.json: no story was scored (1 sequences: 1 missing", id="vist-score-nothing-scored"),
@@ -355,6 +368,25 @@ def test_vist_sequence_ids_stay_apart_when_photo_ids_hold_a_dash(tmp_path: Path,
     assert main([*argv, "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["n_items"] == 2 and res["n_scored"] == 2
+
+
+def test_a_gold_file_with_every_storylet_twice_says_duplicate(tmp_path: Path, capsys) -> None:
+    """Issue 39, item 16: every storylet listed twice made every gold story ten photos long, and the error blamed
+    the submission's photo sequences; the repeats are now left out, named as duplicates, and the stories scored."""
+    from connote.vist.data import read_official
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(tmp_path / "sample")
+    gold = json.loads(paths["test"].read_text())
+    gold["annotations"] = gold["annotations"] * 2
+    stories = {s.photo_ids: s for s in reversed(read_official(paths["test"]).stories)}  # one story a sequence
+    sub = {"output_stories": [{"album_id": s.album_id, "photo_sequence": list(s.photo_ids),
+                               "story_text_normalized": s.text} for s in stories.values()]}
+    argv = ["vist", "score", str(write(tmp_path, "sub.json", json.dumps(sub))), "--gold",
+            str(write(tmp_path, "gold.json", json.dumps(gold))), "--n-boot", "0", "--json"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["n_scored"] == len(stories) and "duplicate storylet" in err
 
 
 def test_a_story_that_is_a_number_is_malformed_not_scored(tmp_path: Path, capsys) -> None:

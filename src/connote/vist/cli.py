@@ -100,6 +100,11 @@ def validate_cmd(
     report = validate_submission(submission, template)
     if as_json:
         _echo_json(report.to_dict())
+    elif report.malformed:  # bad input: the one "error:" line every command gives it (exit 2)
+        from connote.core.errors import InputError
+
+        m = report.malformed
+        raise InputError(f"malformed JSON: {m['message']}", path=submission, line=m["line"], column=m["column"])
     else:
         stream = sys.stderr if report.malformed else sys.stdout
         for line in report.lines(limit=show):
@@ -168,6 +173,10 @@ def score_cmd(
         _require_sequences(sub)
         require_unique_sequences(sub)
     g = read_gold(gold)
+    if g.problems:  # the gold's own problems are said, never left for the submission to be blamed for
+        first = g.problems[0]
+        print(f"note: {gold}: {len(g.problems)} problem(s) in the gold (first: {first.item}: {first.message}); "
+              f"connote vist info {gold} lists them", file=sys.stderr)
     tpl = read_submission(template) if template else None
     other_sub = None
     run_b = None

@@ -429,6 +429,7 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
         album.photo_ids = order_photos(album_photos.get(aid, []), images)
 
     storylets: list[Storylet] = []
+    seen_storylets: dict[tuple[str, str], int] = {}
     for i, item in enumerate(obj.get("annotations") or []):
         ann = item[0] if isinstance(item, list) and item else item
         if not isinstance(ann, Mapping):
@@ -443,6 +444,13 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
             problems.append(Problem(p, f"annotations[{i}]",
                                     f"'text' is a JSON {_json_type(raw_text)}, expected a string; read as empty"))
             raw_text = ""
+        sid, slid = _str(ann.get("story_id")), _str(ann.get("storylet_id"))
+        if sid is not None and slid is not None and tier != "dii":
+            first = seen_storylets.setdefault((sid, slid), i)
+            if first != i:  # the same storylet listed again: a story would read ten photos, not five
+                problems.append(Problem(p, f"annotations[{i}]", f"duplicate storylet {slid} of story {sid} (first "
+                                        f"at annotations[{first}]); the repeat is left out"))
+                continue
         storylets.append(Storylet(
             story_id=_str(ann.get("story_id")), storylet_id=_str(ann.get("storylet_id")),
             album_id=aid, photo_id=pid, text=_text(raw_text),

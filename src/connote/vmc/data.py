@@ -79,7 +79,11 @@ def read_caption_table(path: str | Path) -> dict[str, list[str]]:
     path = Path(path)
     if not path.exists():
         raise InputError("caption table not found", path=path)
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+    import io
+
+    from connote.core.jsonio import read_text
+
+    with io.StringIO(read_text(path, what="caption table"), newline="") as fh:  # strict UTF-8, file and line named
         reader = csv.DictReader(fh)
         header = [h.strip() for h in reader.fieldnames or []]
         if "unique_id" not in header:
@@ -213,12 +217,18 @@ def read_video_list(spec: str | Path) -> list[tuple[str, Path]]:
         if col not in header:
             raise InputError(f"missing column {col}; a manifest has video_id, path", path=spec, line=1)
     videos = []
+    first_line: dict[str, int] = {}
     for r in reader:
         if not (r.get("video_id") or "").strip():
             continue
         if not isinstance(r.get("path"), str) or not r["path"].strip():
             raise InputError("no path for this video", path=spec, line=reader.line_num, column="path")
-        videos.append((r["video_id"].strip(), base / r["path"].strip()))
+        video_id = r["video_id"].strip()
+        if video_id in first_line:
+            raise InputError(f"video_id {video_id!r} occurs more than once (first on line {first_line[video_id]}); "
+                             "ids must be unique", path=spec, line=reader.line_num, column="video_id")
+        first_line[video_id] = reader.line_num
+        videos.append((video_id, base / r["path"].strip()))
     return videos
 
 
