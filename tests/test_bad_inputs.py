@@ -501,20 +501,33 @@ def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, t
 # ---- a damaged store and a full disk: one line naming the store and what to do, nothing committed lost
 
 
-def test_a_stored_row_that_is_not_json_says_the_store_is_damaged(tmp_path: Path, constant_model, capsys) -> None:
+@pytest.mark.parametrize("data", ["not json", "[1, 2]", '{"p_match": 0.5'])
+def test_a_damaged_stored_row_is_set_aside_and_computed_again(data: str, tmp_path: Path, constant_model,
+                                                              capsys) -> None:
+    """Issue 39, item 17: one stored row that is not a JSON object used to stop the whole run (exit 2, "move the
+    store aside"); it is now moved into the store's ``set_aside`` table (kept), its item computed again, the
+    others resumed, and the run says so."""
     import sqlite3
 
     argv = probe_images(tmp_path, constant_model, tmp_path / "ok.png")
     assert main(argv) == 0
-    con = sqlite3.connect(tmp_path / "run" / "store.sqlite")
-    con.execute("UPDATE items SET data = 'not json' WHERE item_id = 'a'")
+    store = tmp_path / "run" / "store.sqlite"
+    con = sqlite3.connect(store)
+    con.execute("UPDATE items SET data = ? WHERE item_id = 'a'", (data,))
     con.commit()
     con.close()
     capsys.readouterr()
-    assert main(argv) == 2
+    assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "store.sqlite: the run store is damaged (JSONDecodeError" in err and "Traceback" not in err
-    assert "mv " in err and "store.sqlite.bad" in err
+    assert f"note: {store}: 1 damaged row(s) set aside (table set_aside) and computed again (a: " in err
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert (results["n_resumed"], results["n_computed_this_run"], results["n_set_aside"]) == (1, 1, 1)
+    rows = {r["item_id"]: r for r in map(json.loads, (tmp_path / "run" / "items.jsonl").read_text().splitlines())}
+    assert rows["a"]["p_match"] == 0.5 and rows["a"]["error"] is None
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT item_id, data FROM set_aside").fetchall() == [("a", data)]
+    con.close()
+    assert main(argv) == 0 and "set aside" not in capsys.readouterr().err  # and it stays computed
 
 
 def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) -> None:
