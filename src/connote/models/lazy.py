@@ -107,6 +107,22 @@ def _unresolved_device(factory: Callable[..., Any], options: dict[str, Any]) -> 
     return False
 
 
+def _constructor_defaults(factory: Any) -> dict[str, str]:
+    """The text defaults of a backend's constructor options (a default hub id: ALBEF's ``tokenizer``)."""
+    from connote.models.registry import _constructor_functions
+
+    found: dict[str, str] = {}
+    for func in _constructor_functions(factory):
+        try:
+            params = inspect.signature(func).parameters
+        except (TypeError, ValueError):
+            continue
+        for name, p in params.items():
+            if isinstance(p.default, str) and p.default:
+                found.setdefault(name, p.default)
+    return found
+
+
 def model_identity(spec: Any) -> str | None:
     """The hash a built model's description is remembered under (module docstring), or None when it cannot
     be known without building: a service's model name (``openai``, ALBEF's checkpoint names), a hub id whose
@@ -126,7 +142,8 @@ def spec_identity(spec: Any) -> tuple[str | None, Sources]:
         return None, Sources(unknown="a service's model name")
     weights = parsed.weights
     local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(weights or ""))
-    sources = spec_sources(backend, weights, options, local_weights=local)
+    sources = spec_sources(backend, weights, options, local_weights=local,
+                           defaults=_constructor_defaults(backend.factory()))
     if sources.unknown is not None:
         return None, sources
     ident: dict[str, Any] = {"backend": parsed.backend, "factory": _target_identity(backend.target),

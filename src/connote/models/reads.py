@@ -20,7 +20,6 @@ anything listed means the model has no identity and is built on every run.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import re
 from dataclasses import dataclass, field
@@ -146,22 +145,6 @@ class Sources:
         return missing
 
 
-def _constructor_defaults(factory: Any) -> dict[str, str]:
-    """The text defaults of a backend's constructor options (a default hub id: ALBEF's ``tokenizer``)."""
-    from connote.models.registry import _constructor_functions
-
-    found: dict[str, str] = {}
-    for func in _constructor_functions(factory):
-        try:
-            params = inspect.signature(func).parameters
-        except (TypeError, ValueError):
-            continue
-        for name, p in params.items():
-            if isinstance(p.default, str) and p.default:
-                found.setdefault(name, p.default)
-    return found
-
-
 def _declared_sources(factory: Any, weights: str | None, options: dict[str, Any]) -> dict[str, str]:
     """What the backend declares it reads beyond its spec: ``identity_sources(weights, options)`` on its class
     (or its factory function), a mapping of names to local paths or hub ids."""
@@ -191,17 +174,19 @@ def _add_hub(sources: Sources, name: str, repo_id: str, revision: str | None, *,
     sources.hubs[name] = {"id": repo_id, "revision": revision, "commit": commit}
 
 
-def spec_sources(backend: Any, weights: str | None, options: dict[str, Any], *, local_weights: bool) -> Sources:
+def spec_sources(backend: Any, weights: str | None, options: dict[str, Any], *, local_weights: bool,
+                 defaults: dict[str, str] | None = None) -> Sources:
     """Everything building ``backend`` with ``weights`` and ``options`` reads, found without building it
-    (module docstring): named local paths by content, named hub ids (options and constructor defaults, each with
-    its ``NAME_revision`` option, the weights with ``revision``) by cached commit, declared extra sources."""
+    (module docstring): named local paths by content, named hub ids (options and the constructor's text
+    ``defaults``, each with its ``NAME_revision`` option, the weights with ``revision``) by cached commit, declared
+    extra sources."""
     sources = Sources()
     for name, path in named_paths(weights, options, local_weights=local_weights).items():
         sources.add_path(name, path)
     if weights and backend.weights == "hf" and not local_weights:
         _add_hub(sources, "weights", weights, options.get("revision"), required=True)
     factory = backend.factory()
-    values = {**_constructor_defaults(factory), **{k: v for k, v in options.items() if isinstance(v, str)}}
+    values = {**(defaults or {}), **{k: v for k, v in options.items() if isinstance(v, str)}}
     for name, value in sorted(values.items()):
         if (name in WRITTEN_OPTIONS or name in sources.reads or name == "revision" or name.endswith("_revision")
                 or not _HUB_ID.match(value.strip())):
