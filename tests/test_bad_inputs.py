@@ -211,6 +211,15 @@ CASES = [
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a cat", "a": "a dog"}')),
                     "--ref", str(write(t, "r.json", '{"a": ["a cat"]}'))],
          "h.json: duplicate key(s) 'a' in one JSON object", id="score-duplicate-keys"),
+    # ---- suite readers: one JSON reader for every input (issue 39, item 5): the last value silently won before
+    case(lambda t: ["suite", "run", "sugarcrepe", "--data", str(write(t, "add_obj.json", (
+        '{\n "0": {"filename": "x.jpg", "caption": "a dog", "caption": "a cat", "negative_caption": "a cow"}\n}'))),
+        "--out", str(t / "run"), "--no-progress"],
+         "add_obj.json, line 2: duplicate key(s) 'caption' in one JSON object", id="suite-duplicate-nested-key"),
+    case(lambda t: ["suite", "run", "valse", "--data", str(write(t, "existence.json", (
+        '{"a": {"image_file": "x.jpg", "caption": "c", "foil": "f"},\n'
+        ' "a": {"image_file": "y.jpg", "caption": "d", "foil": "g"}}'))), "--out", str(t / "run"), "--no-progress"],
+         "existence.json, line 2: duplicate key(s) 'a' in one JSON object", id="suite-duplicate-top-level-key"),
     # ---- CIDEr document frequencies of --df-corpus
     case(lambda t: score(t, "--df-corpus", str(saved_df(t, 2, float("nan")))),
          "df.json: document frequency of 'a' is nan", id="score-df-corpus-nan"),
@@ -218,6 +227,37 @@ CASES = [
          "df.json: document frequency of 'a' is -3.0", id="score-df-corpus-negative"),
     case(lambda t: score(t, "--df-corpus", str(saved_df(t, float("nan"), 1))),
          "df.json: n_documents must be a whole number >= 1, got nan", id="score-df-corpus-nan-documents"),
+    case(lambda t: score(t, "--metrics", "cider", "--df-corpus",
+                         str(write(t, "df.json", '{"df": {"a": NaN}, "n_docs": -3}'))),
+         'df.json: expected the saved frequencies {"n_documents": N, "df": [[ngram, n, count], ...]}, got df, n_docs',
+         id="score-df-corpus-another-layout"),
+    case(lambda t: score(t, "--metrics", "cider", "--df-corpus", str(write(t, "df.json", '{"a": ["x"], "b": 3}'))),
+         "df.json: id 'b': expected a reference text or a list of them, got 3", id="score-df-corpus-bad-reference"),
+    # ---- a text that is not text (issue 39, item 13): named with its file and id
+    case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a \\ud800 cat"}')),
+                    "--ref", str(write(t, "r.json", '{"a": ["a cat"]}')), "--metrics", "meteor"],
+         "h.json: id 'a': the hypothesis holds a lone surrogate (U+D800 at character 3)", id="score-lone-surrogate"),
+    # ---- numbers and folders out of range (issue 39, item 15): exit 2 at once
+    case(lambda t: score(t, "--metrics", "bleu", "--jobs", "-3"), "--jobs (option n_jobs): '-3': must be",
+         id="score-jobs-negative"),
+    case(lambda t: [*vist_score(t, [(["a", "b"], "we went .")], [(["a", "b"], "we went home .")]), "--n-boot", "-5"],
+         "--n-boot must be at least 0, got -5", id="vist-score-n-boot-negative"),
+    case(lambda t: ["story", "features", str(write(t, "sis.json", SIS_TRAIN)), "--images", str(t / "missing"),
+                    "--out", str(t / "f.npz"), "--no-progress"],
+         "missing: --images: photo folder not found", id="story-features-images-missing"),
+    # ---- messages that name their file (issue 39, item 16)
+    case(lambda t: ["metaphor", "score", str(write(t, "answers.jsonl", jsonl(
+        {"question_id": "v1", "video_id": "v1", "text": "the sea is as blue as ice", "true_caption": "x"}))),
+        "--refs", str(write(t, "empty.csv", "unique_id,annotator_1\n")), "--bootstrap", "0"],
+         "empty.csv: no references to score against: the caption table holds no caption", id="vmc-refs-empty"),
+    case(lambda t: ["metaphor", "caption", "--videos", str(write(t, "v.csv", "video_id,path\na,a\nb,b\na,c\n")),
+                    "--model", "nearest:x.csv?videos=.", "--out", str(t / "run"), "-q"],
+         "v.csv, line 4, column video_id: video_id 'a' occurs more than once (first on line 2)",
+         id="video-manifest-duplicate-id"),
+    case(lambda t: ["vist", "validate", str(write(t, "empty.json", ""))],
+         "empty.json, line 1, column 1: malformed JSON: Expecting value", id="vist-validate-empty-file"),
+    case(lambda t: score(t, "--config", str(write(t, "c.yaml", "hyp: [a.json, b.json]\n"))),
+         "c.yaml: key 'hyp': expected one value, got a list of 2", id="config-list-for-one-value"),
     # ---- VIST scoring: nothing scored is no METEOR 0.0000
     case(lambda t: vist_score(t, [(["x1", "x2"], "we went .")], [(["a", "b"], "we went home .")]),
          "sub.json: no story was scored (1 sequences: 1 missing", id="vist-score-nothing-scored"),
@@ -328,6 +368,25 @@ def test_vist_sequence_ids_stay_apart_when_photo_ids_hold_a_dash(tmp_path: Path,
     assert main([*argv, "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["n_items"] == 2 and res["n_scored"] == 2
+
+
+def test_a_gold_file_with_every_storylet_twice_says_duplicate(tmp_path: Path, capsys) -> None:
+    """Issue 39, item 16: every storylet listed twice made every gold story ten photos long, and the error blamed
+    the submission's photo sequences; the repeats are now left out, named as duplicates, and the stories scored."""
+    from connote.vist.data import read_official
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(tmp_path / "sample")
+    gold = json.loads(paths["test"].read_text())
+    gold["annotations"] = gold["annotations"] * 2
+    stories = {s.photo_ids: s for s in reversed(read_official(paths["test"]).stories)}  # one story a sequence
+    sub = {"output_stories": [{"album_id": s.album_id, "photo_sequence": list(s.photo_ids),
+                               "story_text_normalized": s.text} for s in stories.values()]}
+    argv = ["vist", "score", str(write(tmp_path, "sub.json", json.dumps(sub))), "--gold",
+            str(write(tmp_path, "gold.json", json.dumps(gold))), "--n-boot", "0", "--json"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["n_scored"] == len(stories) and "duplicate storylet" in err
 
 
 def test_a_story_that_is_a_number_is_malformed_not_scored(tmp_path: Path, capsys) -> None:
@@ -442,20 +501,33 @@ def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, t
 # ---- a damaged store and a full disk: one line naming the store and what to do, nothing committed lost
 
 
-def test_a_stored_row_that_is_not_json_says_the_store_is_damaged(tmp_path: Path, constant_model, capsys) -> None:
+@pytest.mark.parametrize("data", ["not json", "[1, 2]", '{"p_match": 0.5'])
+def test_a_damaged_stored_row_is_set_aside_and_computed_again(data: str, tmp_path: Path, constant_model,
+                                                              capsys) -> None:
+    """Issue 39, item 17: one stored row that is not a JSON object used to stop the whole run (exit 2, "move the
+    store aside"); it is now moved into the store's ``set_aside`` table (kept), its item computed again, the
+    others resumed, and the run says so."""
     import sqlite3
 
     argv = probe_images(tmp_path, constant_model, tmp_path / "ok.png")
     assert main(argv) == 0
-    con = sqlite3.connect(tmp_path / "run" / "store.sqlite")
-    con.execute("UPDATE items SET data = 'not json' WHERE item_id = 'a'")
+    store = tmp_path / "run" / "store.sqlite"
+    con = sqlite3.connect(store)
+    con.execute("UPDATE items SET data = ? WHERE item_id = 'a'", (data,))
     con.commit()
     con.close()
     capsys.readouterr()
-    assert main(argv) == 2
+    assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "store.sqlite: the run store is damaged (JSONDecodeError" in err and "Traceback" not in err
-    assert "mv " in err and "store.sqlite.bad" in err
+    assert f"note: {store}: 1 damaged row(s) set aside (table set_aside) and computed again (a: " in err
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert (results["n_resumed"], results["n_computed_this_run"], results["n_set_aside"]) == (1, 1, 1)
+    rows = {r["item_id"]: r for r in map(json.loads, (tmp_path / "run" / "items.jsonl").read_text().splitlines())}
+    assert rows["a"]["p_match"] == 0.5 and rows["a"]["error"] is None
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT item_id, data FROM set_aside").fetchall() == [("a", data)]
+    con.close()
+    assert main(argv) == 0 and "set aside" not in capsys.readouterr().err  # and it stays computed
 
 
 def test_a_full_disk_is_one_line_and_keeps_what_was_committed(tmp_path: Path) -> None:

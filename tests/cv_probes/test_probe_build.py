@@ -466,6 +466,44 @@ def test_bad_items_are_recorded_and_the_run_goes_on(inputs, tmp_path):
     assert summary["validation_study"] is None
 
 
+def test_a_pool_folder_with_a_link_loop_is_read_through_its_links(inputs, tmp_path):
+    """Issue 39, item 7: a link back to the pool (and a link to itself) used to stop the build with ``RuntimeError:
+    Symlink loop``; the pool is read through its links, each folder once, and a broken link is no image."""
+    from connote.cv_probes.build import read_pool
+
+    pool = tmp_path / "pool"
+    (pool / "real").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(pool / "real" / "a.jpg")
+    (pool / "loop").symlink_to(pool)
+    (pool / "self.jpg").symlink_to(pool / "self.jpg")
+    (pool / "linked").symlink_to(inputs["pool"])  # another folder of images, reached through a link
+    refs = sorted(Path(p.where).relative_to(pool).as_posix() for p in read_pool(pool))
+    assert "real/a.jpg" in refs and not any(r.startswith("loop/") for r in refs) and "self.jpg" not in refs
+    assert len(refs) == 1 + len([p for p in read_pool(inputs["pool"])])
+    looped = tmp_path / "looped"
+    looped.mkdir()
+    (looped / "loop").symlink_to(looped)
+    (looped / "self.jpg").symlink_to(looped / "self.jpg")
+    out = tmp_path / "run"
+    assert build(str(inputs["verbs"]), "--pool", str(looped), "--out", str(out), "--quiet") == 0
+    assert json.loads((out / "summary.json").read_text())["pool"]["images"] == 0
+
+
+def test_a_template_slot_that_is_not_a_role_is_refused_naming_it(tmp_path):
+    """Issue 39, item 6: ``{0.__class__.__mro__}`` is no slot: it used to stay in the caption verbatim (and reach
+    candidates.csv); the entry is now refused with its problem, naming the slot, and the other entries built."""
+    verbs = tmp_path / "v.csv"
+    verbs.write_text("verb,roles,templates\n"
+                     "pray,agent=man;place=church,{0.__class__.__mro__} {verb} in {place}\n"
+                     "beg,agent=man,{agent} {verb} for {food|\n"
+                     "cook,agent=woman,{agent} {verb}\n")
+    entries = {e.verb: e for e in read_verb_list(verbs)}
+    assert "slot '{0.__class__.__mro__}', which is not a role name" in entries["pray"].error
+    assert f"{verbs}:2: verb 'pray'" in entries["pray"].error
+    assert "slot '{'" in entries["beg"].error
+    assert entries["cook"].error is None and template_captions(entries["cook"]) == ["A woman cooks."]
+
+
 @pytest.mark.parametrize("case", ["no verb column", "missing pool", "pool table without image column", "gruen",
                                   "no pool with a verb list", "bad role", "bad threshold"])
 def test_input_errors_exit_2_without_traceback(case, inputs, tmp_path, capsys):

@@ -25,6 +25,28 @@ def test_well_formed_quotes_are_read(tmp_path: Path) -> None:
     assert a.caption == 'a man, begging "hard"' and (a.line, b.line) == (2, 3) and b.label == 0
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\f", "\v", "\x1c"])
+def test_a_unicode_line_separator_inside_a_quoted_caption_is_text(separator: str, tmp_path: Path) -> None:
+    """Issue 39, item 14: U+2028, U+0085, a form feed ... are no line breaks in CSV (only \\n, \\r\\n, \\r are);
+    ``str.splitlines`` broke at them, so a valid manifest was refused as an unbalanced quote."""
+    caption = f"a man begs{separator}on the street"
+    path = _csv(tmp_path, f'a,/x.png,SG,"{caption}",SG,1', "b,/x.png,PG,a dog,SG,")
+    a, b = read_probe_manifest(path)
+    assert a.caption == caption and (a.line, b.line) == (2, 3)
+
+
+def test_other_csv_readers_keep_them_in_the_text(tmp_path: Path) -> None:
+    """The suite readers went through the same split: the separator silently vanished from the sentence."""
+    from connote.suites.svo.data import read_svo
+
+    path = tmp_path / "svo_probes.csv"
+    path.write_text("sentence,pos_triplet,neg_triplet,subj_neg,verb_neg,obj_neg,pos_image_id,neg_image_id\n"
+                    '"A man\u2028rides a horse.","man,ride,horse","man,ride,dog",False,False,True,1,2\n',
+                    encoding="utf-8")
+    (item,) = read_svo(path)
+    assert item.captions == ["A man\u2028rides a horse."]
+
+
 def test_unbalanced_quote_does_not_swallow_the_next_row(tmp_path: Path) -> None:
     path = _csv(tmp_path, 'a,/x.png,SG,"a man begs,SG,1', "b,/x.png,SG,a dog runs,SG,1", "c,/x.png,SG,c,SG,1")
     with pytest.raises(InputError) as info:

@@ -462,3 +462,23 @@ def test_the_fingerprint_covers_the_checkpoint_and_features_bytes(albef, lxmert,
     second = load_model(spec).describe()
     assert first["features"]["files"]["f.tsv"] != second["features"]["files"]["f.tsv"]
     assert "config.json" in first["files"]  # the local model folder's files are hashed too
+
+
+def test_npz_features_that_are_links_outside_the_folder_are_read_and_fingerprinted(lxmert, tmp_path) -> None:
+    """Issue 39, item 8: a features folder whose ``.npz`` files are links to files elsewhere (a shared store of
+    extracted features) stopped with ``ValueError: ... is not in the subpath``; they are read through the links,
+    named by their names in the folder, and a change behind a link changes the fingerprint."""
+    store = tiny_models.write_region_npz(tmp_path / "store", tiny_models.region_features(["p0", "p1"], regions=4))
+    folder = tmp_path / "features"
+    folder.mkdir()
+    for name in ("p0.npz", "p1.npz"):
+        (folder / name).symlink_to(store / name)
+    spec = f"hf-lxmert:{lxmert['folder']}?features={folder}"
+    model = load_model(spec)
+    first = model.describe()["features"]
+    assert sorted(first["files"]) == ["p0.npz", "p1.npz"]
+    images = [load_image(p) for p in lxmert["images"][:2]]
+    assert all(0.0 <= p <= 1.0 for p in model.match_probability(images, CAPTIONS[:1], [(0, 0), (1, 0)]))
+    f, b = tiny_models.region_features(["p0"], regions=4)["p0"][:2]
+    np.savez(store / "p0.npz", x=f + 1.0, bbox=b)  # rewritten behind the link
+    assert load_model(spec).describe()["features"]["files"]["p0.npz"] != first["files"]["p0.npz"]

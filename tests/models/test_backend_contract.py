@@ -118,9 +118,15 @@ def _git_llava(root: Path, fx: Fixtures, url: str) -> str:
 
 
 def _openai_batch(root: Path, fx: Fixtures, url: str) -> str:
-    """A Batch API output file answering the synth requests of ``fx.synth_captions`` (one in the template)."""
-    lines = [{"id": f"batch_req_{cid}", "custom_id": cid, "error": None, "response": {"status_code": 200, "body": {
-        "choices": [{"message": {"role": "assistant", "content": text}}]}}}
+    """A Batch API output file answering the synth requests of ``fx.synth_captions`` (one in the template), by the
+    custom_ids ``vmc synth --write-batch`` gives them (the row id and the digest of its request)."""
+    from connote.models.openai_batch import batch_custom_id, request_digest
+    from connote.vmc.synth import SYNTH_PROMPT, synth_prompt
+
+    captions = {"c0": "a man sits on the street", "c1": "a dog holds a cup"}
+    lines = [{"id": f"batch_req_{cid}", "error": None, "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"role": "assistant", "content": text}}]}},
+        "custom_id": batch_custom_id(cid, request_digest(synth_prompt(captions[cid], SYNTH_PROMPT), 4, 0.0, None))}
         for cid, text in (("c1", "a dog with a cup"), ("c0", "the man is as still as a stone"))]
     path = root / "batch-output.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))

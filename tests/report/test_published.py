@@ -121,6 +121,18 @@ def test_reproduce_reads_runs(runs, capsys) -> None:  # noqa: ANN001
     assert main(["reproduce", "vmc/table1", str(runs["original"])]) == 2  # a probe run is not a VMC run
 
 
+def test_reproduce_says_why_a_run_of_another_setting_is_not_compared(runs, capsys) -> None:  # noqa: ANN001
+    """Issue 39, item 11: Table 4 is on the simplified captions; an original-captions run used to be dropped without
+    a word (exit 0, the published rows alone). Alone it is refused with why; beside a simplified run it is named."""
+    assert main(["reproduce", "cv-probes/table4", str(runs["original"])]) == 2
+    err = capsys.readouterr().err
+    assert "no run to compare with cv-probes/table4" in err and "its captions are the original ones" in err
+    assert main(["reproduce", "cv-probes/table4", str(runs["original"]), str(runs["simplified"]), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["runs"]) == 1
+    assert "is not compared with cv-probes/table4: its captions are the original ones" in captured.err
+
+
 def test_reproduce_scores_an_arel_format_prediction_file(arel_format_files, tmp_path: Path, capsys) -> None:
     """A file in AREL's prediction layout against gold from the same albums: measured | published | difference.
 

@@ -1,5 +1,5 @@
 """The run folder is locked and the spec checked before anything is written or loaded (issue 22, item 5): probe,
-explain, story generate and metaphor caption."""
+explain, story generate, metaphor caption, and the probe suites' run and explain (issue 39, item 12)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from connote.cli import main
 
 COMMANDS = {"probe": ["probe", "--quiet"], "explain": ["explain", "--quiet"],
             "story generate": ["story", "generate", "--no-progress"],
-            "metaphor caption": ["metaphor", "caption", "--quiet"]}
+            "metaphor caption": ["metaphor", "caption", "--quiet"],
+            # issue 39, item 12: the probe suites' runs lock their folder the same way
+            "suite run": ["suite", "run", "sugarcrepe", "--no-progress"],
+            "suite explain": ["suite", "explain", "valse", "--no-progress"]}
 
 
 def _fail_if_called(*args, **kwargs):

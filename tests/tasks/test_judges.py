@@ -86,7 +86,7 @@ def test_cache_hits_prompt_invalidation_and_parse_failures(serve, tmp_path: Path
     assert summary["computed"] == 1
     assert server.requests[-1]["body"]["temperature"] == 0.7 and server.requests[-1]["body"]["seed"] == 3
     assert "temperature:0.7|seed:3" in summary["signatures"]["share"]
-    assert f"rubric:share@v1#{SHARE.prompt_sha()}" in summary["signatures"]["share"]
+    assert f"rubric:share@v{SHARE.version}#{SHARE.prompt_sha()}" in summary["signatures"]["share"]
 
 
 def test_429_storm_is_retried_within_the_deadline(serve, tmp_path: Path) -> None:
@@ -113,6 +113,25 @@ def test_a_storm_past_the_retries_is_an_item_error_retried_on_rerun(serve, tmp_p
     scores, summary = run_judges(load_model(spec(server, max_retries="2")), items()[:2], [SHARE], out,
                                  progress=False)
     assert summary["computed"] == 2 and len(server.requests) == n + 2 and scores["s2"]["share[openai:judge-model]"] == 2
+
+
+RATINGS = {"4": 4, "**4**": 4, "4.": 4, "4 - agree": 4, "4 (agree)": 4, "Rating: 2": 2, "Score: 4": 4,
+           "On a scale of 1-5, I would rate this story a 4.": 4, "I'd give it 3 out of 5.": 3, "Rating: 4/5": 4,
+           "My answer is 5": 5, "I would rate it a 2 on a scale of 1 to 5": 2}
+NOT_RATINGS = ("5 5 5 we went to the park .",  # a judge echoing a story that begins with numbers
+               "5 friends went to the beach .", "On a scale of 1-5 this is good.", "I would rather not rate this.",
+               "rating: 2 or maybe rating: 4", "3.5", "6")
+
+
+def test_the_share_rating_is_the_one_that_answers_the_question() -> None:
+    """Issue 39, item 3: not the first integer anywhere (the scale's 1, an echoed story's 5), but the rating in the
+    answer format the rubric asks for; anything else is a parse error, never a score."""
+    from connote.tasks.judge import ParseError
+
+    assert {a: parse_share(a)["share"] for a in RATINGS} == RATINGS
+    for answer in NOT_RATINGS:
+        with pytest.raises(ParseError):
+            parse_share(answer)
 
 
 def test_parsers() -> None:
@@ -160,6 +179,24 @@ def test_vist_correlate_with_a_judge_and_pairwise_preferences(serve, tmp_path: P
     out = capsys.readouterr().out
     assert "pairwise preferences" in out and "prefer_a[openai:judge-model]" in out and "RoViST-NR" in out
     assert len(server.requests) == 9  # three pairs, asked once each
+
+
+@pytest.mark.slow
+def test_a_judge_that_judged_nothing_is_said_and_is_not_exit_0(serve, tmp_path: Path, capsys) -> None:
+    """Issue 39, item 10: every judge call fails (the server answers 500): the judge's row used to vanish with exit
+    0; now the command says n = 0 and why, and exits 1 (with other metrics beside it) or says nothing was judged."""
+    paths = write_sample_vist(tmp_path / "sample")
+    server = serve([status(500)])
+    base = ["vist", "correlate", str(paths["ratings"]), "--stories", str(paths["test"]), "--judge",
+            spec(server, max_retries="0"), "--judge-out", str(tmp_path / "judges"), "--n-boot", "0", "--no-progress"]
+    assert main([*base, "--metrics", "smoothed_bleu", "--json"]) == 1
+    captured = capsys.readouterr()
+    res = json.loads(captured.out)
+    assert set(res["correlations"]) == {"smoothed-BLEU"} and "n = 0: none of 6 judgement(s)" in captured.err
+    assert "HTTP 500" in res["unjudged"][spec(server, max_retries="0")] and "no row in the correlations" in captured.err
+    assert main([*base, "--metrics", "none"]) == 1  # the judge was all there was: nothing was judged
+    err = capsys.readouterr().err
+    assert "error: nothing to correlate: nothing was judged" in err and "Traceback" not in err
 
 
 def test_metaphor_correlate_with_an_a7_judge(serve, tmp_path: Path, capsys) -> None:

@@ -56,7 +56,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys) -> None:
     assert main(["vist", "validate", str(good), "--template", str(tpl)]) == 0
     assert main(["vist", "validate", str(bad), "--template", str(tpl)]) == 2
     err = capsys.readouterr().err
-    assert "bad.json:2:20: malformed JSON" in err
+    assert f"error: {bad}, line 2, column 20: malformed JSON" in err
     assert main(["vist", "validate", str(good), "--template", str(bad)]) == 2  # bad template: input error
 
 
@@ -105,7 +105,7 @@ def test_real_wrong(vist_dir: Path, capsys) -> None:
     assert r.exit_status == 2
     assert r.malformed == {"line": 17, "column": 7, "message": "Expecting ',' delimiter"}
     assert main(["vist", "validate", str(sub), "--template", str(tpl)]) == 2
-    assert ":17:7: malformed JSON: Expecting ',' delimiter" in capsys.readouterr().err
+    assert ", line 17, column 7: malformed JSON: Expecting ',' delimiter" in capsys.readouterr().err
 
 
 def test_non_utf8_and_non_ascii(tmp_path: Path) -> None:

@@ -39,6 +39,13 @@ def write_table(folder: Path) -> tuple[Path, Path]:
     return table, images
 
 
+def cid(row_id: str, prompt: str = SYNTH_PROMPT, max_tokens: int = 64) -> str:
+    """The custom_id ``--write-batch`` gives a row of ``ROWS`` (its id and the digest of its request)."""
+    from connote.models.openai_batch import batch_custom_id, request_digest
+
+    return batch_custom_id(row_id, request_digest(synth_prompt(ROWS[row_id][1], prompt), max_tokens, 0.0, None))
+
+
 def ok(custom_id: str, content: str | None, model: str = "gpt-3.5-turbo-0125") -> dict:
     return {"id": f"batch_req_{custom_id}", "custom_id": custom_id, "error": None,
             "response": {"status_code": 200, "request_id": "req", "body": {
@@ -54,12 +61,12 @@ def write_lines(path: Path, lines: list) -> Path:
 
 #: the output of a batch of r1..r5: r1, r2 in the template, r3 not, r4 failed (429 in the response), r5 missing
 OUTPUT = [
-    ok("r3", "A red bus parked on the street."),
-    ok("r1", "The clock is as punctual as a train."),
-    {"id": "batch_req_r4", "custom_id": "r4", "error": None,
+    ok(cid("r3"), "A red bus parked on the street."),
+    ok(cid("r1"), "The clock is as punctual as a train."),
+    {"id": "batch_req_r4", "custom_id": cid("r4"), "error": None,
      "response": {"status_code": 429, "request_id": "req", "body": {"error": {
          "message": "Rate limit reached for gpt-3.5-turbo", "type": "requests", "code": "rate_limit_exceeded"}}}},
-    ok("r2", "Output: the bicycle is as swift as the wind"),
+    ok(cid("r2"), "Output: the bicycle is as swift as the wind"),
 ]
 
 
@@ -76,12 +83,12 @@ def test_write_batch_writes_one_request_per_sendable_row(tmp_path: Path, capsys:
     assert summary == {"requests": 5, "files": [str(requests)], "model": "gpt-3.5-turbo", "left_out": 1,
                        "left_out_by_reason": {"image not found": 1}}
     lines = [json.loads(x) for x in requests.read_text().splitlines()]
-    assert lines[0] == {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions", "body": {
+    assert lines[0] == {"custom_id": cid("r1"), "method": "POST", "url": "/v1/chat/completions", "body": {
         "model": "gpt-3.5-turbo", "messages": [{"role": "user", "content": (
             "Convert the following image caption to a metaphoric image caption in the following format <primary "
             "concept> is as <property> as <secondary concept>. Input: A clock on a tower.")}],
         "max_tokens": 64, "temperature": 0.0}}
-    assert [x["custom_id"] for x in lines] == ["r1", "r2", "r3", "r4", "r5"]  # r6's image is not in the folder
+    assert [x["custom_id"] for x in lines] == [cid(f"r{k}") for k in range(1, 6)]  # r6's image is not in the folder
     assert [x["body"]["messages"][0]["content"] for x in lines] == [synth_prompt(ROWS[f"r{k}"][1])
                                                                     for k in range(1, 6)]
     assert not (tmp_path / "run" / "store.sqlite").exists()  # nothing is run
@@ -95,7 +102,7 @@ def test_write_batch_writes_one_request_per_sendable_row(tmp_path: Path, capsys:
     assert [Path(f).name for f in files] == ["req.part001.jsonl", "req.part002.jsonl"]
     parts = [[json.loads(x) for x in Path(f).read_text().splitlines()] for f in files]
     assert [len(p) for p in parts] == [4, 2]  # no --images: r6 is sent too
-    assert parts[1][1]["custom_id"] == "r6" and parts[1][1]["body"] == {
+    assert parts[1][1]["custom_id"].startswith("r6#") and parts[1][1]["body"] == {
         "model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Metaphor please: A dog in a park."}],
         "max_tokens": 20, "temperature": 0.7, "seed": 0}
     assert not split.exists()
@@ -130,14 +137,14 @@ def test_answers_from_the_output_file_are_filtered_and_failures_recorded(
     rows = {r["id"]: r for r in map(json.loads, (run / "synth.jsonl").read_text().splitlines())}
     # kept and dropped exactly as the filter says of each answer
     for rid in ("r1", "r2", "r3"):
-        answer = next(x for x in OUTPUT if x["custom_id"] == rid)["response"]["body"]["choices"][0]["message"]
+        answer = next(x for x in OUTPUT if x["custom_id"] == cid(rid))["response"]["body"]["choices"][0]["message"]
         assert rows[rid]["answer"] == answer["content"]
         assert rows[rid]["metaphor"] == filter_answer(answer["content"])[0]
     assert [rows[r]["metaphor"] for r in ("r1", "r2")] == ["The clock is as punctual as a train.",
                                                           "the bicycle is as swift as the wind"]
     assert rows["r3"]["dropped"] == "not in the template"
     assert "batch_out.jsonl, line 3): status 429: Rate limit reached" in rows["r4"]["error"]
-    assert "custom_id 'r5' is not in the Batch API output (batch_out.jsonl)" in rows["r5"]["error"]
+    assert f"custom_id {cid('r5')!r} is not in the Batch API output (batch_out.jsonl)" in rows["r5"]["error"]
     assert "image file not found" in rows["r6"]["error"]
     table_rows = json.loads((run / "metaphors.json").read_text())
     assert [(r["id"], r["image"], r["source_caption"]) for r in table_rows] == [
@@ -157,8 +164,8 @@ def test_answers_from_the_output_file_are_filtered_and_failures_recorded(
     folder = tmp_path / "outputs"
     folder.mkdir()
     write_lines(folder / "1-output.jsonl", OUTPUT)
-    write_lines(folder / "2-retry.jsonl", [ok("r4", "The cat is as lazy as a Sunday."),
-                                           ok("r5", "I cannot do that.")])
+    write_lines(folder / "2-retry.jsonl", [ok(cid("r4"), "The cat is as lazy as a Sunday."),
+                                           ok(cid("r5"), "I cannot do that.")])
     assert synth(str(table), "--images", str(images), "--model", f"openai-batch:{folder}", "--out", str(run)) == 1
     third = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (third["n_resumed"], third["n_computed_this_run"]) == (0, 5)
@@ -178,7 +185,7 @@ def test_the_request_file_checks_each_answer_is_for_this_runs_request(tmp_path: 
                  str(tmp_path / "w")) == 0
     lines = requests.read_text().splitlines()
     write_lines(requests, lines[:4])  # r5's request is not in the file
-    output = write_lines(tmp_path / "out.jsonl", [*OUTPUT, ok("r5", "The plate is as full as the moon.")])
+    output = write_lines(tmp_path / "out.jsonl", [*OUTPUT, ok(cid("r5"), "The plate is as full as the moon.")])
     spec = f"openai-batch:{output}?requests={requests}"
     base = [str(table), "--images", str(images), "--model", spec, "--max-failed", "9"]
     assert synth(*base, "--out", str(tmp_path / "a")) == 0
@@ -186,7 +193,7 @@ def test_the_request_file_checks_each_answer_is_for_this_runs_request(tmp_path: 
     assert (first["kept"], first["dropped"]) == (2, 1)
     assert first["failed_by_reason"] == {"batch request failed": 1, "image not found": 1, "not this run's request": 1}
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "a" / "synth.jsonl").read_text().splitlines())}
-    assert "custom_id 'r5': no such request in requests.jsonl" in rows["r5"]["error"]
+    assert f"custom_id {cid('r5')!r}: no such request in requests.jsonl" in rows["r5"]["error"]
     # another prompt or length limit than the file's: no answer is taken
     assert synth(*base, "--prompt", "Metaphor: {caption}", "--out", str(tmp_path / "b")) == 0
     second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -211,7 +218,8 @@ def test_the_request_file_checks_each_answer_is_for_this_runs_request(tmp_path: 
      "custom_id 'r2': neither a response object nor an error"),
     ([{"custom_id": "r1", "response": {"status_code": 200, "body": {"data": []}}, "error": None}], 1,
      "a 200 response without choices[0].message"),
-    ([OUTPUT[1], OUTPUT[0], ok("r1", "The clock is as old as time.")], 3, "custom_id 'r1' is answered twice"),
+    ([OUTPUT[1], OUTPUT[0], ok(cid("r1"), "The clock is as old as time.")], 3,
+     f"custom_id {cid('r1')!r} is answered twice"),
 ])
 def test_bad_output_lines_exit_2_naming_file_and_line(lines: list, line: int, message: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,14 +235,16 @@ def test_bad_output_lines_exit_2_naming_file_and_line(lines: list, line: int, me
 def test_a_failed_line_in_the_error_files_layout_and_a_missing_file(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A line with ``error`` set (``response`` null: how expired requests come back) is that row's failure."""
-    from connote.models.openai_batch import OpenAIBatchAnswers
+    from connote.models.openai_batch import OpenAIBatchAnswers, batch_custom_id, request_digest
     from connote.models.protocols import GenerationRequest
 
+    request = GenerationRequest(images=[], prompt="p")
+    ids = {k: batch_custom_id(k, request_digest("p", request.max_new_tokens, 0.0, None)) for k in ("r1", "r2")}
     output = write_lines(tmp_path / "errors.jsonl", [
-        {"id": "batch_req_1", "custom_id": "r1", "response": None,
+        {"id": "batch_req_1", "custom_id": ids["r1"], "response": None,
          "error": {"code": "batch_expired", "message": "This request could not be executed before the completion "
                                                        "window expired."}},
-        ok("r2", None)])
+        ok(ids["r2"], None)])
     model = OpenAIBatchAnswers(str(output))
     got = model.generate([GenerationRequest(images=[], prompt="p", key=k) for k in ("r1", "r2")]
                          + [GenerationRequest(images=[], prompt="p")])
@@ -247,7 +257,7 @@ def test_a_failed_line_in_the_error_files_layout_and_a_missing_file(tmp_path: Pa
 
 
 def test_the_sample_runs_offline_with_its_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from connote.vmc.sample_synth import CAPTIONS, EXPECTED
+    from connote.vmc.sample_synth import CAPTIONS, EXPECTED, sample_custom_id
 
     run = tmp_path / "run"
     requests = tmp_path / "requests.jsonl"
@@ -255,7 +265,8 @@ def test_the_sample_runs_offline_with_its_counts(tmp_path: Path, capsys: pytest.
     capsys.readouterr()
     sent = [json.loads(x) for x in requests.read_text().splitlines()]
     answered = [json.loads(x) for x in (run / "sample" / "batch-output.jsonl").read_text().splitlines()]
-    assert sorted(x["custom_id"] for x in sent) == sorted(x["custom_id"] for x in answered) == [c[0] for c in CAPTIONS]
+    assert sorted(x["custom_id"] for x in sent) == sorted(x["custom_id"] for x in answered) == [
+        sample_custom_id(c[0], c[2]) for c in CAPTIONS]
     assert synth("--out", str(run)) == 1  # one failed line
     assert synth("--out", str(run), "--max-failed", "1") == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -308,3 +319,48 @@ def test_any_hf_chat_model_converts_the_captions(tmp_path: Path, capsys: pytest.
     # the model works from the prompt alone: it is not sent the image, and the storytelling task refuses it
     assert synth(*args, "--send-image") == 2
     assert "works from the prompt alone" in capsys.readouterr().err
+
+
+def test_an_answer_goes_to_the_request_it_answers_when_a_table_without_ids_is_reordered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39, item 4: row ids of a table without an id column are positions; reordered after the batch was
+    written, each row still gets its own caption's answer (by the request's digest in the custom_id); answers no
+    row takes are counted and named; an output whose custom_ids carry no digest needs the request files."""
+    table = tmp_path / "captions.csv"
+    captions = ["A clock on a tower.", "A man riding a bicycle.", "A cat on a sofa."]
+    table.write_text("image,caption\n" + "".join(f"x.jpg,{c}\n" for c in captions))
+    requests = tmp_path / "requests.jsonl"
+    assert synth(str(table), "--write-batch", str(requests), "--out", str(tmp_path / "w")) == 0
+    sent = [json.loads(x) for x in requests.read_text().splitlines()]
+    answers = {"A clock on a tower.": "The clock is as punctual as a train.",
+               "A man riding a bicycle.": "The bicycle is as swift as the wind.",
+               "A cat on a sofa.": "The cat is as lazy as a Sunday."}
+    by_caption = {line["body"]["messages"][0]["content"].split("Input: ")[1]: line["custom_id"] for line in sent}
+    output = write_lines(tmp_path / "out.jsonl", [ok(by_caption[c], a) for c, a in answers.items()]
+                         + [ok("stray#0123456789ab", "The moon is as pale as milk.")])
+    table.write_text("image,caption\n" + "".join(f"x.jpg,{c}\n" for c in reversed(captions)))  # reordered
+    run = tmp_path / "run"
+    assert synth(str(table), "--model", f"openai-batch:{output}", "--out", str(run)) == 0
+    out, err = capsys.readouterr()
+    rows = {r["source_caption"]: r["answer"] for r in map(json.loads, (run / "synth.jsonl").read_text().splitlines())}
+    assert rows == answers
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["unmatched_answers"] == 1 and "1 answer(s) in the Batch API output match no request" in err
+    assert "stray#0123456789ab" in err
+    assert json.loads((run / "run.json").read_text())["unmatched_custom_ids"] == ["stray#0123456789ab"]
+
+    # ids without a digest (written by hand or by an older connote): row 0 is now the cat, not the clock
+    legacy = write_lines(tmp_path / "legacy.jsonl", [ok(str(k), answers[c]) for k, c in enumerate(captions)])
+    assert synth(str(table), "--model", f"openai-batch:{legacy}", "--out", str(tmp_path / "legacy-run"),
+                 "--max-failed", "9") == 0
+    capsys.readouterr()
+    rows = [json.loads(x) for x in (tmp_path / "legacy-run" / "synth.jsonl").read_text().splitlines()]
+    assert all(r["answer"] is None and "carries no digest of its request" in r["error"] for r in rows)
+    old = write_lines(tmp_path / "old-requests.jsonl", [{**line, "custom_id": str(k)} for k, line in enumerate(
+        sorted(sent, key=lambda x: captions.index(x["body"]["messages"][0]["content"].split("Input: ")[1])))])
+    assert synth(str(table), "--model", f"openai-batch:{legacy}?requests={old}", "--out", str(tmp_path / "checked"),
+                 "--max-failed", "9") == 0  # with the request files: each answer checked against this run's request
+    rows = {r["source_caption"]: r for r in map(json.loads,
+                                                (tmp_path / "checked" / "synth.jsonl").read_text().splitlines())}
+    assert rows["A man riding a bicycle."]["answer"] == answers["A man riding a bicycle."]  # row 1 both times
+    assert "differs from the request file" in rows["A cat on a sofa."]["error"]

@@ -61,13 +61,19 @@ def reproduce(
             entries.append(_file_entry(table, p, gold))
     if folders:
         from connote.report.load import load_runs
-        from connote.report.published import comparisons
+        from connote.report.published import comparisons, why_not_measured
 
         runs = [r for r in load_runs(folders) if r.kind == table.kind]
         if not runs:
             raise InputError(f"none of these folders is a {table.kind} run, which {table.id} compares with",
                              path=folders[0])
         entries += comparisons(table, runs)
+        skipped = {r.name: why for r in runs if (why := why_not_measured(table, r))}
+        if not entries:  # every run given is outside the table's setting: say why, never an empty table
+            raise InputError(f"no run to compare with {table.id}: " + "; ".join(
+                f"{name}: {why}" for name, why in skipped.items()), path=folders[0] if len(folders) == 1 else None)
+        for name, why in skipped.items():
+            typer.echo(f"note: {name} is not compared with {table.id}: {why}", err=True)
     if as_json:
         typer.echo(json.dumps({"table": table.id, "source": table.source, "setting": table.setting,
                                "published": [{"row": r.row, "values": r.values} for r in table.rows],

@@ -74,17 +74,17 @@ def register(app: typer.Typer) -> None:
             if f.meta.get("path") == "file" and f.name in settings and not Path(settings[f.name]).is_file():
                 raise InputError(f"{f.flag}: file not found", path=settings[f.name])
         try:
-            # only the chosen metrics' options (a flag of a metric not computed is unused), checked before any
-            # file is read or model loaded
+            # every option given is checked before any file is read or model loaded, also one of a metric not
+            # computed (unused then: only the chosen metrics' options go on)
             specs = {n: METRICS.get(n).options_class() for n in names}
             declared = {o for cls in specs.values() for o in option_names(cls)}
-            settings = {k: v for k, v in settings.items() if k in declared}
             metric_options(names, settings)
+            settings = {k: v for k, v in settings.items() if k in declared}
         except UnknownNameError as exc:
             raise InputError(str(exc)) from None
         except OptionError as exc:  # name the command-line flag beside the option
             msg = str(exc)
-            for name in declared:
+            for name in {*declared, *settings}:
                 msg = msg.replace(f"option {name}=", f"{flag_of(name, flags)} (option {name}): ")
             raise InputError(msg) from None
         hyps = read_json_mapping(hyp, "hypotheses")

@@ -8,7 +8,6 @@ MTurk worker id) from the study link, so the same person arriving twice continue
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 from connote.collect.project import OUTPUT_DIR
 from connote.collect.quality import Answer, Judge, Screening, choice, judge, passes, screen
 from connote.core.errors import InputError
+from connote.core.jsonio import read_json
 
 __all__ = ["Annotator", "Answer", "Collected", "ImportReport", "Screening", "choice", "collect", "finish",
            "passes", "read_annotators", "screen", "text", "write_labels"]
@@ -52,13 +52,11 @@ def read_annotators(folder: str | Path, unreadable: list[str] | None = None) -> 
         where = ascii(state_path.parent.name)
         problem = None
         try:
-            state = json.loads(state_path.read_text(encoding="utf-8"))
+            state = read_json(state_path, what="user_state.json")
             if not isinstance(state, dict):
                 problem = "user_state.json is not a JSON object"
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            problem = f"user_state.json unreadable ({getattr(exc, 'msg', None) or exc.reason})"  # type: ignore[attr-defined]
-        except OSError as exc:
-            problem = f"user_state.json unreadable ({exc.strerror or exc})"
+        except InputError as exc:  # not UTF-8, malformed, duplicate keys, unreadable: this annotator is named
+            problem = f"user_state.json unreadable ({exc.message})"
         name = str(state.get("user_id") or state_path.parent.name) if problem is None else ""
         if problem is None and not _ANNOTATOR_ID.fullmatch(name):
             problem = f"annotator id {ascii(name)} is not an id (letters, digits, spaces and ._@+- only)"

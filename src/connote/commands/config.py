@@ -107,6 +107,8 @@ def read_config(path: Path, keys: dict[str, Any]) -> dict[str, Any]:
             raise InputError(f"key {key!r}: expected a value or a list, got a mapping", path=path)
         if getattr(param, "multiple", False) or param.nargs != 1:
             value = list(value) if isinstance(value, (list, tuple)) else [value]
+        elif isinstance(value, (list, tuple)):  # the file's error, not a usage error of a command line
+            raise InputError(f"key {key!r}: expected one value, got a list of {len(value)}", path=path)
         values[param.name or str(key)] = value
     return values
 

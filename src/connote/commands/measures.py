@@ -6,15 +6,23 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import typer
 
 
+class JudgeScores(NamedTuple):
+    """Per-item judge scores, a signature per judge and rubric, and each judge that judged nothing with why."""
+
+    scores: dict[str, dict[str, float]]
+    signatures: dict[str, str]
+    unjudged: dict[str, str]
+
+
 def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Sequence[str], *, out: Path,
-                 image_dir: Path | None, temperature: float, seed: int | None, progress: bool,
-                 ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """Run each judge (a generation backend spec) with the rubrics; per-item scores and a signature each."""
+                 image_dir: Path | None, temperature: float, seed: int | None, progress: bool) -> JudgeScores:
+    """Run each judge (a generation backend spec) with the rubrics; per-item scores, a signature each, and the
+    judges with no score at all (n = 0: every call failed or no answer could be read), each with why."""
     from connote.models.registry import load_model
     from connote.runs.store import fingerprint
     from connote.tasks.judge import rubrics_from, run_judges
@@ -22,6 +30,7 @@ def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Se
     chosen = rubrics_from(rubrics, kinds)
     scores: dict[str, dict[str, float]] = {}
     sigs: dict[str, str] = {}
+    unjudged: dict[str, str] = {}
     for spec in specs:
         model = load_model(spec)
         folder = out / fingerprint({"judge": spec})[:12]
@@ -36,7 +45,18 @@ def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Se
                    f"{len(failures)} without a score (run folder {folder})", err=True)
         for item, why in sorted(failures.items())[:5]:
             typer.echo(f"  {item}: {why}", err=True)
-    return scores, sigs
+        if not per:
+            first = next(iter(sorted(failures.items())), None)
+            unjudged[spec] = (f"n = 0: none of {len(items) * len(chosen)} judgement(s) gave a score"
+                              + (f" (e.g. {first[0]}: {first[1][:160]})" if first else ""))
+    return JudgeScores(scores, sigs, unjudged)
+
+
+def unjudged_exit(unjudged: Mapping[str, str]) -> int:
+    """The exit status after a correlation: 1 when a judge judged nothing (its row is missing), else 0."""
+    for spec, why in unjudged.items():
+        typer.echo(f"judge {spec}: {why}; it has no row in the correlations", err=True)
+    return 1 if unjudged else 0
 
 
 def _fmt(v: Any, digits: int = 3) -> str:

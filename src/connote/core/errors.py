@@ -25,7 +25,7 @@ class InputError(ConnoteError):
             where.append(f"line {line}")
         if column is not None:
             where.append(f"column {column}")
-        self.path, self.line, self.column = path, line, column
+        self.path, self.line, self.column, self.message = path, line, column, message
         super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
 
 

@@ -69,3 +69,53 @@ def file_sha256(path: str | Path) -> str:
                 h.update(data)
         _DIGESTS[key] = h.hexdigest()
     return _DIGESTS[key]
+
+
+def reachable_files(folder: str | Path) -> tuple[list[tuple[str, Path]], set[str]]:
+    """Every regular file a reader of ``folder`` can reach, as ``(relative posix path, path)`` in sorted order,
+    and the real paths of the folders listed.
+
+    Links are followed, to files and to folders alike (``Path.rglob`` does not enter a linked folder, so a
+    model folder whose ``llm/`` is a link would hide the weights behind it). Each real folder is listed once:
+    a link back to a folder already listed (a loop, or a second link to it) is not entered again, so a
+    link loop ends and a chain of links costs no more than the folders it reaches. Hidden names (``.git``,
+    the digest sidecar) are left out, and so are FIFOs, devices, broken links and folders that cannot be read.
+    """
+    import stat
+
+    root = Path(folder)
+    files: list[tuple[str, Path]] = []
+    listed: set[tuple[int, int]] = set()
+    real_dirs: set[str] = set()
+    try:
+        st = root.stat()
+    except OSError:
+        return files, real_dirs
+    listed.add((st.st_dev, st.st_ino))
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real_dirs.add(os.path.realpath(dirpath))
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:  # a link loop of links only (ELOOP), or gone meanwhile
+                continue
+            if (st.st_dev, st.st_ino) not in listed:
+                listed.add((st.st_dev, st.st_ino))
+                keep.append(name)
+        dirnames[:] = keep
+        rel = Path(dirpath).relative_to(root)
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = Path(dirpath, name)
+            try:
+                if not stat.S_ISREG(path.stat().st_mode):
+                    continue
+            except OSError:  # a broken link, a loop of links
+                continue
+            files.append(((rel / name).as_posix(), path))
+    files.sort(key=lambda item: item[0])
+    return files, real_dirs

@@ -92,6 +92,19 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
     return decode_utf8(read_bytes(path, what=what), path)[0]
 
 
+def text_lines(text: str, *, keepends: bool = False) -> list[str]:
+    """The lines of a text file as CSV and JSON Lines count them: broken at ``\\n``, ``\\r\\n`` and ``\\r`` only.
+
+    ``str.splitlines`` also breaks at U+2028, U+2029, U+0085, form feed and other separators, which may sit inside
+    a quoted CSV field or a JSON string (a caption copied from a web page): a valid file would then read as an
+    unbalanced quote or a cut line.
+    """
+    import io
+
+    lines = io.StringIO(text, newline="").readlines()
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
+
+
 class _DuplicateKeys(ValueError):
     def __init__(self, keys: list[str]) -> None:
         super().__init__(keys)
@@ -130,6 +143,70 @@ def parse_json(text: str, path: str | Path, *, line: int | None = None, message:
 def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
     """Parse a JSON file (strict UTF-8); every failure is an ``InputError`` naming file, line, column."""
     return parse_json(read_text(path, what=what), path)
+
+
+def read_json_entries(path: str | Path, *, what: str = "JSON file") -> tuple[Any, list[int]]:
+    """A JSON file that is one big object or list (the probe suites' released files), and the 1-based line where
+    each top-level entry (an object's value, a list's item) starts, so that a bad entry is named with its line.
+    Read as :func:`read_json` reads (strict UTF-8, duplicate keys refused at every level, too deep refused)."""
+    import re
+
+    text = read_text(path, what=what)
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_object)
+    ws = re.compile(r"\s*")
+
+    def line_of(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    def fail(pos: int, message: str) -> InputError:
+        return InputError(message, path=path, line=line_of(pos))
+
+    pos = ws.match(text, 0).end()
+    if pos >= len(text) or text[pos] not in "[{":
+        raise fail(pos, f"expected a JSON object or list ({what})")
+    is_dict, lines, out = text[pos] == "{", [], ({} if text[pos] == "{" else [])
+    closing = "}" if is_dict else "]"
+    pos = ws.match(text, pos + 1).end()
+    if text[pos:pos + 1] == closing:
+        return out, lines
+    while True:
+        start = pos
+        try:
+            if is_dict:
+                key, pos = decoder.raw_decode(text, pos)
+                if not isinstance(key, str):
+                    raise fail(start, "expected a string key")
+                if key in out:
+                    raise fail(start, f"duplicate key(s) {key!r} in one JSON object (which value is meant is "
+                                      f"ambiguous; first on line {lines[list(out).index(key)]})")
+                pos = ws.match(text, pos).end()
+                if text[pos:pos + 1] != ":":
+                    raise fail(pos, "expected ':' after a key")
+                pos = ws.match(text, pos + 1).end()
+                value, pos = decoder.raw_decode(text, pos)
+                out[key] = value
+            else:
+                value, pos = decoder.raw_decode(text, pos)
+                out.append(value)
+        except _DuplicateKeys as exc:
+            keys = ", ".join(repr(k) for k in exc.keys[:5])
+            raise fail(start, f"duplicate key(s) {keys} in one JSON object (which value is meant is ambiguous)") \
+                from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+        except RecursionError:
+            raise fail(start, "JSON nested too deeply to parse (thousands of levels of [ or {)") from None
+        lines.append(line_of(start))
+        pos = ws.match(text, pos).end()
+        ch = text[pos:pos + 1]
+        if ch == ",":
+            pos = ws.match(text, pos + 1).end()
+        elif ch == closing:
+            if ws.match(text, pos + 1).end() != len(text):
+                raise fail(pos + 1, "extra data after the top-level JSON value")
+            return out, lines
+        else:
+            raise fail(pos, f"expected ',' or '{closing}'")
 
 
 def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:

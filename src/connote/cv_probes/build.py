@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.files import reachable_files
 from connote.core.jsonio import read_jsonl, read_text
 from connote.media.images import is_url
 
@@ -138,6 +139,18 @@ def _sentence(text: str) -> str:
 # ---- templates ---------------------------------------------------------------------------------
 
 SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: Anything in braces, and a brace left alone: every one must be a slot (``{role}`` or ``{verb}``).
+BRACED = re.compile(r"\{[^{}]*\}|[{}]")
+
+
+def template_problem(template: str) -> str | None:
+    """Why ``template`` cannot be a template (a brace group that is not a slot ``{role}``: ``{0.__class__}``,
+    ``{agent name}``, ``{}``, a brace left open), or None. Such text would stay in the caption verbatim."""
+    for m in BRACED.finditer(template):
+        if not SLOT.fullmatch(m.group(0)):
+            return (f"template {template!r} has slot {m.group(0)!r}, which is not a role name (a slot is {{role}} "
+                    "or {verb}: letters, digits and _)")
+    return None
 
 
 def default_template(roles: dict[str, str]) -> str:
@@ -355,7 +368,10 @@ def read_verb_list(path: str | Path) -> list[VerbEntry]:
                           templates=_split(row.get("templates"), "|"), sg_images=images,
                           pg_captions=pg, pg_by_image=pg_by_image)
         where = f"{path}:{lineno}: verb {verb!r}"
-        if pg_by_image is not None and len(pg_by_image) != len(images):
+        bad_template = next((p for p in map(template_problem, entry.templates) if p), None)
+        if bad_template:
+            entry.error = f"{where}: {bad_template}"
+        elif pg_by_image is not None and len(pg_by_image) != len(images):
             entry.error = (f"{where}: pg_captions gives {len(pg_by_image)} per-image group(s) for "
                            f"{len(images)} sg_images (one group per SG image, in its order)")
         elif not frames:
@@ -460,8 +476,8 @@ def read_pool(pool: str | Path) -> list[PoolImage]:
     pool = Path(pool)
     if not pool.exists():
         raise InputError("image pool not found (expected a folder of images or a CSV/parquet of paths)", path=pool)
-    if pool.is_dir():
-        files = sorted(p for p in pool.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and not p.is_dir())
+    if pool.is_dir():  # through links, each folder once: a link loop in the pool ends
+        files = [p for _, p in reachable_files(pool)[0] if p.suffix.lower() in IMAGE_SUFFIXES]
         return [PoolImage(str(p.resolve()), str(p)) for p in files]
     rows = _table_refs(pool)
     if not rows:

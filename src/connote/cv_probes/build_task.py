@@ -457,10 +457,10 @@ def build(verbs: str | Path, pool: str | Path, out: str | Path, settings: BuildS
 def write_final(path: Path, rows: list[dict[str, Any]], validated: Path) -> str:
     """The final manifest: the SG pairs, and each retrieved PG image whose every triplet passed validation
     (``needs_repair`` 0); a caption in a flagged triplet is marked ``needs_repair`` = 1 for repair by hand."""
-    from connote.core.jsonio import read_text
+    from connote.core.jsonio import read_text, text_lines
 
     text = read_text(validated, what="validation import")
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(text_lines(text))
     need = {"pg_image", "caption", "needs_repair"}
     if not need <= set(reader.fieldnames or []):
         raise InputError(f"not a probes-validation import: needs columns {', '.join(sorted(need))}", path=validated,

@@ -24,7 +24,6 @@ is written outside the output file or folder: the names written are fixed, never
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from connote.core.errors import InputError
+from connote.core.jsonio import parse_json
 from connote.datasets.convert import BadRow, ConvertReport, cell_text, print_report, read_table
 
 PROBE_ALIASES: dict[str, tuple[str, ...]] = {
@@ -89,8 +89,8 @@ def _vote_values(value: Any) -> list[int]:
         s = cell_text(value)
         if s.startswith("["):
             try:
-                return _vote_values(json.loads(s))
-            except json.JSONDecodeError:
+                return _vote_values(parse_json(s, "votes"))
+            except InputError:  # not a JSON list: read as separated tokens
                 pass
         tokens = [t for t in re.split(r"[;,|/]|\s{2,}", s)] if re.search(r"[;,|/]", s) else s.split()
     votes = []

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.core.jsonio import read_jsonl, read_text
+from connote.core.jsonio import read_jsonl, read_text, text_lines
 from connote.cv_probes.records import KINDS, ProbeItem, default_label
 from connote.media.images import is_url
 
@@ -104,7 +104,7 @@ def _unbalanced(path: Path, lines: list[str], start: int, end: int, header: list
 def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     """Rows of a CSV manifest. Strict: an unbalanced quote (a field running over a line break), a
     duplicate header column, or a row with more or fewer fields than the header is an error."""
-    lines = text.splitlines(keepends=True)
+    lines = text_lines(text, keepends=True)
     reader = csv.reader(lines, strict=True)
     header: list[str] | None = None
     header_line = 0

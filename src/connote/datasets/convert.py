@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.jsonio import parse_json
 
 
 @dataclass
@@ -83,21 +84,20 @@ def read_table(path: Path, bad: list[BadRow]) -> tuple[list[Row], list[str]]:
     suffix = path.suffix.lower()
     rows: list[Row] = []
     if suffix in (".jsonl", ".ndjson"):
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for lineno, line in enumerate(text.split("\n"), start=1):  # not splitlines(): strings may hold U+2028
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                bad.append(BadRow(str(path), lineno, f"malformed JSON: {exc.msg} (column {exc.colno})"))
+                obj = parse_json(line, path, line=lineno)
+            except InputError as exc:  # one bad line is recorded; the others are converted
+                column = f" (column {exc.column})" if exc.column is not None else ""
+                bad.append(BadRow(str(path), lineno, f"{exc.message}{column}"))
                 continue
             if not isinstance(obj, dict):
                 bad.append(BadRow(str(path), lineno, f"expected a JSON object, got {type(obj).__name__}"))
                 continue
             rows.append((lineno, len(rows) + 1, {_norm(k): v for k, v in obj.items()}))
     elif suffix == ".json":
-        from connote.core.jsonio import parse_json
-
         data = parse_json(text, path)
         if not isinstance(data, list):
             raise InputError("expected a JSON list of records (or use .jsonl for JSON Lines)", path=path)

@@ -17,7 +17,6 @@ match probability for every masked variant. Everything here is model-agnostic:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -473,12 +472,9 @@ def format_table(aggregates: dict[str, Any]) -> str:
 
 def load_explanations(path: str | Path) -> list[dict[str, Any]]:
     """Rows of an ``explanations.jsonl`` file (blank lines skipped)."""
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                out.append(json.loads(line))
-    return out
+    from connote.core.jsonio import read_jsonl
+
+    return [row for _, row in read_jsonl(path, what="explanations file")]
 
 
 #: The estimator for each ``--compat`` mode when none is named (the public code's under ``mmshap``).

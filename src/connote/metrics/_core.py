@@ -36,15 +36,22 @@ def metric_options(names: Sequence[str], settings: Mapping[str, Any]) -> dict[st
     """Each named metric's options, parsed from ``settings``.
 
     An option no chosen metric declares must be declared by some registered metric (options of
-    metrics not computed are accepted and unused); otherwise :class:`~connote.metrics.options.OptionError`
-    names it, the closest valid name and the valid ones. Wrong types and out-of-range values are
-    refused the same way.
+    metrics not computed are accepted, checked and unused); otherwise
+    :class:`~connote.metrics.options.OptionError` names it, the closest valid name and the valid ones. Wrong
+    types and out-of-range values are refused the same way, whether or not their metric is computed
+    (``--jobs -3`` with ``--metrics bleu`` is bad input, not an option quietly dropped).
     """
     classes = {n: METRICS.get(n).options_class() for n in names}
     declared = {o for cls in classes.values() for o in option_names(cls)}
     rest = [k for k in settings if k not in declared]
     if rest:
         check_known(rest, all_option_names())
+        for other in METRICS.names():
+            if other not in classes:
+                cls = METRICS.get(other).options_class()
+                given = {k: settings[k] for k in rest if k in option_names(cls)}
+                if given:
+                    parse_options(cls, given)
     return {n: parse_options(cls, settings) for n, cls in classes.items()}
 
 

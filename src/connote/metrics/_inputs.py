@@ -60,12 +60,27 @@ def check_inputs(hyps: Mapping[str, Any], refs: Mapping[str, Any], *, hyp_source
         if not isinstance(h, str):
             got = "null" if h is None else type(h).__name__
             raise InputError(f"id {key!r}: hypothesis must be a string, got {got}", path=hyp_source)
+        _check_text(h, key, "hypothesis", hyp_source)
+        for text in r:
+            _check_text(text, key, "reference", ref_source)
         ids.append(key)
         hyp_list.append(h)
         ref_list.append(list(r))
     if not ids:
         raise InputError("no items to score", path=ref_source)
     return ids, hyp_list, ref_list
+
+
+def _check_text(text: str, key: str, what: str, source: str | None) -> None:
+    """A text that cannot be written as UTF-8 (a lone surrogate, e.g. JSON's ``"\\ud800"``) is refused with its id
+    and file, not left to fail inside a metric."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"id {key!r}: the {what} holds a lone surrogate (U+{ord(text[exc.start]):04X} at "
+                         f"character {exc.start + 1}), which is not text", path=source) from None
 
 
 def read_json_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]:

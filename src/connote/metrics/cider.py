@@ -70,21 +70,39 @@ class DocumentFrequencies:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DocumentFrequencies:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        """Frequencies saved by :meth:`save`; anything else in the file is an ``InputError`` naming it."""
+        from connote.core.jsonio import read_json
+
+        return cls.from_saved(read_json(path, what="document frequencies file"), path)
+
+    @classmethod
+    def from_saved(cls, data: Any, path: str | os.PathLike[str]) -> DocumentFrequencies:
+        """The content of a file :meth:`save` wrote, checked: ``{"n_documents": N >= 1, "df": [[ngram, n,
+        count], ...]}`` with every count a number between 0 and N."""
         import math
 
         from connote.core.errors import InputError
 
-        df = {tuple(t.split(" ")) if t else (): float(c) for t, _n, c in data["df"]}
-        n_docs = float(data["n_documents"])
-        if not (math.isfinite(n_docs) and n_docs >= 1 and n_docs == int(n_docs)):
-            raise InputError(f"n_documents must be a whole number >= 1, got {data['n_documents']!r}", path=path)
-        bad = next(((t, c) for t, c in df.items() if not (math.isfinite(c) and 0 <= c <= n_docs)), None)
-        if bad is not None:
-            raise InputError(f"document frequency of {' '.join(bad[0])!r} is {bad[1]!r}: expected a count between 0 "
-                             f"and n_documents ({int(n_docs)})", path=path)
-        return cls(df, int(n_docs), data.get("source", str(path)))
+        expected = 'the saved frequencies {"n_documents": N, "df": [[ngram, n, count], ...]}'
+        if not isinstance(data, dict) or "n_documents" not in data or not isinstance(data.get("df"), list):
+            keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
+            raise InputError(f"expected {expected}, got {keys}", path=path)
+        n_docs = data["n_documents"]
+        if isinstance(n_docs, bool) or not isinstance(n_docs, (int, float)) or not (
+                math.isfinite(n_docs) and n_docs >= 1 and n_docs == int(n_docs)):
+            raise InputError(f"n_documents must be a whole number >= 1, got {n_docs!r}", path=path)
+        df: dict[tuple[str, ...], float] = {}
+        for k, entry in enumerate(data["df"]):
+            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                    and isinstance(entry[2], (int, float)) and not isinstance(entry[2], bool)):
+                raise InputError(f"df entry {k}: expected [ngram text, n, count], got {json.dumps(entry)[:60]}",
+                                 path=path)
+            text, _n, count = entry
+            if not (math.isfinite(count) and 0 <= count <= n_docs):
+                raise InputError(f"document frequency of {text!r} is {float(count)!r}: expected a count between 0 "
+                                 f"and n_documents ({int(n_docs)})", path=path)
+            df[tuple(text.split(" ")) if text else ()] = float(count)
+        return cls(df, int(n_docs), str(data.get("source", str(path))))
 
 
 def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int = 4, sigma: float = SIGMA,
@@ -175,14 +193,15 @@ def resolve_document_frequencies(spec: Any, tokenize: str | None = None) -> Docu
     if isinstance(spec, Mapping):
         return DocumentFrequencies.from_references(refs_of(spec), source="mapping")
     if isinstance(spec, (str, os.PathLike)):
-        with open(spec, encoding="utf-8") as fh:
-            head = fh.read(200)
-        if '"n_documents"' in head:
-            try:
-                return DocumentFrequencies.load(spec)
-            except (KeyError, ValueError, json.JSONDecodeError):
-                pass
         data = read_json_mapping(spec, "document-frequency corpus")
+        if "n_documents" in data or "df" in data:  # saved frequencies (checked), not a references corpus
+            return DocumentFrequencies.from_saved(data, spec)
+        from connote.core.errors import InputError
+
+        for key, value in data.items():
+            if not (isinstance(value, str) or isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise InputError(f"id {key!r}: expected a reference text or a list of them, got "
+                                 f"{json.dumps(value)[:60]}", path=spec)
         return DocumentFrequencies.from_references(refs_of(data), source=os.path.basename(str(spec)))
     raise TypeError(f"cannot use {type(spec).__name__} as CIDEr document frequencies")
 

@@ -17,7 +17,6 @@ both a rating and a score, and percentile bootstrap intervals (stories resampled
 from __future__ import annotations
 
 import csv
-import json
 import math
 import warnings
 from collections import Counter, defaultdict
@@ -28,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from connote.core.errors import InputError
-from connote.core.jsonio import read_text
+from connote.core.jsonio import parse_json, read_text, text_lines
 
 ID_COLUMNS = ("story_id", "id", "story", "item_id", "sequence")
 RATING_COLUMNS = ("rating", "score", "human", "value")
@@ -44,7 +43,7 @@ def read_ratings(path: str | Path) -> dict[str, list[float]]:
     """Ratings by story id from a CSV; a non-numeric rating raises ``InputError`` with its line."""
     path = Path(path)
     text = read_text(path, what="ratings file")
-    lines = text.splitlines()
+    lines = text_lines(text)
     if not lines:
         raise InputError("empty ratings file", path=path)
     rows = list(csv.reader(lines))
@@ -75,16 +74,13 @@ def read_metric_scores(path: str | Path) -> dict[str, dict[str, float]]:
     path = Path(path)
     text = read_text(path, what="ratings file")
     if path.suffix.lower() == ".json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+        obj = parse_json(text, path)
         if isinstance(obj, Mapping) and "per_item" in obj:
             obj = obj["per_item"]
         if not isinstance(obj, Mapping):
             raise InputError("expected an object {story_id: {metric: value}}", path=path)
         return {str(k): {m: float(v) for m, v in d.items()} for k, d in obj.items()}
-    rows = list(csv.reader(text.splitlines()))
+    rows = list(csv.reader(text_lines(text)))
     if not rows:
         raise InputError("empty scores file", path=path)
     header = [c.strip() for c in rows[0]]
@@ -366,7 +362,7 @@ def ratings_kind(path: str | Path) -> str:
             return "vmc-labels"
         raise InputError("a folder of human judgements must hold labels.csv (connote collect import)", path=path)
     text = read_text(path, what="ratings file")
-    first = next(csv.reader(text.splitlines()[:1]), [])
+    first = next(csv.reader(text_lines(text)[:1]), [])
     header = {c.strip().lower() for c in first}
     if {"item_id", "criterion", "label"} <= header:
         return "vmc-labels"
@@ -384,7 +380,7 @@ def read_preferences(path: str | Path) -> list[tuple[str, str, str, float]]:
     """
     path = Path(path)
     text = read_text(path, what="ratings file")
-    rows = list(csv.reader(text.splitlines()))
+    rows = list(csv.reader(text_lines(text)))
     if not rows:
         raise InputError("empty preferences file", path=path)
     header = [c.strip() for c in rows[0]]

@@ -18,6 +18,7 @@ from typing import Any
 
 from PIL import Image
 
+from connote.core.files import reachable_files
 from connote.core.registry import require
 from connote.models.engine import ImageStates, TensorMatcher, index_states
 from connote.runs.store import file_sha256, file_stamp
@@ -61,21 +62,26 @@ def _write_sidecar(folder: Path, files: dict[str, Any]) -> None:
 def content_digests(folder: str | Path) -> dict[str, str]:
     """sha256 of every file under ``folder`` (relative path -> hex digest), hidden ones (``.git``, the
     digest sidecar) excepted: a backend may read any file of a local model folder (weights, configs,
-    tokenizer files, ``chat_template.jinja``, a processor's extra files), so all of them are covered.
+    tokenizer files, ``chat_template.jinja``, a processor's extra files), so all of them are covered, also
+    behind links (:func:`connote.core.files.reachable_files`).
 
     Digests are cached in a JSON sidecar keyed by each file's path and stamp (size, mtime, change
     time, inode, device), so a rerun on unchanged weights reads no weights; any rewrite of a file
     changes its change time and so its digest is computed afresh.
     """
+    return folder_digests(folder)[0]
+
+
+def folder_digests(folder: str | Path) -> tuple[dict[str, str], set[str]]:
+    """:func:`content_digests` and the real paths of the folders and linked files it read (what the lazy
+    identity checks a built model's description against)."""
     folder = Path(folder).resolve()
-    files = sorted(p for p in folder.rglob("*") if p.is_file()
-                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    files, real = reachable_files(folder)  # through links to folders too (a model folder's linked llm/)
     cached = _read_sidecar(folder)
     digests: dict[str, str] = {}
     entries: dict[str, Any] = {}
     changed = False
-    for path in files:
-        rel = path.relative_to(folder).as_posix()
+    for rel, path in files:
         stamp = file_stamp(path)
         entry = cached.get(rel)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
@@ -84,23 +90,31 @@ def content_digests(folder: str | Path) -> dict[str, str]:
             digest, changed = file_sha256(path), True
         digests[rel] = digest
         entries[rel] = {"stamp": stamp, "sha256": digest}
+        if path.is_symlink():
+            real.add(os.path.realpath(path))
     if changed or set(entries) != set(cached):
         _write_sidecar(folder, entries)
-    return digests
+    return digests, real
+
+
+#: Files one of which every model, tokenizer or processor repository holds: how a cached snapshot is found.
+SNAPSHOT_MARKERS = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
 
 
 def hub_commit(repo_id: str, revision: str | None) -> str | None:
-    """The commit a hub id resolves to in the local cache (the snapshot folder holding its config)."""
+    """The commit a hub id resolves to in the local cache (the snapshot folder of ``revision``, ``main`` when
+    None), found by any of :data:`SNAPSHOT_MARKERS` (a tokenizer's repository has no ``config.json``)."""
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return None
-    try:
-        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
-    except Exception:  # an id the hub library rejects has no cached snapshot
-        return None
-    if isinstance(found, str) and Path(found).parent.parent.name == "snapshots":
-        return Path(found).parent.name
+    for name in SNAPSHOT_MARKERS:
+        try:
+            found = try_to_load_from_cache(repo_id, name, revision=revision)
+        except Exception:  # an id the hub library rejects has no cached snapshot
+            return None
+        if isinstance(found, str) and Path(found).parent.parent.name == "snapshots":
+            return Path(found).parent.name
     return None
 
 

@@ -8,10 +8,12 @@ training clips an index holds). So after a build the run store remembers the des
 loading anything:
 
 * the spec as resolved by :func:`~connote.models.registry.check_spec` (backend, its factory, weights, options),
-* every local file or folder the spec names, by content (:mod:`connote.models.reads`, the same rule that puts
-  them into ``describe()``),
-* a hub id's commit in the local cache, only when that is the commit a build would load (the hub offline, or a
-  full commit hash asked for; otherwise there is no identity and the model is always built, as before),
+* every local file or folder the spec names, by content, through links (:mod:`connote.models.reads`, the same
+  rule that puts them into ``describe()``),
+* the commit in the local cache of every hub id the weights or an option names (``?llm=org/lm``, a default
+  such as ALBEF's ``tokenizer``), and what a backend declares it reads beyond its spec (a GIT-LLaVA folder's
+  captioner), only when that is the commit a build would load (the hub offline, or a full commit hash asked
+  for; otherwise there is no identity and the model is always built),
 * the device an unspecified ``device`` would resolve to (CUDA or CPU: the dtype follows it),
 * the bytes of connote's own code and the versions of the libraries that run the models, so a new connote or
   torch builds the model once again and takes the description it gives then.
@@ -19,7 +21,9 @@ loading anything:
 :class:`LazyModel` describes itself from that memory when it holds one. :meth:`LazyModel.settle`, called by
 :meth:`connote.tasks.api.Task.run` before the run, then keeps it unbuilt only when every item to compute is
 already stored under that description; otherwise it builds the model at once and uses the description of the
-built model, so a stored row is reused only when everything that made it is unchanged.
+built model, so a stored row is reused only when everything that made it is unchanged. The rule is checked
+after each build: if the model's description names a source the identity did not cover (a hub id at another
+commit, a folder outside those hashed), nothing is remembered and the model is built on every run.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from connote.models.reads import Sources
 
 #: Attributes tasks read from a model before they compute; remembered beside the description.
 MEMO_ATTRS = ("backend", "inputs", "needs_images", "frame_spec", "frame_sampling", "default_prompt")
@@ -72,10 +78,6 @@ def library_versions() -> dict[str, str | None]:
     return found
 
 
-def _is_commit(revision: Any) -> bool:
-    return isinstance(revision, str) and len(revision) == 40 and all(c in "0123456789abcdef" for c in revision)
-
-
 def _target_identity(target: Any) -> Any:
     """A registered factory by name; one from outside connote also by its source file's bytes."""
     if isinstance(target, str):
@@ -105,37 +107,54 @@ def _unresolved_device(factory: Callable[..., Any], options: dict[str, Any]) -> 
     return False
 
 
+def _constructor_defaults(factory: Any) -> dict[str, str]:
+    """The text defaults of a backend's constructor options (a default hub id: ALBEF's ``tokenizer``)."""
+    from connote.models.registry import _constructor_functions
+
+    found: dict[str, str] = {}
+    for func in _constructor_functions(factory):
+        try:
+            params = inspect.signature(func).parameters
+        except (TypeError, ValueError):
+            continue
+        for name, p in params.items():
+            if isinstance(p.default, str) and p.default:
+                found.setdefault(name, p.default)
+    return found
+
+
 def model_identity(spec: Any) -> str | None:
     """The hash a built model's description is remembered under (module docstring), or None when it cannot
     be known without building: a service's model name (``openai``, ALBEF's checkpoint names), a hub id whose
     commit a build might move (the hub online and no full commit asked for), a hub id not in the cache."""
-    from connote.models.hub import hub_offline
-    from connote.models.reads import spec_reads
+    return spec_identity(spec)[0]
+
+
+def spec_identity(spec: Any) -> tuple[str | None, Sources]:
+    """:func:`model_identity` and the sources it covers (:func:`connote.models.reads.spec_sources`), against
+    which the built model's description is checked before it is remembered."""
+    from connote.models.reads import spec_sources
     from connote.models.registry import check_spec, looks_local
     from connote.runs.store import canonical_json
 
     backend, parsed, options = check_spec(spec)
     if backend.weights == "name":
-        return None
+        return None, Sources(unknown="a service's model name")
     weights = parsed.weights
     local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(weights or ""))
+    sources = spec_sources(backend, weights, options, local_weights=local,
+                           defaults=_constructor_defaults(backend.factory()))
+    if sources.unknown is not None:
+        return None, sources
     ident: dict[str, Any] = {"backend": parsed.backend, "factory": _target_identity(backend.target),
                              "weights": weights, "options": {k: str(v) for k, v in sorted(options.items())},
-                             "reads": spec_reads(weights, options, local_weights=local), "code": code_digest(),
+                             "reads": sources.reads, "hubs": sources.hubs, "code": code_digest(),
                              "libraries": library_versions()}
-    if weights and backend.weights == "hf" and not local:
-        from connote.models.hf_itm import hub_commit
-
-        revision = options.get("revision")
-        commit = hub_commit(weights, revision) if hub_offline() or _is_commit(revision) else None
-        if commit is None:
-            return None
-        ident["commit"] = commit
     if _unresolved_device(backend.factory(), options):
         from connote.models.engine import resolve_device
 
         ident["device"] = resolve_device(None)
-    return hashlib.sha256(canonical_json(ident).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(ident).encode()).hexdigest(), sources
 
 
 def _jsonable(value: Any) -> bool:
@@ -167,6 +186,7 @@ class LazyModel:
         self._model: Any = None
         self._described: dict[str, Any] | None = None
         self._identity: Any = _MISSING
+        self._sources = Sources()
         self._memo: dict[str, Any] | None = None
         self._memo_read = False
         for capability in sorted(entry.capabilities):
@@ -209,11 +229,13 @@ class LazyModel:
         self._load()
 
     def memo(self) -> tuple[str, dict[str, Any]] | None:
-        """(identity, what to remember) after a build, for the run store; None when there is nothing new."""
+        """(identity, what to remember) after a build, for the run store; None when there is nothing new, or
+        when the built model's description names a source (a hub id at its commit, a local folder) that the
+        identity did not cover: such a model has no identity and is built on every run."""
         if self._model is None:
             return None
         identity = self.identity()
-        if identity is None:
+        if identity is None or self._sources.uncovered(self.describe()):
             return None
         attrs: dict[str, Any] = {}
         absent: list[str] = []
@@ -227,7 +249,7 @@ class LazyModel:
 
     def identity(self) -> str | None:
         if self._identity is _MISSING:
-            self._identity = model_identity(self.spec)
+            self._identity, self._sources = spec_identity(self.spec)
         return self._identity
 
     def close(self) -> None:

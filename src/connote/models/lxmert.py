@@ -104,19 +104,20 @@ class RegionFeatures:
         self._recent: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     # ---- identity ---------------------------------------------------------------------------
-    def files(self) -> list[Path]:
-        """Every file the features are read from."""
+    def files(self) -> dict[str, Path]:
+        """Every file the features are read from, by its name in the folder (an ``.npz`` may be a link to a file
+        elsewhere: it is read, and named, through the link)."""
         if self.layout == "npz":
-            return sorted(p for p in self.path.rglob("*.npz") if p.is_file())
-        return [self.path]
+            from connote.core.files import reachable_files
+
+            return {rel: p for rel, p in reachable_files(self.path)[0] if rel.endswith(".npz")}
+        return {self.path.name: self.path}
 
     def describe(self) -> dict[str, Any]:
         from connote.core.files import file_sha256
 
-        root = self.path.resolve()
-        return {"path": str(root), "layout": self.layout,
-                "files": {(p.resolve().relative_to(root).as_posix() if self.layout == "npz" else p.name):
-                          file_sha256(p) for p in self.files()}}
+        return {"path": str(self.path.resolve()), "layout": self.layout,
+                "files": {name: file_sha256(p) for name, p in self.files().items()}}
 
     # ---- reading ----------------------------------------------------------------------------
     def get(self, ref: str) -> tuple[np.ndarray, np.ndarray]:

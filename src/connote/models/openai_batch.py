@@ -6,15 +6,23 @@ one request per line with :func:`request_line`; the user uploads the file (``pur
 for ``/v1/chat/completions`` and downloads its output file; ``openai-batch:OUTPUT.jsonl`` then answers each
 request by its ``custom_id`` through the runner like any backend.
 
+A ``custom_id`` is the request's key and a digest of what it asks (:func:`batch_custom_id`: ``KEY#DIGEST``, the
+digest over the prompt, length limit, temperature and seed), so an answer is taken only for the request it
+answers: a row id whose caption changed (an id-less table reordered) is not given the old caption's answer, and
+an answer for the same request under another row id is found by its digest. An output written for requests
+without a digest (``custom_id`` the key alone) is answered only with ``?requests=`` (the request files, checked
+against this run's requests); without them each such row is an error saying so. :func:`unmatched_answers` counts
+the output's answers that no request of a run takes (the command reports them).
+
 Request file (one JSON object a line, at most :data:`MAX_REQUESTS_PER_FILE` lines and 200 MB a file)::
 
-    {"custom_id": "coco-48", "method": "POST", "url": "/v1/chat/completions",
+    {"custom_id": "coco-48#3f9c0d2ab1e4", "method": "POST", "url": "/v1/chat/completions",
      "body": {"model": "gpt-3.5-turbo", "messages": [{"role": "user", "content": "..."}], "max_tokens": 64,
               "temperature": 0.0}}
 
 Output file (one line per finished request, in any order; the batch's error file has the same layout)::
 
-    {"id": "batch_req_...", "custom_id": "coco-48", "response": {"status_code": 200, "request_id": "...",
+    {"id": "batch_req_...", "custom_id": "coco-48#3f9c0d2ab1e4", "response": {"status_code": 200, "request_id": "...",
      "body": {"choices": [{"message": {"role": "assistant", "content": "..."}}], ...}}, "error": null}
 
 A line with ``error`` set, or a ``status_code`` other than 200, is that request's failure (recorded with its
@@ -40,6 +48,8 @@ ENDPOINT = "/v1/chat/completions"
 #: OpenAI's limits on one batch input file.
 MAX_REQUESTS_PER_FILE = 50_000
 MAX_CUSTOM_ID = 64
+#: A custom_id is ``KEY#DIGEST`` (:func:`batch_custom_id`).
+DIGEST_MARK, DIGEST_LENGTH = "#", 12
 #: The marker of an item whose request has no line in the output (tasks count it by this text).
 NOT_IN_OUTPUT = "not in the Batch API output"
 #: The marker of an item whose request failed in the batch.
@@ -60,6 +70,37 @@ def chat_body(model: str, prompt: str, *, max_tokens: int, temperature: float = 
     if temperature > 0 and seed is not None:
         body["seed"] = int(seed)
     return body
+
+
+def request_digest(prompt: str, max_tokens: int, temperature: float, seed: int | None) -> str:
+    """12 hex digits of sha256 over what a request asks (the seed only when it samples): a ``custom_id``'s tail."""
+    import hashlib
+
+    from connote.runs.store import canonical_json
+
+    asked = {"prompt": prompt, "max_tokens": int(max_tokens), "temperature": float(temperature),
+             "seed": int(seed) if temperature > 0 and seed is not None else None}
+    return hashlib.sha256(canonical_json(asked).encode()).hexdigest()[:DIGEST_LENGTH]
+
+
+def body_digest(body: dict[str, Any]) -> str:
+    """:func:`request_digest` of a request body as :func:`chat_body` writes it."""
+    temperature = float(body.get("temperature", 1.0))
+    return request_digest(_sent_text(body) or "", body.get("max_tokens", body.get("max_completion_tokens")) or 0,
+                          temperature, body.get("seed"))
+
+
+def batch_custom_id(key: str, digest: str) -> str:
+    """``KEY#DIGEST``: the custom_id of the request ``key`` whose content has ``digest``."""
+    return f"{key}{DIGEST_MARK}{digest}"
+
+
+def split_custom_id(custom_id: str) -> tuple[str, str | None]:
+    """(key, digest) of a custom_id; the digest is None for an id written without one."""
+    key, mark, digest = custom_id.rpartition(DIGEST_MARK)
+    if mark and len(digest) == DIGEST_LENGTH and all(c in "0123456789abcdef" for c in digest):
+        return key, digest
+    return custom_id, None
 
 
 def request_line(custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -250,15 +291,47 @@ class OpenAIBatchAnswers:
         return {"backend": self.backend, "files": self.sha256, "answers": len(self.answers), "models": models,
                 "requests": self.request_sha256 or None}
 
-    def _checked(self, key: str, req: Any) -> BatchFailure | None:
+    def _request_body(self, custom_id: str) -> dict[str, Any] | None:
+        """The request file's body for ``custom_id`` (by its key, for an id written without a digest)."""
+        assert self.requests is not None
+        body = self.requests.get(custom_id)
+        if body is None and split_custom_id(custom_id)[1] is None:
+            body = next((b for cid, b in self.requests.items() if split_custom_id(cid)[0] == custom_id), None)
+        return body
+
+    def _checked(self, custom_id: str, req: Any) -> BatchFailure | None:
         if self.requests is None:
             return None
-        body = self.requests.get(key)
+        body = self._request_body(custom_id)
         if body is None:
-            return BatchFailure(f"custom_id {key!r}: no such request in {', '.join(self.request_sha256)} (the "
+            return BatchFailure(f"custom_id {custom_id!r}: no such request in {', '.join(self.request_sha256)} (the "
                                 f"request {NOT_THIS_REQUEST})")
         why = request_mismatch(body, req)
-        return BatchFailure(f"custom_id {key!r}: this run's request {NOT_THIS_REQUEST}: {why}") if why else None
+        return BatchFailure(f"custom_id {custom_id!r}: this run's request {NOT_THIS_REQUEST}: {why}") if why else None
+
+    def _find(self, key: str, digest: str) -> tuple[str, BatchAnswer | None, BatchFailure | None]:
+        """(custom_id, its answer, why it cannot be taken) for this run's request ``key`` with ``digest``."""
+        exact = batch_custom_id(key, digest)
+        if exact in self.answers:
+            return exact, self.answers[exact], None
+        same = [cid for cid in self.answers if split_custom_id(cid)[1] == digest]
+        if same:  # the same request under another key (a table without ids, reordered): the answer is its own
+            same.sort(key=lambda cid: self.answers[cid].failure is not None)
+            return same[0], self.answers[same[0]], None
+        if key in self.answers:  # written without a digest: only the request files can say what it answers
+            if self.requests is None:
+                return key, None, BatchFailure(
+                    f"custom_id {key!r} carries no digest of its request, so its answer cannot be matched to this "
+                    f"run's request (the request {NOT_THIS_REQUEST} unless checked): pass "
+                    "?requests=REQUESTS.jsonl, the request files the batch ran")
+            return key, self.answers[key], None
+        other = sorted(cid for cid in self.answers if split_custom_id(cid)[0] == key)
+        if other:
+            return other[0], None, BatchFailure(
+                f"custom_id {other[0]!r} answers another request than this run's {exact!r}: the request "
+                f"{NOT_THIS_REQUEST} (the prompt, the caption under this id, the length limit or the temperature "
+                "changed since the requests were written)")
+        return exact, None, None
 
     def generate(self, requests: Sequence[Any]) -> list[str | BaseException]:
         out: list[str | BaseException] = []
@@ -268,14 +341,26 @@ class OpenAIBatchAnswers:
                 out.append(BatchFailure("openai-batch answers requests by their custom_id; this task's requests "
                                         "carry none (use a task that writes Batch API request files)"))
                 continue
-            answer = self.answers.get(key)
-            mismatch = self._checked(key, req)
+            digest = request_digest(req.prompt or "", req.max_new_tokens, req.temperature, req.seed)
+            custom_id, answer, refused = self._find(key, digest)
+            mismatch = self._checked(custom_id, req) or refused  # the request file says best what differs
             if mismatch is not None:
                 out.append(mismatch)
             elif answer is None:
-                out.append(BatchFailure(f"custom_id {key!r} is {NOT_IN_OUTPUT} ({', '.join(self.sha256)})"))
+                out.append(BatchFailure(f"custom_id {custom_id!r} is {NOT_IN_OUTPUT} ({', '.join(self.sha256)})"))
             elif answer.failure is not None:
                 out.append(BatchFailure(f"{BATCH_FAILED} ({answer.where}): {answer.failure}"))
             else:
                 out.append(answer.text or "")
         return out
+
+    def unmatched(self, asked: Iterable[tuple[str, str]]) -> list[str]:
+        """The custom_ids of the output that none of the requests ``asked`` ((key, digest) pairs) takes."""
+        asked = list(asked)
+        keys, digests = {k for k, _ in asked}, {d for _, d in asked}
+
+        def taken(custom_id: str) -> bool:
+            digest = split_custom_id(custom_id)[1]
+            return digest in digests if digest is not None else custom_id in keys
+
+        return sorted(cid for cid in self.answers if not taken(cid))

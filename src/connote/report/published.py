@@ -53,6 +53,25 @@ def measured(table: PublishedTable, run: Run) -> tuple[dict[str, float | None], 
     return None
 
 
+def why_not_measured(table: PublishedTable, run: Run) -> str | None:
+    """Why :func:`measured` has nothing of ``run`` for ``table`` (another captions variant or protocol, no stored
+    scores), or None when it has."""
+    if measured(table, run) is not None:
+        return None
+    res = run.results
+    if table.kind == "cv-probes":
+        have, want = res.get("captions", "original"), table.match.get("captions", "original")
+        return (f"its captions are the {have} ones; {table.id} is on the {want} captions (a run with --captions "
+                f"{want} is)")
+    stored = res.get("scores")
+    if not stored:
+        return "it has no stored scores (score the run first: connote vist score RUN / connote vmc score RUN)"
+    if table.kind == "vist-storytelling":
+        return (f"it was scored under the {stored.get('protocol')} protocol; {table.id} is under the "
+                f"{table.match.get('protocol')} protocol")
+    return f"it has no values for {table.id}"
+
+
 def _scaled(x: Any, scale: float) -> float | None:
     return None if x is None else float(x) * scale
 

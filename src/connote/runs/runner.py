@@ -51,10 +51,13 @@ class RunOutcome:
     seconds: float = 0.0
     world: int = 1
     is_main: bool = True
+    #: damaged stored rows moved aside and computed again
+    set_aside: int = 0
 
     def summary_line(self, label: str) -> str:
         return (f"{label}: {self.total} item(s): {self.resumed} resumed, {self.computed} computed now, "
-                f"{self.failed} failed")
+                f"{self.failed} failed" + (f" ({self.set_aside} damaged row(s) set aside and computed again)"
+                                            if self.set_aside else ""))
 
 
 def error_message(exc: BaseException) -> str:
@@ -145,6 +148,12 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         fp = store.register(description)
         if model_memo is not None and dist.is_main:
             store.remember_model(*model_memo)
+        set_aside = store.set_aside_damaged(fp) if dist.is_main else {}
+        if set_aside:  # computed again below; said now (also without progress), and in the closing line
+            shown = "; ".join(f"{i}: {why}" for i, why in list(set_aside.items())[:3])
+            print(f"note: {store.path}: {len(set_aside)} damaged row(s) set aside (table set_aside) and computed "
+                  f"again ({shown}{'; ...' if len(set_aside) > 3 else ''})", file=sys.stderr, flush=True)
+        dist.barrier()  # the rows set aside are gone before any rank decides what to compute
         keys = {it.item_id: it.key for it in items}
         reusable = store.reusable(fp, keys)
         dist.barrier()  # every rank must shard the same to-do list, before any rank writes
@@ -170,7 +179,7 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
         elapsed = time.time() - started
         dist.barrier()
         outcome = RunOutcome(fingerprint=fp, total=len(items), resumed=resumed, computed=len(todo),
-                             seconds=elapsed, world=dist.world, is_main=dist.is_main)
+                             seconds=elapsed, world=dist.world, is_main=dist.is_main, set_aside=len(set_aside))
         if dist.is_main:
             stored = store.rows(fp)
             rows = []

@@ -54,11 +54,30 @@ CREATE TABLE IF NOT EXISTS models (
     identity TEXT PRIMARY KEY,
     memo TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS set_aside (
+    fingerprint TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    data TEXT,
+    reason TEXT NOT NULL,
+    created REAL NOT NULL
+);
 """
 
 
 TABLE_COLUMNS = {"items": ("fingerprint", "item_id", "item_key", "data", "error", "created"),
-                 "fingerprints": ("fingerprint", "description"), "models": ("identity", "memo")}
+                 "fingerprints": ("fingerprint", "description"), "models": ("identity", "memo"),
+                 "set_aside": ("fingerprint", "item_id", "data", "reason", "created")}
+
+
+def damage(data: Any) -> str | None:
+    """Why a stored row's ``data`` cannot be a row (not text, not JSON, not a JSON object), or None."""
+    if not isinstance(data, str):
+        return f"not text ({type(data).__name__})"
+    try:
+        row = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    return None if isinstance(row, dict) else f"a JSON {type(row).__name__}, not an object"
 
 
 def canonical_json(obj: Any) -> str:
@@ -232,11 +251,29 @@ class RunStore:
         return fp
 
     def reusable(self, fp: str, keys: Mapping[str, str]) -> set[str]:
-        """Ids whose stored row has no error and was computed from the same item content (``keys``)."""
+        """Ids whose stored row has no error, was computed from the same item content (``keys``) and is intact
+        (a damaged row is never reused: :meth:`set_aside_damaged`)."""
         with self._sql():
-            cur = self._con.execute("SELECT item_id, item_key FROM items WHERE fingerprint = ? AND error IS NULL",
-                                    (fp,))
-            return {item_id for item_id, key in cur if keys.get(item_id) == key}
+            cur = self._con.execute("SELECT item_id, item_key, data FROM items WHERE fingerprint = ? AND error IS "
+                                    "NULL", (fp,))
+            return {item_id for item_id, key, data in cur if keys.get(item_id) == key and damage(data) is None}
+
+    def set_aside_damaged(self, fp: str) -> dict[str, str]:
+        """Move the rows of ``fp`` whose data is not a JSON object out of the items into ``set_aside`` (kept there,
+        never read again), so their items are computed again; returns item id -> what was wrong. One damaged row
+        never blocks the run."""
+        with self._sql():
+            cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
+            bad = {item_id: (data, why) for item_id, data in cur if (why := damage(data)) is not None}
+        if bad:
+            now = time.time()
+            with self._sql(), self._con:
+                self._con.executemany("INSERT INTO set_aside VALUES (?, ?, ?, ?, ?)",
+                                      [(fp, i, d if isinstance(d, str) else None, why, now)
+                                       for i, (d, why) in bad.items()])
+                self._con.executemany("DELETE FROM items WHERE fingerprint = ? AND item_id = ?",
+                                      [(fp, i) for i in bad])
+        return {i: why for i, (_, why) in bad.items()}
 
     def done_ids(self, fp: str, *, include_errors: bool = False) -> set[str]:
         """Items with a stored row (content not checked; use :meth:`reusable` to decide reuse)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
-from connote.core.jsonio import read_text
+from connote.core.jsonio import read_json_entries as top_level_entries  # noqa: F401 - the suites' reader
 from connote.media.images import is_url, load_image
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl, write_text
@@ -50,60 +50,6 @@ class SuiteItem:
 
 
 # ---------------------------------------------------------------------------------- reading helpers
-
-
-def top_level_entries(path: Path, *, what: str) -> tuple[Any, list[int]]:
-    """A JSON file's content and the 1-based line where each top-level entry (dict value or list item) starts.
-
-    Released suite files are one big object or list; a bad entry is then named with its line.
-    """
-    text = read_text(path, what=what)
-    decoder = json.JSONDecoder()
-    ws = re.compile(r"\s*")
-
-    def line_of(pos: int) -> int:
-        return text.count("\n", 0, pos) + 1
-
-    def fail(pos: int, message: str) -> InputError:
-        return InputError(message, path=path, line=line_of(pos))
-
-    pos = ws.match(text, 0).end()
-    if pos >= len(text) or text[pos] not in "[{":
-        raise fail(pos, f"expected a JSON object or list ({what})")
-    is_dict, lines, out = text[pos] == "{", [], ({} if text[pos] == "{" else [])
-    closing = "}" if is_dict else "]"
-    pos = ws.match(text, pos + 1).end()
-    if text[pos:pos + 1] == closing:
-        return out, lines
-    while True:
-        start = pos
-        try:
-            if is_dict:
-                key, pos = decoder.raw_decode(text, pos)
-                if not isinstance(key, str):
-                    raise fail(start, "expected a string key")
-                pos = ws.match(text, pos).end()
-                if text[pos:pos + 1] != ":":
-                    raise fail(pos, "expected ':' after a key")
-                pos = ws.match(text, pos + 1).end()
-                value, pos = decoder.raw_decode(text, pos)
-                out[key] = value
-            else:
-                value, pos = decoder.raw_decode(text, pos)
-                out.append(value)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
-        lines.append(line_of(start))
-        pos = ws.match(text, pos).end()
-        ch = text[pos:pos + 1]
-        if ch == ",":
-            pos = ws.match(text, pos + 1).end()
-        elif ch == closing:
-            if ws.match(text, pos + 1).end() != len(text):
-                raise fail(pos + 1, "extra data after the top-level JSON value")
-            return out, lines
-        else:
-            raise fail(pos, f"expected ',' or '{closing}'")
 
 
 def require_fields(entry: Any, names: Sequence[str], *, path: Path, line: int, key: str = "") -> dict[str, Any]:

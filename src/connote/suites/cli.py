@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,14 +17,22 @@ from connote.core.errors import InputError
 SUITE_HELP = "svo-probes | valse | winoground | sugarcrepe"
 
 
-def _data(suite: str, data: Optional[Path], out: Path) -> Path:
-    if data is not None:
-        return data
+@contextlib.contextmanager
+def _held(suite: str, data: Optional[Path], model: str, out: Path) -> Iterator[Path]:
+    """Check the spec, then lock the run folder for the whole command (as ``cv-probes run`` does: a second run
+    into it is refused before anything is written or loaded) and yield the data: ``--data``, or the suite's
+    sample written into the folder (by rank 0 of a launched job)."""
+    from connote.models.registry import check_spec
+    from connote.runs.launch import hold_run, main_rank_first
     from connote.suites import target
 
-    written = target(suite, 2)(out / "sample")
-    print(f"no --data: using the {suite} sample written to {written}", file=sys.stderr)
-    return written
+    write_sample = target(suite, 2)  # an unknown suite is refused before the folder is made
+    check_spec(model)
+    with hold_run(out) as dist:
+        if data is None:
+            data = main_rank_first(dist, lambda: write_sample(out / "sample"),
+                                   notice=lambda d: f"no --data: using the {suite} sample written to {d}")
+        yield data
 
 
 def run(
@@ -45,8 +55,9 @@ def run(
     from connote.suites import target
 
     cls = target(suite, 0)
-    task = cls(_data(suite, data, out), images=images, allow_network=allow_network, progress=progress)
-    results = _run(task, model, out, seed, json_out, check_invariance)
+    with _held(suite, data, model, out) as data:
+        task = cls(data, images=images, allow_network=allow_network, progress=progress)
+        results = _run(task, model, out, seed, json_out, check_invariance)
     if not results:
         return
     print(f"run folder: {out} (results.json, items.jsonl, results.md)")
@@ -60,10 +71,8 @@ def _run(task: Any, model: str, out: Path, seed: int, json_out: bool, check_inva
     import json
 
     from connote.media.embedded import quiet_transformers
-    from connote.models.registry import check_spec
     from connote.tasks.api import run_task
 
-    check_spec(model)
     quiet_transformers()
     results = run_task(task, model, out, seed=seed, extra_results={"model": model},
                        check_invariance=check_invariance).results
@@ -105,9 +114,10 @@ def explain(
         if value is not None and value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}")
     cls = target(suite, 1)
-    task = cls(_data(suite, data, out), images=images, estimator=estimator, budget=budget, sample=sample,
-               seed=seed, grid=grid, compat=compat, allow_network=allow_network, progress=progress)
-    results = _run(task, model, out, seed, json_out)
+    with _held(suite, data, model, out) as data:
+        task = cls(data, images=images, estimator=estimator, budget=budget, sample=sample, seed=seed, grid=grid,
+                   compat=compat, allow_network=allow_network, progress=progress)
+        results = _run(task, model, out, seed, json_out)
     if not results:
         return
     print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors; "

@@ -265,6 +265,7 @@ class Task(ABC):
             "n_computed_this_run": outcome.computed, "n_failed": outcome.failed,
             f"{self.label}_this_run": outcome.computed,
             "seconds_this_run": round(outcome.seconds, 3), "world_size": outcome.world,
+            **({"n_set_aside": outcome.set_aside} if outcome.set_aside else {}),
             **(extra_results or {}),
             **run_metadata(self.config(), seed=seed),
         })

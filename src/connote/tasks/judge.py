@@ -38,15 +38,37 @@ class ParseError(ValueError):
     """A judge's answer that does not follow the rubric's answer format."""
 
 
-def _first_int(answer: str, lo: int, hi: int) -> int:
-    m = re.search(r"(?<![\d.])([1-9]\d*)(?![\d.])", answer)
-    if not m or not lo <= int(m.group(1)) <= hi:
-        raise ParseError(f"expected a rating {lo}-{hi}, got {answer[:80]!r}")
-    return int(m.group(1))
+#: What the share rubric's question accepts as its answer: the whole reply is the rating (bold or quoted, a
+#: closing period allowed); or the reply starts with it and its label ("4 - agree", "4 (agree)", "4. The story
+#: ..."); or it is stated as the rating ("I would rate this story a 4", "Rating: 4", "my answer is 4", "4/5",
+#: "4 out of 5"). A number anywhere else (the scale "1-5", an echoed story "5 5 5 ...", "5 friends went ...") is
+#: not a rating, and two different stated ratings are none.
+_WHOLE = re.compile(r"(\d+)\s*[.!]?")
+_LEADING = re.compile(r"(\d+)\s*(?:[-\u2013\u2014:.)(]|=)\s*[^\d\s]")
+_STATED = re.compile(r"\b(?:rate|rating|rated|score|scored|answer|give)\b[^.\d\n]{0,40}?(?<![\d.])(\d+)"
+                     r"(?!\d|\.\d|\s*(?:-|\u2013|to)\s*\d)", flags=re.IGNORECASE)
+_OUT_OF = r"(?<![\d.])(\d+)\s*(?:/|out\s+of)\s*{hi}\b"
+
+
+def parse_rating(answer: str, lo: int, hi: int) -> int:
+    """The rating a reply gives to a ``lo``-``hi`` question, in the answer format above; else ``ParseError``."""
+    text = answer.strip().strip("*_`\"' \n")
+    found: set[int] = set()
+    if m := _WHOLE.fullmatch(text) or _LEADING.match(text):
+        found = {int(m.group(1))}
+    else:
+        found = {int(x) for x in _STATED.findall(text)} | {int(x) for x in re.findall(_OUT_OF.format(hi=hi), text)}
+    if len(found) != 1:
+        why = "two different ratings" if found else "no rating"
+        raise ParseError(f"expected a rating {lo}-{hi} as the answer, got {why} in {answer[:80]!r}")
+    (value,) = found
+    if not lo <= value <= hi:
+        raise ParseError(f"expected a rating {lo}-{hi}, got {value} in {answer[:80]!r}")
+    return value
 
 
 def parse_share(answer: str) -> dict[str, float]:
-    return {"share": float(_first_int(answer, 1, 5))}
+    return {"share": float(parse_rating(answer, 1, 5))}
 
 
 def parse_pairwise(answer: str) -> dict[str, float]:
@@ -104,7 +126,8 @@ class Rubric:
         return f"{self.name}@v{self.version}#{self.prompt_sha()}"
 
 
-SHARE = Rubric("share", 1, "story", (
+#: 2: the rating is read in its answer format (:func:`parse_rating`), no longer the first integer anywhere
+SHARE = Rubric("share", 2, "story", (
     "Here is a story written for the photos above.\n\nStory: {text}\n\n"
     "How strongly do you agree with this statement: \"If these were my photos, I would like using a story "
     "like this to share my experience with my friends.\"\n"

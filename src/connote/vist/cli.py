@@ -101,6 +101,11 @@ def validate_cmd(
     report = validate_submission(submission, template)
     if as_json:
         _echo_json(report.to_dict())
+    elif report.malformed:  # bad input: the one "error:" line every command gives it (exit 2)
+        from connote.core.errors import InputError
+
+        m = report.malformed
+        raise InputError(f"malformed JSON: {m['message']}", path=submission, line=m["line"], column=m["column"])
     else:
         stream = sys.stderr if report.malformed else sys.stdout
         for line in report.lines(limit=show):
@@ -154,6 +159,7 @@ def score_cmd(
 
     if protocol not in PROTOCOLS:
         raise InputError(f"unknown protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
+    checks.at_least("--n-boot", n_boot, 0)
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     if meteor is not None and protocol != "album":
@@ -168,6 +174,10 @@ def score_cmd(
         _require_sequences(sub)
         require_unique_sequences(sub)
     g = read_gold(gold)
+    if g.problems:  # the gold's own problems are said, never left for the submission to be blamed for
+        first = g.problems[0]
+        print(f"note: {gold}: {len(g.problems)} problem(s) in the gold (first: {first.item}: {first.message}); "
+              f"connote vist info {gold} lists them", file=sys.stderr)
     tpl = read_submission(template) if template else None
     other_sub = None
     run_b = None
@@ -402,7 +412,10 @@ def correlate_cmd(
                                               "connote report).")] = None,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
-    """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating."""
+    """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating.
+
+    Exit status 1 when a judge judged nothing (every call failed or no answer could be read): its row is missing."""
+    from connote.commands.measures import unjudged_exit
     from connote.core.errors import InputError
     from connote.metrics.correlation import (
         correlate,
@@ -418,6 +431,7 @@ def correlate_cmd(
 
     if (scores is None) == (stories is None):
         raise InputError("give exactly one of --scores (precomputed) and --stories (an SIS file)")
+    checks.at_least("--n-boot", n_boot, 0)
     if ci_method not in CI_METHODS:
         raise InputError(f"unknown --ci-method {ci_method!r}; valid: {', '.join(CI_METHODS)}")
     kind = ratings_kind(ratings)
@@ -451,6 +465,7 @@ def correlate_cmd(
                                         only=set(human), bar=bar) if wanted else {}
         source = stories
     signatures: dict[str, str] = {}
+    unjudged: dict[str, str] = {}
     if story_metrics or judge:
         from connote.commands import measures
         from connote.vist.measures import story_metric_scores
@@ -475,10 +490,10 @@ def correlate_cmd(
                 items = [JudgeInput(pid, rated[a][1], rated[b][1], tuple(rated[a][0])) for pid, (a, b) in pairs.items()]
             else:
                 items = [JudgeInput(sid, text, None, tuple(photos)) for sid, (photos, text) in rated.items()]
-            per, sigs = measures.judge_scores(judge, items, rubric or ("pairwise" if prefs is not None else "share"),
-                                              ("story-pair",) if prefs is not None else ("story",), out=judge_out,
-                                              image_dir=images, temperature=temperature, seed=judge_seed,
-                                              progress=progress)
+            per, sigs, unjudged = measures.judge_scores(
+                judge, items, rubric or ("pairwise" if prefs is not None else "share"),
+                ("story-pair",) if prefs is not None else ("story",), out=judge_out, image_dir=images,
+                temperature=temperature, seed=judge_seed, progress=progress)
             signatures.update(sigs)
             for sid, row in per.items():
                 auto.setdefault(sid, {}).update(row)
@@ -487,6 +502,11 @@ def correlate_cmd(
         human, auto = pairwise_dataset(prefs, auto)
         agreement = pairwise_agreement(human, auto)
     if not set(human) & {i for i, row in auto.items() if row}:
+        if unjudged:  # the judges were all there was to correlate, or all that could have been
+            from connote.core.errors import ConnoteError
+
+            raise ConnoteError("nothing to correlate: nothing was judged (" + "; ".join(
+                f"{spec}: {why}" for spec, why in unjudged.items()) + ")")
         rated_in_sis = [s.id for s in vf.stories if s.id in human] if stories is not None else []
         if rated_in_sis:
             what = (f"{len(rated_in_sis)} rated stories are in the file, but none has another story on its "
@@ -517,8 +537,9 @@ def correlate_cmd(
     if as_json:
         extra = {k: v for k, v in (("paired", tests), ("pairwise_agreement", agreement),
                                    ("signatures", signatures)) if v}
-        _echo_json({"correlations": res, **extra} if extra else res)
-        return
+        _echo_json({"correlations": res, **extra, **({"unjudged": unjudged} if unjudged else {})}
+                   if extra or unjudged else res)
+        _exit(unjudged_exit(unjudged))
     coefficients = ("pearson", "spearman", "kendall")
     _echo_columns(["metric", "n", *(f"{c} (p)" for c in coefficients)],
                   [[m, str(r["n"]), *(f"{r[c]:.3f} ({r[c + '_p']:.3g})" for c in coefficients)]
@@ -543,6 +564,7 @@ def correlate_cmd(
         from connote.commands.measures import echo_signatures
 
         echo_signatures(signatures)
+    _exit(unjudged_exit(unjudged))
 
 
 # --------------------------------------------------------------------------- vist train
@@ -680,10 +702,14 @@ def features_cmd(
     """Image features for ``vist train``/``seq2seq``, from the embedded image encoder (offline)."""
     import numpy as np
 
+    from connote.core.errors import InputError
     from connote.media.embedded import EmbeddedEncoder
     from connote.vist.data import load_json, parse_submission, read_official
     from connote.vist.seq2seq import extract_features
 
+    if not images.is_dir():  # bad input (exit 2) before anything is read, not every photo "missing" (exit 1)
+        raise InputError("--images: photo folder not found", path=images)
+    checks.at_least("--batch-size", batch_size, 1)
     obj, _ = load_json(source)
     if isinstance(obj, dict) and "output_stories" in obj:
         ids = [p for e in parse_submission(obj, source).entries for p in e.photo_sequence]

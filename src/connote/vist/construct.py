@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.jsonio import text_lines
 from connote.vist.data import Album, Image
 
 CC_LICENSE_IDS = frozenset({"1", "2", "3", "4", "5", "6", "9"})
@@ -110,7 +111,7 @@ class NameList:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 raise InputError(f"cannot read names list ({exc})", path=path) from None
-            for n, row in enumerate(csv.reader(text.splitlines()), 1):
+            for n, row in enumerate(csv.reader(text_lines(text)), 1):
                 if not row or not "".join(row).strip():
                     continue
                 if len(row) < 3:

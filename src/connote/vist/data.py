@@ -23,7 +23,6 @@ stories per photo sequence, as a gold file) is::
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -430,6 +429,7 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
         album.photo_ids = order_photos(album_photos.get(aid, []), images)
 
     storylets: list[Storylet] = []
+    seen_storylets: dict[tuple[str, str], int] = {}
     for i, item in enumerate(obj.get("annotations") or []):
         ann = item[0] if isinstance(item, list) and item else item
         if not isinstance(ann, Mapping):
@@ -444,6 +444,13 @@ def read_official(path: str | Path, *, tier: str | None = None) -> VistFile:
             problems.append(Problem(p, f"annotations[{i}]",
                                     f"'text' is a JSON {_json_type(raw_text)}, expected a string; read as empty"))
             raw_text = ""
+        sid, slid = _str(ann.get("story_id")), _str(ann.get("storylet_id"))
+        if sid is not None and slid is not None and tier != "dii":
+            first = seen_storylets.setdefault((sid, slid), i)
+            if first != i:  # the same storylet listed again: a story would read ten photos, not five
+                problems.append(Problem(p, f"annotations[{i}]", f"duplicate storylet {slid} of story {sid} (first "
+                                        f"at annotations[{first}]); the repeat is left out"))
+                continue
         storylets.append(Storylet(
             story_id=_str(ann.get("story_id")), storylet_id=_str(ann.get("storylet_id")),
             album_id=aid, photo_id=pid, text=_text(raw_text),
@@ -585,16 +592,15 @@ def read_submission(path: str | Path) -> Submission:
 
 def read_jsonl_predictions(path: str | Path) -> Submission:
     """Read generation records (JSON Lines) as a submission; bad lines raise with their number."""
+    from connote.core.jsonio import parse_json
+
     path = Path(path)
     text, problems = read_text(path)
     entries: list[SubmissionEntry] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028, U+0085
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", path=path, line=n, column=exc.colno) from None
+        rec = parse_json(line, path, line=n)
         if not isinstance(rec, dict):
             raise InputError(f"expected a JSON object, got {type(rec).__name__}", path=path, line=n)
         seq = rec.get("photo_sequence") or []

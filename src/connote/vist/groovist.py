@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.jsonio import text_lines
 from connote.vist.story_text import placeholders_to_words, sentences
 
 #: GROOViST's theta per dataset (its config.ini); ``custom`` is its value for other data.
@@ -79,7 +80,7 @@ def read_concreteness(path: str | Path) -> dict[str, float]:
     are kept as written (GROOViST looks its lower-cased phrases' words up as they are)."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = text_lines(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the concreteness ratings ({exc})", path=path) from None
     if not lines:

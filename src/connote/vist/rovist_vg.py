@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.jsonio import read_json
 from connote.vist.story_text import placeholders_to_words, sentences
 
 NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
@@ -56,10 +57,7 @@ def vg_score(recall: Sequence[float], weights: Sequence[float]) -> float | None:
 def read_idf(path: str | Path) -> dict[str, float]:
     """IDF weights as a JSON object ``{"noun": idf}`` (RoViST's ``idf_dict.pkl``, converted by its user)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read the IDF weights ({exc})", path=path) from None
+    data = read_json(path, what="IDF weights file")  # one JSON reader: a duplicated noun is refused
     if not isinstance(data, dict) or not data:
         raise InputError('expected a JSON object of IDF weights, {"noun": idf, ...}', path=path)
     bad = [k for k, v in data.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from connote.core.errors import InputError, ItemError
+from connote.core.jsonio import read_json
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -198,7 +199,7 @@ class StoryModel:
         for name in ("model.pt", "config.json", "vocab.json"):
             if not (folder / name).is_file():
                 raise InputError(f"not a seq2seq story model folder: {name} is missing", path=folder)
-        raw = json.loads((folder / "config.json").read_text())
+        raw = read_json(folder / "config.json", what="seq2seq config")
         if not isinstance(raw, dict):
             raise InputError("config.json is not a JSON object", path=folder / "config.json")
         notes = []
@@ -211,7 +212,7 @@ class StoryModel:
             cfg = Seq2SeqConfig(**raw)
         except (TypeError, ValueError) as exc:
             raise InputError(f"bad model config: {exc}", path=folder / "config.json") from None
-        vocab = Vocab(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))
+        vocab = Vocab(read_json(folder / "vocab.json", what="seq2seq vocabulary"))
         model = cls(cfg, vocab)
         model.notes = notes
         model.module.load_state_dict(torch.load(folder / "model.pt", map_location=device, weights_only=True))

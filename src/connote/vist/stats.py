@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.jsonio import text_lines
 
 ABSTRACT_SUFFIXES = ("ness", "ity", "tion", "sion", "ment", "ance", "ence", "ship", "hood", "dom", "ism",
                      "acy", "ty")
@@ -103,7 +104,7 @@ def load_lexicon(path: str | Path, *, word_column: str | None = None,
     path = Path(path)
     text = path.read_text(encoding="utf-8", errors="replace")
     dialect = "excel-tab" if text.split("\n", 1)[0].count("\t") else "excel"
-    rows = csv.DictReader(text.splitlines(), dialect=dialect)
+    rows = csv.DictReader(text_lines(text), dialect=dialect)
     fields = rows.fieldnames or []
     wc = word_column or next((f for f in fields if "word" in f.lower()), None)
     rc = rating_column or next((f for f in fields if "conc" in f.lower() or "rating" in f.lower()), None)

@@ -104,7 +104,7 @@ def validate_submission(path: str | Path, template: str | Path | Submission | No
         if exc.line is None:
             raise
         report.malformed = {"line": exc.line, "column": exc.column,
-                            "message": str(exc).split("malformed JSON: ", 1)[-1]}
+                            "message": exc.message.split("malformed JSON: ", 1)[-1]}
         return report
     report.n_entries = len(sub.entries)
     report.problems = list(sub.problems)

@@ -69,6 +69,22 @@ class GitLlavaGenerator:
         c = self.model.cfg
         return (getattr(c, "frame_sampling", "fixed"), int(getattr(c, "frame_seed", 0)))
 
+    @staticmethod
+    def identity_sources(weights: str | None, options: dict[str, Any]) -> dict[str, str]:
+        """What a build reads beyond the folder, found without loading it: the GIT captioner its
+        ``git_llava.json`` names (never saved in the folder), and the LLM when the folder holds none of its own
+        (an adapter's base model)."""
+        from connote.core.jsonio import read_json
+
+        meta = read_json(Path(weights or "") / "git_llava.json", what="GIT-LLaVA model file")
+        model = meta.get("model") if isinstance(meta, dict) else None
+        if not isinstance(model, dict) or not isinstance(model.get("captioner"), str):
+            raise ValueError("git_llava.json names no captioner")
+        found = {"captioner": model["captioner"]}
+        if not meta.get("llm_saved") and isinstance(model.get("llm"), str):
+            found["llm"] = model["llm"]
+        return found
+
     def describe(self) -> dict[str, Any]:
 
         from connote.core.files import file_sha256
@@ -76,10 +92,14 @@ class GitLlavaGenerator:
 
         folder = Path(self.weights)
         digest = file_sha256(folder / "projector.safetensors")[:16]
+        cfg = self.model.cfg
         llm = {sub: weights_identity(str(folder / sub), None, None)
                for sub in ("llm", "llm_adapter") if (folder / sub).is_dir()}
+        if not (folder / "llm").is_dir():  # an adapter (or nothing) saved: the base LLM is read from its source
+            llm["source"] = weights_identity(cfg.llm, None, getattr(self.model, "_base_llm", lambda: None)())
         return {"backend": "git-llava", **weights_identity(self.weights, None, None), "projector_sha256": digest,
-                "llm": llm, "model": dict(vars(self.model.cfg)), "dtype": str(self.model.projector[0].weight.dtype),
+                "llm": llm, "captioner": weights_identity(cfg.captioner, None, self.model.captioner),
+                "model": dict(vars(cfg)), "dtype": str(self.model.projector[0].weight.dtype),
                 **self.decoding.describe()}
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:

@@ -382,7 +382,7 @@ def correlate_cmd(
     and Kendall of each metric with the share of annotators saying yes, with bootstrap intervals."""
     import csv
 
-    from connote.commands.measures import echo_paired, echo_signatures, judge_scores
+    from connote.commands.measures import echo_paired, echo_signatures, judge_scores, unjudged_exit
     from connote.commands.output import echo_columns as _echo_columns
     from connote.commands.output import echo_json as _echo_json
     from connote.metrics.correlation import correlate, paired_tests, read_metric_scores
@@ -396,6 +396,7 @@ def correlate_cmd(
                          path=labels)
     auto: dict[str, dict[str, float]] = read_metric_scores(scores) if scores else {}
     signatures: dict[str, str] = {}
+    unjudged: dict[str, str] = {}
     if judge:
         from connote.tasks.judge import JudgeInput
 
@@ -413,11 +414,17 @@ def correlate_cmd(
             files = find_videos(videos)
         items = [JudgeInput(r["item_id"], r["caption"], None, (), str(files[r["video_id"]])
                             if r["video_id"] in files else None) for r in caps if r.get("item_id")]
-        per, signatures = judge_scores(judge, items, "vmc-a7", ("caption",), out=judge_out, image_dir=None,
-                                       temperature=temperature, seed=judge_seed, progress=progress)
+        per, signatures, unjudged = judge_scores(judge, items, "vmc-a7", ("caption",), out=judge_out,
+                                                 image_dir=None, temperature=temperature, seed=judge_seed,
+                                                 progress=progress)
         for iid, row in per.items():
             auto.setdefault(iid, {}).update(row)
     if not auto:
+        if unjudged:
+            from connote.core.errors import ConnoteError
+
+            raise ConnoteError("nothing to correlate: nothing was judged (" + "; ".join(
+                f"{spec}: {why}" for spec, why in unjudged.items()) + ")")
         raise InputError("nothing to correlate: give --scores or --judge")
     results = {}
     for c in wanted:
@@ -432,8 +439,8 @@ def correlate_cmd(
                                                                     "ci_method": "percentile"})
         typer.echo(f"wrote {written}", err=True)
     if as_json:
-        _echo_json({"criteria": results, "signatures": signatures})
-        return
+        _echo_json({"criteria": results, "signatures": signatures, **({"unjudged": unjudged} if unjudged else {})})
+        raise typer.Exit(unjudged_exit(unjudged))
     for c, res in results.items():
         typer.echo(f"{c} (human: share of annotators saying yes)")
 
@@ -447,6 +454,7 @@ def correlate_cmd(
         if res.get("paired"):
             echo_paired(res["paired"], _echo_columns)
     echo_signatures(signatures)
+    raise typer.Exit(unjudged_exit(unjudged))
 
 
 def _letters(k: int) -> str:

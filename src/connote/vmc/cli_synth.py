@@ -90,8 +90,13 @@ def synth_cmd(
     print(f"{results['captions']} caption(s): {results['kept']} kept, {results['dropped']} dropped "
           f"{results['dropped_by_reason']}, {results['failed']} failed {results['failed_by_reason']}; "
           f"table {out / 'metaphors.json'}", file=sys.stderr)
+    if results.get("unmatched_answers"):
+        shown = ", ".join(results["unmatched_custom_ids"][:5])
+        print(f"note: {results['unmatched_answers']} answer(s) in the Batch API output match no request of this run "
+              f"and were not used ({shown}{', ...' if results['unmatched_answers'] > 5 else ''})", file=sys.stderr)
     summary = {k: results[k] for k in ("captions", "kept", "dropped", "dropped_by_reason", "failed",
-                                       "failed_by_reason", "n_resumed", "n_computed_this_run")}
+                                       "failed_by_reason", "n_resumed", "n_computed_this_run", "unmatched_answers")
+               if k in results}
     print(json.dumps({"run": str(out), "table": str(out / "metaphors.json"), **summary}))
     return 1 if results["failed"] > max_failed else 0
 

@@ -79,7 +79,11 @@ def read_caption_table(path: str | Path) -> dict[str, list[str]]:
     path = Path(path)
     if not path.exists():
         raise InputError("caption table not found", path=path)
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+    import io
+
+    from connote.core.jsonio import read_text
+
+    with io.StringIO(read_text(path, what="caption table"), newline="") as fh:  # strict UTF-8, file and line named
         reader = csv.DictReader(fh)
         header = [h.strip() for h in reader.fieldnames or []]
         if "unique_id" not in header:
@@ -128,12 +132,11 @@ def read_split(path: str | Path, name: str | None = None) -> list[str] | dict[st
     path = Path(path)
     if not path.exists():
         raise InputError("split file not found", path=path)
-    text = path.read_text(encoding="utf-8")
+    from connote.core.jsonio import parse_json, read_text
+
+    text = read_text(path, what="split file")
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+        data = parse_json(text, path)
         if isinstance(data, dict):
             splits = {k: [str(x) for x in v] for k, v in data.items()}
             if name is None:
@@ -214,12 +217,18 @@ def read_video_list(spec: str | Path) -> list[tuple[str, Path]]:
         if col not in header:
             raise InputError(f"missing column {col}; a manifest has video_id, path", path=spec, line=1)
     videos = []
+    first_line: dict[str, int] = {}
     for r in reader:
         if not (r.get("video_id") or "").strip():
             continue
         if not isinstance(r.get("path"), str) or not r["path"].strip():
             raise InputError("no path for this video", path=spec, line=reader.line_num, column="path")
-        videos.append((r["video_id"].strip(), base / r["path"].strip()))
+        video_id = r["video_id"].strip()
+        if video_id in first_line:
+            raise InputError(f"video_id {video_id!r} occurs more than once (first on line {first_line[video_id]}); "
+                             "ids must be unique", path=spec, line=reader.line_num, column="video_id")
+        first_line[video_id] = reader.line_num
+        videos.append((video_id, base / r["path"].strip()))
     return videos
 
 
@@ -228,10 +237,9 @@ def read_image_captions(path: str | Path, image_dir: str | Path, kind: str | Non
     path, image_dir = Path(path), Path(image_dir)
     if not path.exists():
         raise InputError("image-caption file not found", path=path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    from connote.core.jsonio import read_json
+
+    data = read_json(path, what="image-caption file")
     items: list[ImageItem] = []
     if isinstance(data, dict) and "annotations" in data:
         files = {img["id"]: img["file_name"] for img in data.get("images", [])}

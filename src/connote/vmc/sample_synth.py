@@ -67,6 +67,15 @@ def output_line(custom_id: str, answer: str | None, created: int) -> dict[str, A
             "error": None}
 
 
+def sample_custom_id(row_id: str, caption: str) -> str:
+    """The custom_id ``connote vmc synth --write-batch`` gives the sample row's request (default prompt, 64 tokens,
+    temperature 0)."""
+    from connote.models.openai_batch import batch_custom_id, request_digest
+    from connote.vmc.synth import SYNTH_PROMPT, synth_prompt
+
+    return batch_custom_id(row_id, request_digest(synth_prompt(caption, SYNTH_PROMPT), 64, 0.0, None))
+
+
 def write_sample_synth(folder: str | Path) -> dict[str, Path]:
     """Write ``images/``, ``captions.csv`` (``id, image, caption``) and ``batch-output.jsonl`` into ``folder``;
     returns their paths (``images``, ``captions``, ``batch_output``)."""
@@ -87,6 +96,6 @@ def write_sample_synth(folder: str | Path) -> dict[str, Path]:
         writer.writerow(["id", "image", "caption"])
         for rid, photo, caption, _ in CAPTIONS:
             writer.writerow([rid, f"{photo}.jpg", caption])
-    write_jsonl(paths["batch_output"], (output_line(CAPTIONS[k][0], CAPTIONS[k][3], 1733097600 + 7 * n)
-                                        for n, k in enumerate(OUTPUT_ORDER)))
+    write_jsonl(paths["batch_output"], (output_line(sample_custom_id(CAPTIONS[k][0], CAPTIONS[k][2]), CAPTIONS[k][3],
+                                                    1733097600 + 7 * n) for n, k in enumerate(OUTPUT_ORDER)))
     return paths

@@ -184,6 +184,8 @@ def score_runs(runs: Sequence[str | Path], refs_path: str | Path | None, *, spli
                 refs.setdefault(v, rs)
     else:
         refs = read_caption_table(refs_path)
+        if not any(refs.values()):
+            raise InputError("no references to score against: the caption table holds no caption", path=refs_path)
     if split is not None:
         ids = read_split(split)
         assert isinstance(ids, list)
@@ -197,6 +199,9 @@ def score_runs(runs: Sequence[str | Path], refs_path: str | Path | None, *, spli
         for r in runs:
             seen |= set(read_answer_file(r)[0]) if is_answer_file(r) else set(read_run_captions(r))
         refs = {i: refs[i] for i in refs if i in seen}
+        if not any(refs.values()):
+            raise InputError("no references to score against: no video the run captioned has captions in this "
+                             f"table (captioned: {', '.join(sorted(seen)[:5]) or 'none'})", path=refs_path)
     return [_score_run(r, refs, metrics=metrics, n_boot=n_boot, seed=seed, samples=samples, text=text, **settings)
             for r in runs]
 

@@ -97,7 +97,7 @@ class MetaphorSynthTask(Task):
     def batch_requests(self, model: str) -> tuple[list[dict[str, Any]], list[WorkItem]]:
         """One OpenAI Batch API request per usable row (custom_id = the row id, body = the prompt as the
         ``openai`` backend sends it, text only) and the rows left out (their errors set)."""
-        from connote.models.openai_batch import chat_body, request_line
+        from connote.models.openai_batch import batch_custom_id, chat_body, request_line
 
         if self.send_image:
             raise InputError("--write-batch writes text-only requests (as the paper sent them); drop --send-image")
@@ -107,12 +107,25 @@ class MetaphorSynthTask(Task):
                 skipped.append(w)
                 continue
             body = chat_body(model, synth_prompt(w.payload.caption, self.prompt), max_tokens=self.max_new_tokens,
-                             temperature=self.temperature, seed=0 if self.temperature > 0 else None)
+                             temperature=self.temperature, seed=self._seed())
             try:
-                lines.append(request_line(w.item_id, body))
+                lines.append(request_line(batch_custom_id(w.item_id, self._digest(w)), body))
             except InputError as exc:
                 raise InputError(f"{w.payload.where}: {exc}") from None
         return lines, skipped
+
+    def _seed(self) -> int | None:
+        return 0 if self.temperature > 0 else None
+
+    def _digest(self, w: WorkItem) -> str:
+        from connote.models.openai_batch import request_digest
+
+        return request_digest(synth_prompt(w.payload.caption, self.prompt), self.max_new_tokens, self.temperature,
+                              self._seed())
+
+    def request_ids(self) -> list[tuple[str, str]]:
+        """(row id, request digest) of every row this run sends: what a Batch API output's custom_ids answer."""
+        return [(w.item_id, self._digest(w)) for w in self.work_items() if w.error is None]
 
     def settings(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
@@ -155,7 +168,7 @@ class MetaphorSynthTask(Task):
                     continue
             requests.append(GenerationRequest(images=images, prompt=synth_prompt(w.payload.caption, self.prompt),
                                               max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                                              seed=0 if self.temperature > 0 else None, key=w.item_id))
+                                              seed=self._seed(), key=w.item_id))
         answers = iter(model.generate(requests) if requests else [])
         rows = []
         for w in batch:
@@ -207,11 +220,16 @@ class MetaphorSynthTask(Task):
 
 def synthesize(captions: str | Path, model: str | Any, out: str | Path, **options: Any) -> dict[str, Any]:
     """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``run.json``."""
+    from connote.models.openai_batch import OpenAIBatchAnswers
     from connote.models.registry import check_spec, load_model
 
     task = MetaphorSynthTask(captions, **options)
     if isinstance(model, str):
         check_spec(model)
         model = load_model(model)
-    results, _ = task.run(model, out)
+    extra: dict[str, Any] = {}
+    if isinstance(model, OpenAIBatchAnswers):  # answers no request of this run takes: counted, never used
+        unmatched = model.unmatched(task.request_ids())
+        extra = {"unmatched_answers": len(unmatched), "unmatched_custom_ids": unmatched[:20]}
+    results, _ = task.run(model, out, extra_results=extra)
     return results

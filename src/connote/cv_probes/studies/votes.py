@@ -42,7 +42,7 @@ INSTRUCTIONS = (
 
 def read_rows(path: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """The manifest's header and raw rows by ``item_id``, as written (to write them back unchanged)."""
-    from connote.core.jsonio import read_jsonl, read_text
+    from connote.core.jsonio import read_jsonl, read_text, text_lines
 
     if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):  # strict: the bad line and column are named
         rows = [r for _, r in read_jsonl(path, what="manifest") if isinstance(r, dict)]
@@ -50,7 +50,7 @@ def read_rows(path: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
         for r in rows:
             header += [k for k in r if k not in header]
     else:
-        reader = csv.DictReader(read_text(path, what="manifest").splitlines(keepends=True))
+        reader = csv.DictReader(text_lines(read_text(path, what="manifest"), keepends=True))
         rows = [r for r in reader if any(v not in (None, "") for v in r.values())]
         header = list(reader.fieldnames or [])
     return header, {str(r.get("item_id", "")).strip(): r for r in rows}

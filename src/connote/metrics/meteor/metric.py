@@ -34,7 +34,7 @@ class MeteorOptions:
     meteor_preset: Literal["pycocoevalcap", "vist"] | None = opt(
         None, "pycocoevalcap (task rank, -norm) or vist (task hter, no -norm); overrides task and norm")
     n_jobs: int | None = opt(None, "METEOR worker processes (0 or None: all usable cores; small inputs always "
-                                   "use one)", flag="--jobs")
+                                   "use one)", flag="--jobs", ge=0)
 
 
 _KWARGS = {"meteor_language": "language", "meteor_task": "task", "meteor_norm": "norm",

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 
 from connote.core.errors import InputError
-from connote.core.jsonio import read_text
+from connote.core.jsonio import read_text, text_lines
 from connote.suites.base import SuiteItem, find_image, sample_photo
 
 REQUIRED = ("sentence", "pos_triplet", "neg_triplet", "subj_neg", "verb_neg", "obj_neg", "pos_image_id",
@@ -33,7 +33,7 @@ def read_svo(path: str | Path, images: str | Path | None = None) -> list[SuiteIt
     if path.is_dir():
         path = path / "svo_probes.csv"
     text = read_text(path, what="SVO-Probes CSV")
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(text_lines(text))
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in REQUIRED if c not in header]
     if missing:

@@ -29,6 +29,7 @@ from PIL import Image
 from torch import nn
 
 from connote.core.errors import InputError
+from connote.core.jsonio import read_json
 from connote.vmc.train.config import ModelConfig
 
 FORMAT = "connote.git_llava/1"
@@ -105,7 +106,7 @@ class GitLlava(nn.Module):
         meta_path = folder / "git_llava.json"
         if not meta_path.exists():
             raise InputError("not a saved GIT-LLaVA model (git_llava.json missing)", path=folder)
-        meta = json.loads(meta_path.read_text())
+        meta = read_json(meta_path, what="GIT-LLaVA model file")
         if meta.get("format") != FORMAT:
             raise InputError(f"unsupported format {meta.get('format')!r}; expected {FORMAT}", path=meta_path)
         cfg = ModelConfig(**{"frame_sampling": "fixed", **meta["model"]})  # older models: trained on fixed frames
