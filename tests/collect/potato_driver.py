@@ -269,7 +269,16 @@ def click(driver, element, timeout: float = 20) -> None:
     def attempt(driver) -> bool:
         if not page_ready(driver):
             raise ElementClickInterceptedException("the page is still loading")
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        # Potato's Bootstrap 5 makes the root scroll smoothly: a plain scrollIntoView animates, and a click sent
+        # meanwhile lands where the element was (seen on CI as a 20 s timeout on the Next button). Scroll at once,
+        # then click only when the element's centre is on screen and is the element.
+        hit = driver.execute_script(
+            "var e = arguments[0]; e.scrollIntoView({block: 'center', behavior: 'instant'});"
+            "var r = e.getBoundingClientRect();"
+            "var at = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);"
+            "return !!at && (at === e || e.contains(at));", element)
+        if not hit:
+            raise ElementClickInterceptedException("the element is not yet on screen")
         element.click()
         return True
 
