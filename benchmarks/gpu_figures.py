@@ -18,6 +18,12 @@ downloaded: every model is real size, built from its config with random weights,
   connote with the dynamic KV cache and with the static cache and a compiled step (CUDA graphs): items/s,
   tokens/s, peak memory and the bf16 flip rate against batch 1.
 
+The probe table also gives the input side alone (the engine's own read/decode/resize/normalise path on
+every image of the run) as a share of the engine's wall. Each script section runs in its own process with
+its own time limit (explain 120 s, train 100 s, generate 150 s), cut to what is left of the whole run's
+``--budget`` (420 s on a GPU, so the run fits one 8-minute call); the figures are written after every
+section, so a run stopped from outside keeps what it measured.
+
 Writes ``figures.json`` and ``figures.md`` (a table) under ``--out`` and prints the table.
 ``--dry-run`` builds every config on the meta device (no memory, no GPU) and prints the plan with
 the parameter counts; without ``--dry-run`` the script stops at once with exit status 2 when
@@ -283,6 +289,13 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
         ours_p = matcher.match_probability(images, captions, pairs)
         synchronize(device)
         ours_s = time.perf_counter() - t
+        # the input side alone (read, decode, resize, normalise: the engine's own path, on every image of the
+        # run) as a share of the engine's wall: what preprocessing costs the run when nothing overlaps it
+        t = time.perf_counter()
+        with torch.inference_mode():
+            matcher._preprocess(images)
+        synchronize(device)
+        input_s = time.perf_counter() - t
         sample = pairs[: min(len(pairs), 256)]
         counter = FlopCounterMode(display=False)
         with counter:
@@ -292,6 +305,7 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
                "naive_pairs_per_s": args.naive_pairs / naive_s, "connote_pairs_per_s": len(pairs) / ours_s,
                "connote_peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
                "gflops_per_pair": flops_per_pair / 1e9, "plan": matcher.work_plan(),
+               "input_s": input_s, "input_share_of_wall": input_s / ours_s,
                # the same numbers on both sides (up to the dtype's rounding): a speed-up must not change them
                "max_abs_dp": max(abs(float(a) - float(b)) for a, b in zip(naive_p, ours_p)),
                "section_s": time.perf_counter() - t0}
@@ -326,6 +340,12 @@ def explain_command(args: argparse.Namespace, json_path: Path) -> list[str]:
             "--dtype", dtypes, "--json", str(json_path)]
 
 
+def section_limit(args: argparse.Namespace, own: float) -> float:
+    """A section's time limit: its own, or what is left of the whole run's budget (``--budget``) when less."""
+    left = getattr(args, "deadline", float("inf")) - time.perf_counter()
+    return max(1.0, min(own, left))
+
+
 def script_section(name: str, cmd: list[str], json_path: Path, timeout: float, log: Any,
                    figures_on: tuple[int, ...] = (0,)) -> dict[str, Any]:
     """Run one benchmark script; its exit status, time, output tail and (when it wrote them and exited with one
@@ -342,7 +362,8 @@ def script_section(name: str, cmd: list[str], json_path: Path, timeout: float, l
 
 def explain_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     json_path = Path(args.out) / "explain.json"
-    return script_section("explain", explain_command(args, json_path), json_path, args.explain_timeout, log)
+    limit = section_limit(args, args.explain_timeout)
+    return script_section("explain", explain_command(args, json_path), json_path, limit, log)
 
 
 def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
@@ -356,8 +377,8 @@ def train_command(args: argparse.Namespace, json_path: Path) -> list[str]:
 def train_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     json_path = Path(args.out) / "train.json"
     # 124: the time limit (the script rewrites its JSON after every side)
-    return script_section("train", train_command(args, json_path), json_path, args.train_timeout, log,
-                          figures_on=(0, 124))
+    limit = section_limit(args, args.train_timeout)
+    return script_section("train", train_command(args, json_path), json_path, limit, log, figures_on=(0, 124))
 
 
 def generate_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
@@ -374,7 +395,8 @@ def generate_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str
 def generate_section(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     runs = generate_commands(args, Path(args.out))
     # exit 1: an fp32 output differed; 124: the time limit (the script rewrites its JSON after every figure)
-    return {name: script_section(name, cmd, Path(cmd[-1]), args.generate_timeout, log, figures_on=(0, 1, 124))
+    return {name: script_section(name, cmd, Path(cmd[-1]), section_limit(args, args.generate_timeout), log,
+                                 figures_on=(0, 1, 124))
             for name, cmd in runs.items()}
 
 
@@ -387,17 +409,20 @@ def table(figures: dict[str, Any]) -> str:
              f"torch {figures.get('torch')}, total {figures.get('total_s', 0):.0f} s", ""]
     if figures.get("smoke"):
         lines[:0] = ["SMOKE RUN (--smoke): tiny models on the CPU; these figures measure nothing", ""]
+    if figures.get("skipped"):
+        lines += [f"Skipped (the run's budget was spent): {', '.join(figures['skipped'])}", ""]
     if "probe" in figures:
         lines += ["| probe model | params | naive pairs/s | connote pairs/s | ratio | GFLOP/pair | share of bf16 peak |"
-                  " peak GiB | max abs dp |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  " input side / wall | peak GiB | max abs dp |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, r in figures["probe"].items():
             if "error" in r:
-                lines.append(f"| {name} | error: {r['error']} | | | | | | | |")
+                lines.append(f"| {name} | error: {r['error']} | | | | | | | | |")
                 continue
             share = r.get("fraction_of_bf16_peak")
             lines.append(f"| {name} | {r['params'] / 1e6:.1f}M | {r['naive_pairs_per_s']:.1f} | "
                          f"{r['connote_pairs_per_s']:.1f} | {r['speedup']:.1f}x | {r['gflops_per_pair']:.1f} | "
-                         f"{'' if share is None else f'{share:.1%}'} | {gib(r['connote_peak_gib'])} | "
+                         f"{'' if share is None else f'{share:.1%}'} | {r['input_share_of_wall']:.0%} | "
+                         f"{gib(r['connote_peak_gib'])} | "
                          f"{r['max_abs_dp']:.1e} |")
         lines.append("")
     if "explain" in figures:
@@ -466,10 +491,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--naive-pairs", type=int, default=None, help="pairs the naive loop is timed on (128; smoke 4)")
     ap.add_argument("--train-batch", type=int, default=None, help="GIT-LLaVA videos per step (8; smoke 2)")
     ap.add_argument("--train-steps", type=int, default=None, help="timed training steps (5; smoke 1)")
-    ap.add_argument("--train-timeout", type=float, default=180.0)
-    ap.add_argument("--explain-timeout", type=float, default=240.0)
+    ap.add_argument("--train-timeout", type=float, default=100.0)
+    ap.add_argument("--explain-timeout", type=float, default=120.0)
     ap.add_argument("--generate-items", type=int, default=16, help="stories / videos per generation side (16)")
-    ap.add_argument("--generate-timeout", type=float, default=300.0)
+    ap.add_argument("--generate-timeout", type=float, default=150.0)
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for the whole run (420 on a GPU: a lent machine's call is 8 minutes; none under "
+                         "--smoke); a section starts with what is left of it, at most its own limit")
     ap.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 peak when the GPU is not in the table")
     ap.add_argument("--device", default=None, help="cuda (default), or cpu for --smoke")
     ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None,
@@ -485,6 +513,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name, (full, smoke) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, smoke if args.smoke else full)
+    if args.budget is None:
+        args.budget = float("inf") if args.smoke else 420.0
     for name in ("images", "captions_per_image", "naive_pairs", "train_batch", "train_steps", "generate_items"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -510,27 +540,35 @@ def main(argv: list[str] | None = None) -> int:
     hf_logging.disable_progress_bar()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    args.deadline = started + args.budget
     gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device
     peak = args.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in gpu), None)
     figures: dict[str, Any] = {"gpu": gpu, "peak_tflops": peak, "torch": torch.__version__, "smoke": args.smoke,
-                               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+                               "settings": {k: (str(v) if isinstance(v, Path) else None if v == float("inf") else v)
+                                            for k, v in vars(args).items() if k != "deadline"}}
 
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - started:6.0f} s] {msg}", flush=True)
 
-    if "probe" in args.only:
-        figures["probe"] = probe_section(args, peak, log)
-    if "explain" in args.only:
-        figures["explain"] = explain_section(args, log)
-    if "train" in args.only:
-        figures["train"] = train_section(args, log)
-    if "generate" in args.only:
-        figures["generate"] = generate_section(args, log)
-    figures["total_s"] = time.perf_counter() - started
-    (args.out / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
-    text = table(figures)
-    (args.out / "figures.md").write_text(text)
-    print(text)
+    def save() -> str:  # after every section: a run stopped from outside keeps what it measured
+        figures["total_s"] = time.perf_counter() - started
+        (args.out / "figures.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+        text = table(figures)
+        (args.out / "figures.md").write_text(text)
+        return text
+
+    sections = {"probe": lambda: probe_section(args, peak, log), "explain": lambda: explain_section(args, log),
+                "train": lambda: train_section(args, log), "generate": lambda: generate_section(args, log)}
+    for name in SECTIONS:
+        if name not in args.only:
+            continue
+        if args.deadline - time.perf_counter() < 10:
+            log(f"{name}: skipped, the run's budget of {args.budget:.0f} s is spent")
+            figures.setdefault("skipped", []).append(name)
+            continue
+        figures[name] = sections[name]()
+        save()
+    print(save())
     return 0
 
 
