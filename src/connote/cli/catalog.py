@@ -32,6 +32,7 @@ def models(
     width = max(len(r["name"]) for r in rows) if rows else 4
     for r in rows:
         print(f"{r['name']:<{width}}  {','.join(r['capabilities']):<20}  {r['help']}")
+    print("\nconnote models NAME: a backend's options (type, default, help); all of them: docs/models.md")
 
 
 def show(name: str, json_out: bool = False) -> None:
