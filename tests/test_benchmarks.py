@@ -148,3 +148,23 @@ def test_gpu_benchmark_smoke_runs_every_section_on_the_cpu(tmp_path, dtype):
             # the flip rate against batch 1 is measured on every run (bf16 here: any number of the 2)
             assert config["invariance"]["items"] == 2 and 0 <= config["invariance"]["changed"] <= 2
             assert config["compared_to_loop"] == 2
+
+
+def test_readme_times_checks_and_rewrites_an_examples_figures(tmp_path, capsys):
+    """benchmarks/readme_times.py (issue 40): --check fails on figures far from what it measures, a rewrite puts
+    the measured ones in (and the machine's cores and load in the sentence that says where they come from), and
+    --check then passes."""
+    times = benchmark_scripts.load("readme_times")
+    doc = tmp_path / "README.md"
+    doc.write_text("Figures measured by `benchmarks/readme_times.py` (how) on 64 cores at load average 9.0, "
+                   "2020-01-01.\n\n```bash\nconnote tasks   # every task (~300 s, 40 GB)\n"
+                   "connote vist generate --data x.json   # needs: data (~1 s, 1.0 GB)\n```\n", encoding="utf-8")
+    assert times.main(["--readme", str(doc), "--check"]) == 1
+    assert "the comment says (~300 s, 40 GB)" in capsys.readouterr().err
+    assert times.main(["--readme", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    figures = times.FIGURES.search(text.splitlines()[3])
+    assert figures and float(figures.group("time")) < 60 and float(figures.group("peak")) < 2
+    assert f"on {os.cpu_count()} core" in text and "2020-01-01" not in text
+    assert "# needs: data (~1 s, 1.0 GB)" in text  # an example that is not run keeps its comment
+    assert times.main(["--readme", str(doc), "--check"]) == 0

@@ -122,7 +122,7 @@ def test_the_rule_reads_marks(tmp_path: Path) -> None:
 
 #: Documents whose offline examples only list and show things (seconds). Every other document with an example
 #: that runs offline runs commands on models and sample data end to end (a minute or more), so it is ``slow``.
-QUICK_DOCUMENTS = {"datasets.md"}
+QUICK_DOCUMENTS = {"datasets.md", "models.md"}
 
 
 def _documents_with_examples() -> list:

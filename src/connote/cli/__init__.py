@@ -54,8 +54,8 @@ COMMANDS: dict[str, CommandEntry] = {
                                                "CIDEr-D (pycocoevalcap's numbers)."),
     "agreement": CommandEntry("connote.vmc.cli", "Pairwise Cohen's kappa and Fleiss' kappa per "
                                                  "human-evaluation criterion (paper Table 3)."),
-    "models": CommandEntry("connote.cli.catalog",
-                           "List the model backends with their capabilities (match, mask, generate)."),
+    "models": CommandEntry("connote.cli.catalog", "List the model backends and their capabilities; connote "
+                                                  "models NAME shows one backend's options."),
     "tasks": CommandEntry("connote.cli.catalog", "List the tasks with their version, the model capability they "
                                                  "need and the data they read."),
     "collect": CommandEntry("connote.cli.collect",

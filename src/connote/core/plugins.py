@@ -6,7 +6,7 @@ imports none of the paper's code:
 
 ============== ==========================================================================================
 ``MODELS``     name -> ``register_model`` keywords (``target``, ``capabilities``, ``inputs``, ``frames``,
-               ``weights``, ``help``, ``defaults``): the backends and what they can do
+               ``weights``, ``help``, ``defaults``, ``options``): the backends and what they can do
 ``TASKS``      name -> ``(target, help)``: the tasks
 ``RUN_KINDS``  name -> target of a report run kind (an object with ``recognise`` and ``section``)
 ``STUDIES``    name -> module that makes and imports a Potato study

@@ -13,12 +13,42 @@ no human votes: correlations stay empty for this set.
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image
 
 from connote.core.registry import require
+
+
+def _cached(source: str, name: str, load: Callable[[], Image.Image]) -> Callable[[], Image.Image]:
+    """``load`` behind a one-time cache: the photo's pixels as a lossless PNG under connote's cache
+    (``<root>/sample-photos/``), so that writing a sample later imports neither scikit-learn nor scikit-image
+    (about a second of a sample run's start). A photo is its pixels only (a source file's metadata, such as the
+    comment in matplotlib's JPEG, is dropped), so every file written from it is the same, cached or not."""
+    def cached() -> Image.Image:
+        from connote.core.cachedir import cache_root
+
+        path = cache_root() / "sample-photos" / f"{source}-{name}.png"
+        try:
+            with Image.open(path) as im:
+                image = im.convert("RGB")
+            image.info.clear()
+            return image
+        except (OSError, ValueError):  # not cached yet, or unreadable: load from the package, cache again
+            pass
+        image = load()
+        image.info.clear()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            image.save(tmp, format="PNG")
+            os.replace(tmp, path)
+        except OSError:  # a read-only cache: load from the package every time
+            pass
+        return image
+    return cached
 
 
 def _skimage(name: str) -> Callable[[], Image.Image]:
@@ -28,14 +58,14 @@ def _skimage(name: str) -> Callable[[], Image.Image]:
         if isinstance(arr, tuple):  # stereo pairs: take the left view
             arr = arr[0]
         return Image.fromarray(arr).convert("RGB")
-    return load
+    return _cached("skimage", name, load)
 
 
 def _sklearn(name: str) -> Callable[[], Image.Image]:
     def load() -> Image.Image:
         datasets = require("sklearn.datasets", "offline")
         return Image.fromarray(datasets.load_sample_image(name)).convert("RGB")
-    return load
+    return _cached("sklearn", name, load)
 
 
 def _matplotlib(name: str) -> Callable[[], Image.Image]:
@@ -44,7 +74,7 @@ def _matplotlib(name: str) -> Callable[[], Image.Image]:
 
         with cbook.get_sample_data(name) as f:
             return Image.open(f).convert("RGB")
-    return load
+    return _cached("matplotlib", name, load)
 
 
 # (image id, loader, image kind, SG caption, SG simplified, SG verb, PG caption, PG simplified, PG verb)

@@ -4,7 +4,8 @@ All are derived data, rebuilt on next use: the METEOR paraphrase index
 (``<root>/meteor/paraphrase-v6-*``, ~120 MB for pycocoevalcap's paraphrase-en.gz, built in ~30 s), the jar's
 synonym tables decompressed (``<root>/meteor/synonyms-v1-*``, ~5 MB),
 parsed WordNet synonym tables (``<root>/wordnet/*.json``, only when WordNet synonyms are asked for) and
-the embedded encoder's ImageNet label embeddings (``<root>/embedded/*.npy``, 1.5 MB).
+the embedded encoder's ImageNet label embeddings (``<root>/embedded/*.npy``, 1.5 MB) and the sample photos'
+pixels (``<root>/sample-photos/*.png``, ~4 MB, read instead of importing scikit-learn and scikit-image).
 ``<root>`` is ``$CONNOTE_CACHE``, else ``$XDG_CACHE_HOME/connote``, else ``~/.cache/connote``.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from connote.core.cachedir import cache_root  # noqa: F401 - the root this module lists and clears
 
-SUBDIRS = ("meteor", "wordnet", "embedded")
+SUBDIRS = ("meteor", "wordnet", "embedded", "sample-photos")
 
 
 

@@ -56,6 +56,9 @@ class Backend:
     defaults: dict[str, str] = field(default_factory=dict)
     inputs: str = "images"
     frames: tuple[str, int, int] = DEFAULT_FRAMES
+    #: one line of help per option this backend's constructor takes where :data:`OPTION_HELP`'s line for that
+    #: name does not fit it (``connote models NAME``, docs/models.md)
+    options: dict[str, str] = field(default_factory=dict)
 
     def factory(self) -> Callable[..., Any]:
         return import_target(self.target) if isinstance(self.target, str) else self.target
@@ -118,12 +121,15 @@ def _same_target(a: Any, b: Any) -> bool:
 def register_model(name: str, target: Any = None, *,
                    capabilities: set[str] | frozenset[str] | tuple[str, ...] | list[str] | None = None,
                    help: str = "", weights: str = "hf", defaults: dict[str, str] | None = None,
-                   inputs: str = "images", frames: tuple[str, int, int] | list[Any] | None = None) -> Any:
+                   inputs: str = "images", frames: tuple[str, int, int] | list[Any] | None = None,
+                   options: dict[str, str] | None = None) -> Any:
     """Register a backend with what it declares; usable as a decorator on a class (``target`` omitted).
 
     A plugin registers built-in backends lazily (``target`` a ``"module:attr"`` string); a decorator on the
     same target upgrades that placeholder (the object replaces the string; the declarations must agree, or
-    the placeholder declared nothing). Another target under a registered name is an error.
+    the placeholder declared nothing). Another target under a registered name is an error. ``options`` gives
+    one line of help for the constructor's options that :data:`OPTION_HELP` does not describe (or describes
+    otherwise for this backend); their types and defaults are read from the constructor itself.
 
     >>> @register_model("demo-doc", capabilities={"match"}, weights="none")
     ... class Demo:
@@ -142,7 +148,8 @@ def register_model(name: str, target: Any = None, *,
     def _add(obj: Any) -> Any:
         doc = help or (inspect.getdoc(obj) or "").split("\n")[0] if not isinstance(obj, str) else help
         caps = frozenset(capabilities) if capabilities is not None else None
-        new = Backend(name, obj, caps, doc, weights, dict(defaults or {}), inputs, spec)  # type: ignore[arg-type]
+        new = Backend(name, obj, caps, doc, weights, dict(defaults or {}), inputs, spec,  # type: ignore[arg-type]
+                      dict(options or {}))
         old = MODELS._entries.get(name)
         if old is not None:
             if not _same_target(old.target, obj):
@@ -153,7 +160,7 @@ def register_model(name: str, target: Any = None, *,
             kept = new if new.declared else old
             real = obj if isinstance(old.target, str) else old.target
             new = Backend(name, real, kept.capabilities, help or old.help or doc, kept.weights, kept.defaults,
-                          kept.inputs, kept.frames)
+                          kept.inputs, kept.frames, {**old.options, **new.options})
         MODELS.put(name, new, help=new.help)
         return obj
 
@@ -204,9 +211,10 @@ def _constructor_functions(factory: Callable[..., Any]) -> list[Callable[..., An
     return [c.__dict__["__init__"] for c in cls.__mro__ if "__init__" in c.__dict__ and c is not object]
 
 
-def _option_types(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
-    """Option name -> annotation of the backend's constructor(s), and whether any ``**options`` remain open."""
-    params: dict[str, Any] = {}
+def _option_parameters(factory: Callable[..., Any]) -> tuple[dict[str, tuple[Any, Any]], bool]:
+    """Option name -> (annotation, default) of the backend's constructor(s), and whether any ``**options``
+    remain open; a parameter without a default has ``inspect.Parameter.empty``."""
+    params: dict[str, tuple[Any, Any]] = {}
     for func in _constructor_functions(factory):
         try:
             hints = typing.get_type_hints(func)
@@ -219,10 +227,16 @@ def _option_types(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
             if p.kind is p.VAR_KEYWORD:
                 var_kw = True
             elif p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
-                params.setdefault(name, hints.get(name, p.annotation))
+                params.setdefault(name, (hints.get(name, p.annotation), p.default))
         if not var_kw:
             return params, False
     return params, True
+
+
+def _option_types(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
+    """Option name -> annotation of the backend's constructor(s), and whether any ``**options`` remain open."""
+    params, var_kw = _option_parameters(factory)
+    return {name: annotation for name, (annotation, _) in params.items()}, var_kw
 
 
 def _convert(backend: str, name: str, value: str, annotation: Any) -> str:
@@ -423,51 +437,118 @@ def require_capability(model: Any, capability: str, *, task: str) -> None:
                      f"backends that can: {', '.join(backends_with(capability))}")
 
 
+#: Help for the options of the matching engine's backends that differ from connote.models.options.OPTION_HELP.
+_MATCHER_OPTIONS = {"batch_size": "image-caption pairs per scoring batch; auto: 16 on a CPU, 64 on a GPU (lowered "
+                                  "to fit memory_budget)"}
+#: Help for the options of the OpenAI-compatible API backends (openai, openai-video, vllm, sglang).
+_API_OPTIONS = {
+    "max_side": "images are resized so that their longer side is at most this many pixels before sending",
+    "temperature": "sampling temperature of generated text (0: greedy)",
+    "max_tokens": "longest answer in tokens; unset: the task's own limit",
+    "text_first": "put the prompt before the images in the message (default: images first)",
+    "prompt": "the Yes/No matching prompt; {caption} is replaced by the caption",
+    "concurrency": "requests in flight at the start; unset: 8 adaptive, 4 with adaptive=false",
+    "timeout": "seconds one HTTP attempt may take",
+    "max_retries": "retries of a failed or throttled request",
+    "backoff": "seconds before the first retry (doubling after each)",
+    "base_url": "the server's URL (…/v1); unset: OPENAI_BASE_URL, else api.openai.com",
+    "top_logprobs": "log-probabilities asked for per answer token (p(match) from the Yes/No tokens among them)",
+    "max_retry_after": "longest Retry-After (seconds) a throttled request waits; longer: it fails",
+    "deadline": "seconds one request may take in all, retries and waits included",
+    "adaptive": "raise and lower the requests in flight from the server's answers (TCP-like); false: a fixed pool",
+    "max_concurrency": "the most requests in flight with adaptive=true",
+    "latency_factor": "stop raising concurrency while latency is over this many times the fastest seen",
+}
+#: ... and those of the servers connote starts itself (vllm, sglang).
+_SERVED_OPTIONS = {
+    **_API_OPTIONS,
+    "executable": "the engine's command (default: the installed vllm / sglang)",
+    "port": "port on 127.0.0.1 for the server; unset: a free one",
+    "startup_timeout": "seconds to wait for the server to answer after it starts",
+    "max_restarts": "times a server that died is started again",
+    "images_per_prompt": "the most images one prompt may carry (the server's multimodal limit)",
+    "max_logprobs": "the most log-probabilities per token the server allows",
+    "args": "more command-line arguments for the server, as one shell-quoted string",
+    "base_url": "not accepted: the address is chosen when the server starts (use openai:MODEL?base_url=...)",
+}
+_CHAT_VLM_OPTIONS = {
+    "frames": "video frames sampled uniformly per clip for generation",
+    "frames_as": "how frames reach the model: images (one image each) or video (one video input)",
+    "batch_size": "image-caption pairs per Yes/No scoring batch, and requests per generate call",
+    "prompt": "the Yes/No matching prompt; {caption} is replaced by the caption",
+}
+
 # The generic built-in backends, registered lazily so that listing them imports nothing heavy (a paper's own
 # baselines are declared by its plugin module, connote/<paper>/plugin.py; see connote.core.plugins).
-_BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str]]] = [
+_BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str], dict[str, str]]] = [
     ("objects", "connote.models.objects:ObjectsMatcher.from_spec", ("match", "mask"), "none",
-     "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM.", {}),
+     "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM.", {},
+     {"device": "where the embedded models run: cpu or cuda",
+      "top_k": "ImageNet labels per image compared with the caption",
+      "threshold": "cosine similarity at which p(match) = 0.5",
+      "scale": "steepness of p(match) = sigmoid(scale * (cos - threshold))"}),
     ("hf-blip-itm", "connote.models.hf_itm:BlipItmMatcher.from_spec", ("match", "mask"), "hf",
-     "BLIP image-text matching head (BlipForImageTextRetrieval).", {}),
+     "BLIP image-text matching head (BlipForImageTextRetrieval).", {},
+     {**_MATCHER_OPTIONS,
+      "cache_cross_attention": "compute each image's cross-attention keys and values once for all its captions",
+      "attention": "sdpa (torch's fused attention, same values, less memory) or eager (transformers' own)"}),
     ("hf-blip2-itm", "connote.models.hf_itm:Blip2ItmMatcher.from_spec", ("match", "mask"), "hf",
-     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval).", {}),
+     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval).", {}, _MATCHER_OPTIONS),
     ("hf-flava-itm", "connote.models.hf_itm:FlavaItmMatcher.from_spec", ("match", "mask"), "hf",
-     "FLAVA multimodal encoder ITM head (FlavaForPreTraining).", {}),
+     "FLAVA multimodal encoder ITM head (FlavaForPreTraining).", {}, _MATCHER_OPTIONS),
     ("hf-clip", "connote.models.hf_itm:ClipMatcher.from_spec", ("match", "mask"), "hf",
-     "CLIP cosine similarity, calibrated to p(match) by a logistic map.", {}),
+     "CLIP cosine similarity, calibrated to p(match) by a logistic map.", {},
+     {**_MATCHER_OPTIONS, "threshold": "cosine similarity at which p(match) = 0.5",
+      "scale": "steepness of p(match) = sigmoid(scale * (cos - threshold)); unset: the model's logit scale"}),
     ("albef-itm", "connote.models.albef:AlbefItmMatcher.from_spec", ("match", "mask"), "name",
-     "ALBEF ITM head on a released checkpoint file (ALBEF.pth, mscoco.pth, ...) or its URL in torch's cache.", {}),
+     "ALBEF ITM head on a released checkpoint file (ALBEF.pth, mscoco.pth, ...) or its URL in torch's cache.", {},
+     {**_MATCHER_OPTIONS, "tokenizer": "hub id or folder of the BERT tokenizer the checkpoint was trained with",
+      "image_size": "input resolution in pixels (position embeddings are interpolated to it)",
+      "vision_heads": "attention heads of the ViT; unset: read from the checkpoint's shapes",
+      "text_heads": "attention heads of the BERT encoder; unset: read from the checkpoint's shapes"}),
     ("hf-lxmert", "connote.models.lxmert:LxmertMatcher.from_spec", ("match", "mask"), "hf",
      "LXMERT cross_relationship_score (LxmertForPreTraining) on region features (?features=.tsv/.h5/npz dir).",
-     {}),
+     {}, {**_MATCHER_OPTIONS, "features": "the region features: a bottom-up-attention .tsv, an .h5 file or a folder "
+                                          "of .npz files (required)"}),
     ("hf-vlm", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
-     "Chat VLM (LLaVA, LLaVA-NeXT, Qwen-VL, Idefics): Yes/No p(match); text from many images or frames.", {}),
+     "Chat VLM (LLaVA, LLaVA-NeXT, Qwen-VL, Idefics): Yes/No p(match); text from many images or frames.", {},
+     _CHAT_VLM_OPTIONS),
     ("hf-vlm-yesno", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
-     "Alias of hf-vlm (its CV-Probes name): p(match) = softmax over the Yes/No answer-token logits.", {}),
+     "Alias of hf-vlm (its CV-Probes name): p(match) = softmax over the Yes/No answer-token logits.", {},
+     _CHAT_VLM_OPTIONS),
     ("hf-video-chat", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
      "Alias of hf-vlm with frames passed as one video (Video-LLaVA, LLaVA-NeXT-Video, Qwen2-VL).",
-     {"frames_as": "video"}),
+     {"frames_as": "video"}, _CHAT_VLM_OPTIONS),
     ("openai", "connote.models.openai_api:OpenAIChat.from_spec", ("match", "generate"), "name",
-     "OpenAI-compatible chat API (GPT-4o or a local server); key/base URL from the environment.", {}),
+     "OpenAI-compatible chat API (GPT-4o or a local server); key/base URL from the environment.", {}, _API_OPTIONS),
     ("openai-video", "connote.models.openai_api:OpenAIChat.from_spec", ("match", "generate"), "name",
      "Alias of openai for videos: six frames (two from each third) sent as images after the prompt.",
-     {"max_side": "512", "text_first": "true"}),
+     {"max_side": "512", "text_first": "true"}, _API_OPTIONS),
     ("vllm", "connote.models.serving:VllmChat.from_spec", ("match", "generate"), "name",
-     "A chat VLM served by vLLM, started by connote on 127.0.0.1 (vllm extra); reached as the openai backend.", {}),
+     "A chat VLM served by vLLM, started by connote on 127.0.0.1 (vllm extra); reached as the openai backend.", {},
+     _SERVED_OPTIONS),
     ("sglang", "connote.models.serving:SglangChat.from_spec", ("match", "generate"), "name",
      "A chat VLM served by SGLang, started by connote on 127.0.0.1 (sglang extra); reached as the openai backend.",
-     {}),
+     {}, _SERVED_OPTIONS),
     ("git-video", "connote.models.git:GitVideoCaptioner.from_spec", ("generate",), "hf",
-     "GIT video/image captioning (GitForCausalLM, e.g. microsoft/git-large-vatex).", {}),
+     "GIT video/image captioning (GitForCausalLM, e.g. microsoft/git-large-vatex).", {},
+     {"num_beams": "beams of beam search (1: greedy)"}),
     ("caption-llm", "connote.models.caption_llm:CaptionLlmGenerator.from_spec", ("generate",), "hf",
-     "Captioner per image, then a causal LM writes the text from the numbered captions (option llm=...).", {}),
+     "Captioner per image, then a causal LM writes the text from the numbered captions (option llm=...).", {},
+     {"llm": "hub id or folder of the causal LM that writes the text (required)",
+      "prompt": "the LM's prompt; {captions} is replaced by the numbered captions",
+      "caption_tokens": "longest caption per image in new tokens",
+      "max_new_tokens": "longest text the LM writes, in new tokens",
+      "llm_revision": "hub revision of the LM's weights"}),
 ]
-for _name, _target, _caps, _weights, _help, _defaults in _BUILTIN:
-    register_model(_name, _target, capabilities=frozenset(_caps), help=_help, weights=_weights, defaults=_defaults)
+for _name, _target, _caps, _weights, _help, _defaults, _options in _BUILTIN:
+    register_model(_name, _target, capabilities=frozenset(_caps), help=_help, weights=_weights, defaults=_defaults,
+                   options=_options)
 # text-only generators (inputs "text"): only the tasks that send a prompt alone take them (vmc synth)
 register_model("hf-chat", "connote.models.probe_text:TextChat", capabilities=frozenset({"generate"}), weights="hf",
                inputs="text", help="Any Hugging Face chat LM, text only: the prompt as one user turn (chat template).")
 register_model("openai-batch", "connote.models.openai_batch:OpenAIBatchAnswers.from_spec",
                capabilities=frozenset({"generate"}), weights="file", inputs="text",
-               help="Answers read from an OpenAI Batch API output file (or a folder of them) by custom_id.")
+               help="Answers read from an OpenAI Batch API output file (or a folder of them) by custom_id.",
+               options={"requests": "the request file(s) written with --write-batch, to check the answers match "
+                                    "them"})

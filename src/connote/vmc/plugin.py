@@ -10,10 +10,14 @@ MODELS = {
     "git-llava": {"target": "connote.vmc.backend_git_llava:GitLlavaGenerator.from_spec",
                   "capabilities": ("generate",), "inputs": "video", "frames": ("segments", 6, 6),
                   "weights": "folder",
-                  "help": "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote vmc train)."},
+                  "help": "A trained GIT-LLaVA / GIT-LLaVA-X folder (connote vmc train).",
+                  "options": {"batch_size": "videos per generate call"}},
     "nearest": {"target": "connote.vmc.backend_nearest:NearestCaptionGenerator.from_spec",
                 "capabilities": ("generate",), "inputs": "video", "frames": ("segments", 6, 6), "weights": "file",
-                "help": "Offline metaphor default: caption of the nearest training video (embedded encoders)."},
+                "help": "Offline metaphor default: caption of the nearest training video (embedded encoders).",
+                "options": {"videos": "folder of the training videos (required)",
+                            "split": "file of the video ids to index (e.g. train.txt); unset: every captioned video",
+                            "strategy": "frame sampling: uniform, segments (2 from each third) or clips"}},
 }
 TASKS = {
     "vmc-captioning": ("connote.vmc.task:MetaphorCaptionTask",
