@@ -93,8 +93,6 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
     cls = task_class(name) if isinstance(name, str) else name
     checked = check_options(cls, options or {})
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError("--out names an existing file, expected a folder", path=out)
     if model is None and data is not None and cls.default_model is None:
         raise InputError(f"task {cls.name}: --model is needed with {data_flag} (see `connote models --capability "
                          f"{cls.capability}`)")
