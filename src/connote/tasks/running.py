@@ -76,11 +76,29 @@ def check_options(cls: type[Task], values: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"task {cls.name}: unknown option {unknown[0]!r}{hint}; accepted: {accepted_options(cls)}")
     if cls.options is None:
         return {}
+    values = {k: _text_bool(v) if isinstance(v, str) and k in _bool_fields(cls) else v for k, v in values.items()}
     try:
         parsed = parse_options(cls.options, values)
     except OptionError as exc:
         raise InputError(f"task {cls.name}: {exc}; accepted: {accepted_options(cls)}") from None
     return {f.name: getattr(parsed, f.name) for f in option_fields(cls)}
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def _bool_fields(cls: type[Task]) -> set[str]:
+    import typing
+
+    hints = typing.get_type_hints(cls.options) if cls.options is not None else {}
+    return {name for name, tp in hints.items() if tp is bool}
+
+
+def _text_bool(text: str) -> Any:
+    """``--set flag=true`` (a shell gives text): true/yes/on/1 and false/no/off/0 as the bool; other text is left
+    for the checker to refuse."""
+    word = text.strip().lower()
+    return True if word in _TRUE else False if word in _FALSE else text
 
 
 def run_registered(name: str | type[Task], *, model: str | None, out: str | Path, data: str | Path | None = None,
