@@ -48,6 +48,8 @@ COMMANDS: dict[str, CommandEntry] = {
                                            "score runs, train GIT-LLaVA."),
     "suite": CommandEntry("connote.suites.cli",
                           "The field's probe suites: SVO-Probes, VALSE, Winoground, SugarCrepe/ARO."),
+    "run": CommandEntry("connote.commands.run", "Run any registered task with a model into a run folder "
+                                                "(resumable); `connote tasks` lists them."),
     "report": CommandEntry("connote.cli.report",
                            "Put result folders side by side: the paper's tables (and figures) per task and data."),
     "score": CommandEntry("connote.cli.score", "Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, "

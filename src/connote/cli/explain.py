@@ -21,17 +21,16 @@ SUITE_OPTION = inspect.Parameter(
                          "the suite's files)."))
 
 
-def explain(*, suite: Optional[str] = None, **options: Any) -> None:
+def explain(*, suite: Optional[str] = None, **options: Any) -> int:
     if suite is None:
-        explain_probes(**options)
-        return
+        return explain_probes(**options)
     from connote.suites.cli import explain as explain_suite
 
-    explain_suite(suite, data=options["data"], images=None, model=options["model"], out=options["out"],
-                  budget=options["budget"], estimator=options["estimator"], compat=options["compat"],
-                  sample=options["sample"], seed=options["seed"], grid=options["grid"],
-                  allow_network=options["allow_network"], json_out=options["json_out"], progress=options["progress"],
-                  config=None)
+    return explain_suite(suite, data=options["data"], images=None, model=options["model"], out=options["out"],
+                         budget=options["budget"], estimator=options["estimator"], compat=options["compat"],
+                         sample=options["sample"], seed=options["seed"], grid=options["grid"],
+                         allow_network=options["allow_network"], json_out=options["json_out"],
+                         progress=options["progress"], config=None)
 
 
 # typer reads the signature and the resolved annotations: the CV-Probes command's, with --suite added

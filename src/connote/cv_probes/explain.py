@@ -14,15 +14,19 @@ import hashlib
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from connote.core.errors import InputError, ItemError
 from connote.cv_probes.manifest import read_probe_manifest
+from connote.cv_probes.task import write_sample
 from connote.explain import mmshap
 from connote.explain.mmshap import DEFAULT_ESTIMATORS, default_estimator  # noqa: F401
+from connote.explain.options import MmshapOptions
 from connote.explain.shapley import ADAPTIVE_CAP_PERMUTATIONS, ADAPTIVE_SAMPLING
 from connote.media.images import load_image
+from connote.metrics.options import opt
 from connote.models.masking import DEFAULT_COMPAT, check_compat, masking_game, require_masking
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl, write_text
@@ -65,6 +69,14 @@ def explain_item(matcher: Any, item: Any, *, captions: str, estimator: str, budg
     return row
 
 
+@dataclass(frozen=True)
+class ExplainOptions(MmshapOptions):
+    """The options of ``cv-probes-mmshap`` (``connote cv-probes explain``'s flags; ``connote run --set``)."""
+
+    captions: Literal["simplified", "original"] = opt("simplified", "simplified (as the paper) | original")
+    figures: int = opt(5, "save heat-map figures for the first N pairs", ge=0)
+
+
 class ExplainTask(Task):
     """MM-SHAP per probe pair (Table 6): T-SHAP/V-SHAP, the verb's attribution and share, per cell."""
 
@@ -76,6 +88,26 @@ class ExplainTask(Task):
     label = "pairs"
     report_kind = "cv-probes-explain"  # connote.cv_probes.report_explain: Table 6
     batch_size = 1  # each pair is many model calls of its own; one pair per stored row
+    options = ExplainOptions
+    default_model = "objects"
+    sample_data = staticmethod(write_sample)
+
+    @classmethod
+    def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
+        return cls(data, **options, seed=seed, progress=progress)
+
+    def extra_results(self, spec: str) -> dict[str, Any]:
+        return {"model": spec}
+
+    def print_result(self, result: Any, *, as_json: bool = False) -> int:
+        if as_json:
+            return super().print_result(result, as_json=True)
+        results = result.results
+        print((result.out / "results.md").read_text(encoding="utf-8"))
+        print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors, "
+              f"{results['n_no_verb']} without a verb, {results['n_verb_not_found']} whose manifest verb is not in "
+              f"the caption (in the T-SHAP means, not the verb means); run folder: {result.out}")
+        return 0
 
     def __init__(self, data: str | Path, *, captions: str = "simplified", estimator: str | None = None,
                  budget: int | None = None, sample: int | None = None, seed: int = 0, grid: int | None = None,

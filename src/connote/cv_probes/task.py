@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from connote.core.errors import ItemError
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.cv_probes.records import CELLS, ProbeItem
 from connote.media.images import image_identity, load_image
+from connote.metrics.options import opt
 from connote.metrics.statistics import accuracy_interval  # noqa: F401 (the task's cells use it; kept importable here)
 from connote.runs import write_json
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_jsonl, write_text
-from connote.tasks.api import Task
+from connote.tasks.api import Sample, Task
 
 ITEM_FIELDS = ("item_id", "image_kind", "caption_kind", "label", "p_match", "predicted", "correct",
                "error", "human_score", "human_votes", "caption")
@@ -220,6 +222,22 @@ def markdown_table(results: dict[str, Any], title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class ProbeOptions:
+    """The options of ``cv-probes`` (``connote cv-probes run``'s flags; ``connote run cv-probes --set``)."""
+
+    captions: Literal["original", "simplified"] = opt("original", "original | simplified (Table 4)")
+    pairs_per_chunk: int = opt(256, "pairs per stored batch", ge=1, flag="--chunk")
+    allow_network: bool = opt(False, "fetch http(s) images")
+
+
+def write_sample(folder: Path) -> Sample:
+    """The sample probe set built from the packaged photos (a run without ``--data``)."""
+    from connote.media.sample import write_sample_probes
+
+    return Sample(write_sample_probes(folder), "sample probe set")
+
+
 class ProbeTask(Task):
     """CV-Probes: p(match) per image-caption pair, accuracy per SG/PG cell, harmonic mean, Pearson r."""
 
@@ -234,6 +252,10 @@ class ProbeTask(Task):
     label = "pairs"
     report_kind = "cv-probes"  # connote.cv_probes.report: Tables 3-5
     invariance_field = "p_match"
+    options = ProbeOptions
+    default_model = "objects"
+    outputs = ("results.json", "items.jsonl", "results.md")
+    sample_data = staticmethod(write_sample)
 
     def __init__(self, data: str | Path, *, captions: str = "original", pairs_per_chunk: int = 256,
                  allow_network: bool = False, progress: bool = True) -> None:

@@ -22,10 +22,12 @@ from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
 from connote.core.jsonio import read_json_entries as top_level_entries  # noqa: F401 - the suites' reader
+from connote.explain.options import MmshapOptions
 from connote.media.images import is_url, load_image
+from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl, write_text
-from connote.tasks.api import Task
+from connote.tasks.api import Sample, Task
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
 
@@ -157,13 +159,61 @@ def item_key(item: SuiteItem) -> str:
                         "fields": item.fields, "images": [image_identity(p) for p in item.images]})
 
 
-class PairSuiteTask(Task):
+@dataclass(frozen=True)
+class SuiteOptions:
+    """The options of a suite's matching task (``connote suite run``'s flags; ``connote run SUITE --set``)."""
+
+    images: str | None = opt(None, "folder of the suite's images (default: as the release lays them out)")
+    allow_network: bool = opt(False, "fetch http(s) images")
+
+
+@dataclass(frozen=True)
+class SuiteExplainOptions(MmshapOptions):
+    """The options of a suite's MM-SHAP task (``connote suite explain``'s flags)."""
+
+    images: str | None = opt(None, "folder of the suite's images")
+
+
+class SuiteRunning:
+    """How a suite's tasks are run by ``connote run`` / ``connote suite``: the suite's sample, the model spec in
+    the results, the suite's closing lines."""
+
+    default_model = "objects"
+    outputs = ("results.json", "items.jsonl", "results.md")
+    #: Whether the task draws with the run's seed (the MM-SHAP task's sample of pairs).
+    takes_seed: ClassVar[bool] = False
+
+    @classmethod
+    def suite_name(cls) -> str:
+        return cls.name  # type: ignore[attr-defined]
+
+    @classmethod
+    def sample_data(cls, folder: Path) -> Sample:
+        from connote.suites import target
+
+        suite = cls.suite_name()
+        return Sample(target(suite, 2)(folder), f"{suite} sample")
+
+    @classmethod
+    def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
+        from connote.media.embedded import quiet_transformers
+
+        quiet_transformers()
+        extra = {"seed": seed} if cls.takes_seed else {}
+        return cls(data, **options, **extra, progress=progress)  # type: ignore[call-arg]
+
+    def extra_results(self, spec: str) -> dict[str, Any]:
+        return {"model": spec}
+
+
+class PairSuiteTask(SuiteRunning, Task):
     """p(match) for every pair a suite names; the subclass's ``metrics`` turns the rows into its scores."""
 
     capability = "match"
     label = "items"
     batch_size = 16
     invariance_field = "scores"
+    options = SuiteOptions
     #: The suite's published rows shown beside runs: (name, {metric: value in [0, 1]}, source).
     PUBLISHED: ClassVar[list[tuple[str, dict[str, float], str]]] = []
 
@@ -301,12 +351,14 @@ def headline_value(results: dict[str, Any], path: Sequence[str]) -> float | None
 # ------------------------------------------------------------------------------------------ explain
 
 
-class SuiteExplainTask(Task):
+class SuiteExplainTask(SuiteRunning, Task):
     """MM-SHAP (T-SHAP, V-SHAP, the target word's share) on the pairs a suite names, per group and role."""
 
     capability = "mask"
     label = "pairs"
     batch_size = 1
+    options = SuiteExplainOptions
+    takes_seed = True
     #: The suite's matching task (its reader and its item fields).
     suite: ClassVar[type[PairSuiteTask]]
     #: The item field the means are grouped by (VALSE: piece; SugarCrepe: category; SVO: negative type).
@@ -376,6 +428,19 @@ class SuiteExplainTask(Task):
                                "target": target, "crop": it.crops[i] if it.crops else None})
             items.append(WorkItem(f"{it.item_id}/{role}", key, (it, k, role, target), it.error))
         return items
+
+    @classmethod
+    def suite_name(cls) -> str:
+        return cls.suite.name
+
+    def print_result(self, result: Any, *, as_json: bool = False) -> int:
+        if as_json:
+            return super().print_result(result, as_json=True)
+        results = result.results
+        print((result.out / "results.md").read_text(encoding="utf-8"))
+        print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors; "
+              f"run folder: {result.out}")
+        return 0
 
     def _base(self, payload: tuple) -> dict[str, Any]:
         it, k, role, target = payload

@@ -70,6 +70,21 @@ class RunResult:
         yield self.outcome
 
 
+@dataclass
+class Sample:
+    """Sample data a task wrote for a run without ``--data`` (:meth:`Task.sample_data`).
+
+    ``data`` is what the task reads; ``what`` and ``detail`` make the notice the command prints; ``model`` is the
+    model spec the run uses on it unless one is given; ``options`` are option values it sets unless given.
+    """
+
+    data: Path
+    what: str
+    detail: str = ""
+    model: str | None = None
+    options: dict[str, Any] | None = None
+
+
 def seed_everything(seed: int | None) -> None:
     """Seed torch (when installed) before a model loads or runs; ``None`` seeds 0."""
     import importlib.util
@@ -137,6 +152,16 @@ class Task(ABC):
     #: the task offers no such check.
     invariance_field: ClassVar[str | None] = None
 
+    #: The task's typed options: a dataclass of :func:`connote.metrics.options.opt` fields (type, default, help,
+    #: bounds), declared once; what ``connote run TASK --set key=value`` accepts, checked by the one option
+    #: checker (:func:`connote.metrics.options.parse_options`, pydantic) and passed to :meth:`from_options`.
+    #: None: the task takes no options.
+    options: ClassVar[type | None] = None
+    #: The files a run writes into its folder, named by the run command (default: the results file).
+    outputs: ClassVar[tuple[str, ...]] = ()
+    #: The model spec a run on given data uses when none is given (None: ``--model`` is needed with ``--data``).
+    default_model: ClassVar[str | None] = None
+
     batch_size: int = 8
     progress: bool = True
 
@@ -189,6 +214,48 @@ class Task(ABC):
     def summary(self, result: RunResult) -> dict[str, Any]:
         """What the task's command prints with ``--json``: by default the results."""
         return result.results
+
+    # ---- how a command runs it (connote run TASK; connote.tasks.running) -------------------
+    @classmethod
+    def sample_data(cls, folder: Path) -> Sample | None:
+        """Write the task's sample data into ``folder`` (a run without ``--data`` uses it); None: the task has
+        none, so ``--data`` is needed."""
+        return None
+
+    @classmethod
+    def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
+        """The task on ``data`` with its checked ``options`` (the fields of :attr:`options`) and the run's seed and
+        progress; the default passes the options to the constructor as keywords."""
+        task = cls(data, **options)  # type: ignore[call-arg]
+        task.progress = progress
+        return task
+
+    def extra_results(self, spec: str) -> dict[str, Any]:
+        """What the results file records beside the numbers (default: nothing; e.g. the model spec as typed)."""
+        return {}
+
+    def print_result(self, result: RunResult, *, as_json: bool = False) -> int:
+        """Print what the run command shows (``as_json``: :meth:`summary` as JSON; else the rendered results and
+        the run folder) and return the command's exit status (0; a task may return 1 when items failed)."""
+        import json
+
+        if as_json:
+            print(json.dumps(self.summary(result), indent=2, default=str))
+            return 0
+        text = result.out / "results.md"
+        if text.is_file():
+            print(text.read_text(encoding="utf-8"))
+        else:
+            rendered = self.render(result.results)
+            if rendered:
+                print(rendered)
+        print(f"run folder: {result.out} ({', '.join(self.outputs or (self.results_file,))})")
+        errors = result.results.get("n_errors")
+        if errors and "items.jsonl" in self.outputs:
+            import sys
+
+            print(f"{errors} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
+        return 0
 
     # ---- running --------------------------------------------------------------------------
     def bind(self, model: Any) -> None:

@@ -751,43 +751,15 @@ def generate_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
-    from connote.models.registry import check_spec
-    from connote.runs.launch import hold_run, main_rank_first
-    from connote.tasks.api import run_task
-    from connote.vist.task import GenerationSummary, StorytellingTask, load_sequences
+    from connote.tasks.running import run_registered
 
     checks.at_least("--limit", limit, 1)
     checks.at_least("--batch-size", batch_size, 1)
     checks.folder("--out", out)
-    seqs = load_sequences(sequences) if sequences is not None else None  # bad input: exit 2 before anything
-    if model is not None or sequences is not None:
-        check_spec(model or "retrieval")
-    with hold_run(out) as dist:  # locked before anything is written or loaded
-        if sequences is None:
-            from connote.vist.sample import sample_retrieval_spec, write_sample_vist
-
-            paths = main_rank_first(dist, lambda: write_sample_vist(out / "sample"), notice=lambda p: (
-                f"no SEQUENCES: using the sample VIST set written to {out / 'sample'} (template {p['template']}, "
-                f"photos {images or p['images']}); model {model or sample_retrieval_spec(p)}"),
-                first=None if (out / "sample").is_dir() else "writing the sample VIST set…")
-            sequences, images = paths["template"], images or paths["images"]
-            model = model or sample_retrieval_spec(paths)
-            seqs = load_sequences(sequences)
-        model = model or "retrieval"
-        task = StorytellingTask(seqs, image_dir=images, batch_size=batch_size, limit=limit, team_name=team_name,
-                                meta={"sequences": str(sequences)}, progress=progress)
-        # the model is built only if a story is to write
-        result = run_task(task, model, out, check_invariance=check_invariance)
-    if not dist.is_main:  # other ranks of a distributed run: rank 0 reports
-        return
-    summary = GenerationSummary(**task.summary(result))
-    if as_json:
-        _echo_json(summary.to_dict())
-    else:
-        typer.echo(f"{summary.n_sequences} sequences: {summary.n_generated_now} generated now, "
-                   f"{summary.n_done_before} done before, {summary.n_errors} errors, {summary.n_empty} empty")
-        typer.echo(f"wrote {summary.submission_path} and {summary.stories_path}")
-    _exit(1 if summary.n_errors else 0)
+    _exit(run_registered("vist-storytelling", model=model, out=out, data=sequences, seed=None, progress=progress,
+                         as_json=as_json, check_invariance=check_invariance, data_flag="SEQUENCES",
+                         options={"images": images, "batch_size": batch_size, "limit": limit,
+                                  "team_name": team_name}))
 
 
 @story_app.command("demo")

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError, ItemError
+from connote.metrics.options import opt
 from connote.models.protocols import GenerationRequest
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
-from connote.tasks.api import Task
+from connote.tasks.api import Sample, Task
 from connote.vist.data import seq_id
 from connote.vist.version import VERSION
 
@@ -95,6 +96,25 @@ def _row(s: SequenceInput, story: str, error: str | None) -> dict[str, Any]:
             "error": error}
 
 
+@dataclass(frozen=True)
+class StoryOptions:
+    """The options of ``vist-storytelling`` (``connote vist generate``'s flags; ``connote run --set``)."""
+
+    images: str | None = opt(None, "folder of photos named <photo id>.<ext>")
+    batch_size: int = opt(8, "sequences per generate call", ge=1)
+    limit: int | None = opt(None, "only the first N sequences", ge=1)
+    team_name: str = opt("connote", "team name in submission.json")
+
+
+def write_sample(folder: Path) -> Sample:
+    """The sample VIST set built from the packaged photos, with the retrieval baseline over its training stories."""
+    from connote.vist.sample import sample_retrieval_spec, write_sample_vist
+
+    paths = write_sample_vist(folder)
+    return Sample(paths["template"], "sample VIST set", f"template {paths['template']}, photos {paths['images']}",
+                  model=sample_retrieval_spec(paths), options={"images": str(paths["images"])})
+
+
 class StorytellingTask(Task):
     """A story per photo sequence with any ``generate`` backend (VIST; scored by ``connote vist score``)."""
 
@@ -109,6 +129,27 @@ class StorytellingTask(Task):
     report_kind = "vist-storytelling"  # connote.vist.report: the scored protocols' tables
     inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
     invariance_field = "story"
+    options = StoryOptions
+    default_model = "retrieval"
+    sample_data = staticmethod(write_sample)
+
+    @classmethod
+    def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
+        options = dict(options)
+        return cls(load_sequences(data), image_dir=options.pop("images"), **options, progress=progress,
+                   meta={"sequences": str(data)})
+
+    def print_result(self, result: Any, *, as_json: bool = False) -> int:
+        from connote.commands.output import echo_json
+
+        summary = GenerationSummary(**self.summary(result))
+        if as_json:
+            echo_json(summary.to_dict())
+        else:
+            print(f"{summary.n_sequences} sequences: {summary.n_generated_now} generated now, "
+                  f"{summary.n_done_before} done before, {summary.n_errors} errors, {summary.n_empty} empty")
+            print(f"wrote {summary.submission_path} and {summary.stories_path}")
+        return 1 if summary.n_errors else 0
 
     def __init__(self, sequences: Sequence[SequenceInput], *, image_dir: str | Path | None = None,
                  batch_size: int = 8, limit: int | None = None, prompt: str = STORY_PROMPT,

@@ -77,42 +77,18 @@ def caption_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
-    from connote.tasks.api import run_task
-    from connote.vmc.task import MetaphorCaptionTask
+    from connote.tasks.running import run_registered
 
     for option, value in (("--k", k), ("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens),
                           ("--limit", limit), ("--samples", samples)):
         checks.at_least(option, value, 1)
     checks.at_least("--temperature", temperature, 0)
     checks.folder("--out", out)
-    if videos is not None and model is None:
-        raise InputError("--model is needed with --videos (e.g. nearest:vmc.csv?videos=DIR&split=train.txt, "
-                         "git-llava:runs/x/final); see `connote models --capability generate`")
-    if videos is None and model is not None:  # a bad spec stops before the sample is written (videos given
-        from connote.models.registry import check_spec  # are checked first, then the spec)
-
-        check_spec(model)
-    from connote.runs.launch import hold_run, main_rank_first
-
-    with hold_run(out) as dist:  # locked before anything is written or loaded
-        if videos is None:
-            from connote.vmc.sample import sample_caption_spec, write_sample_vmc
-
-            paths = main_rank_first(dist, lambda: write_sample_vmc(out / "sample"), notice=lambda p: (
-                f"no --videos: using the sample VMC set written to {out / 'sample'} (test clips {p['test_videos']}; "
-                f"references {p['captions']}); model {model or sample_caption_spec(p)}"),
-                first=None if (out / "sample").is_dir() else "writing the sample VMC set…")
-            videos, model = paths["test_videos"], model or sample_caption_spec(paths)
-        task = MetaphorCaptionTask(videos, strategy=strategy, k=k, prompt=prompt, batch_size=batch_size,
-                                   max_new_tokens=max_new_tokens, limit=limit, progress=progress, samples=samples,
-                                   temperature=temperature, frames=frames, frame_seed=frame_seed)
-        # the model is built only if a video is to caption
-        result = run_task(task, model, out, check_invariance=check_invariance)
-    if not dist.is_main:  # other ranks of a distributed run: rank 0 reports
-        return 0
-    summary = task.summary(result)
-    print(json.dumps(summary))
-    return 1 if summary["errors"] else 0
+    return run_registered("vmc-captioning", model=model, out=out, data=videos, seed=None, progress=progress,
+                          check_invariance=check_invariance, data_flag="--videos", options={
+                              "strategy": strategy, "k": k, "prompt": prompt, "batch_size": batch_size,
+                              "max_new_tokens": max_new_tokens, "limit": limit, "samples": samples,
+                              "temperature": temperature, "frames": frames, "frame_seed": frame_seed})
 
 
 def _sample_references(runs: list[Path], split: Path | None) -> tuple[Path, Path | None]:

@@ -11,14 +11,16 @@ and ``store.sqlite``. Scoring is ``connote vmc score`` (:mod:`connote.vmc.scorin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from connote.core.errors import InputError, ItemError
+from connote.metrics.options import opt
 from connote.models.protocols import GenerationRequest
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
-from connote.tasks.api import Task
+from connote.tasks.api import Sample, Task
 
 VIDEO_PROMPT = ("Describe the metaphor in this video in one sentence of the form "
                 "'<primary concept> is as <property> as <secondary concept>'.")
@@ -27,6 +29,33 @@ VIDEO_PROMPT = ("Describe the metaphor in this video in one sentence of the form
 def default_prompt(generator: Any) -> str:
     """The prompt a generator is asked with: its own (GIT-LLaVA's training instruction), else :data:`VIDEO_PROMPT`."""
     return getattr(generator, "default_prompt", None) or VIDEO_PROMPT
+
+
+@dataclass(frozen=True)
+class CaptionOptions:
+    """The options of ``vmc-captioning`` (``connote vmc caption``'s flags; ``connote run --set``)."""
+
+    strategy: str | None = opt(None, "frame sampling (default: the model's)")
+    k: int | None = opt(None, "frames (uniform) or clips (clips)", ge=1)
+    prompt: str | None = opt(None, "override the prompt")
+    batch_size: int = opt(16, "videos per generate call", ge=1)
+    max_new_tokens: int = opt(48, "caption length limit in tokens", ge=1)
+    limit: int | None = opt(None, "only the first N videos", ge=1)
+    samples: int = opt(1, "captions per video (several need temperature > 0)", ge=1)
+    temperature: float = opt(0.0, "sampling temperature (0: greedy)", ge=0)
+    frames: Literal["fixed", "random"] | None = opt(None, "fixed | random (default: the model's, else fixed)")
+    frame_seed: int | None = opt(None, "seed of frames=random")
+
+
+def write_sample(folder: Path) -> Sample:
+    """The sample VMC set made from the packaged photos, with the nearest-caption generator over its training
+    clips."""
+    from connote.vmc.sample import sample_caption_spec, write_sample_vmc
+
+    paths = write_sample_vmc(folder)
+    return Sample(paths["test_videos"], "sample VMC set",
+                  f"test clips {paths['test_videos']}; references {paths['captions']}",
+                  model=sample_caption_spec(paths))
 
 
 class MetaphorCaptionTask(Task):
@@ -43,6 +72,16 @@ class MetaphorCaptionTask(Task):
     report_kind = "vmc-captioning"  # connote.vmc.report: Table 1 from the stored scores
     inputs = ("images", "video")  # frames; they have no photo ids
     invariance_field = "caption"
+    options = CaptionOptions
+    sample_data = staticmethod(write_sample)
+
+    def print_result(self, result: Any, *, as_json: bool = False) -> int:
+        """One JSON line (the summary) whether or not ``as_json``; exit status 1 when a video failed."""
+        import json
+
+        summary = self.summary(result)
+        print(json.dumps(summary))
+        return 1 if summary["errors"] else 0
 
     def __init__(self, videos: str | Path, *, strategy: str | None = None, k: int | None = None,
                  per_clip: int | None = None, prompt: str | None = None, batch_size: int = 16,

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
-from connote.core.errors import InputError
+from connote.commands.options import check_mmshap_flags
 
 
 def explain(
@@ -38,46 +38,15 @@ def explain(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
-) -> None:
+) -> int:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
-    from connote.cv_probes.explain import ExplainTask
-    from connote.explain.shapley import ESTIMATORS
-    from connote.models.masking import check_compat
+    from connote.tasks.running import run_registered
 
-    if estimator is not None and estimator not in ESTIMATORS:
-        raise InputError(f"unknown estimator {estimator!r}; valid: {', '.join(ESTIMATORS.names())}")
-    check_compat(compat)
-    for name, value in (("--grid", grid), ("--budget", budget), ("--sample", sample)):
-        if value is not None and value < 1:
-            raise InputError(f"{name} must be a positive integer, got {value}")
-    from connote.models.registry import check_spec
-    from connote.runs.launch import hold_run, main_rank_first
-
-    if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
-        check_spec(model)
-    with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
-        if data is None:
-            from connote.media.sample import write_sample_probes
-
-            data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
-                                   notice=lambda d: f"no --data: using the sample probe set written to {d}",
-                                   first=None if (out / "sample").is_dir() else "writing the sample probe set…")
-        from connote.tasks.api import run_task
-
-        task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
-                           grid=grid, allow_network=allow_network, progress=progress, compat=compat, figures=figures)
-        results = run_task(task, model, out, seed=seed, extra_results={"model": model}).results
-    if not results:  # non-zero ranks of a distributed run
-        return
-    if json_out:
-        import json
-
-        print(json.dumps(results, indent=2, default=str))
-        return
-    print((out / "results.md").read_text(encoding="utf-8"))
-    print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors, "
-          f"{results['n_no_verb']} without a verb, {results['n_verb_not_found']} whose manifest verb is not in "
-          f"the caption (in the T-SHAP means, not the verb means); run folder: {out}")
+    check_mmshap_flags(grid=grid, budget=budget, sample=sample)
+    return run_registered("cv-probes-mmshap", model=model, out=out, data=data, seed=seed, progress=progress,
+                          as_json=json_out, options={
+                              "captions": captions, "estimator": estimator, "budget": budget, "sample": sample,
+                              "grid": grid, "allow_network": allow_network, "compat": compat, "figures": figures})
 
 
 def register(app: typer.Typer) -> None:

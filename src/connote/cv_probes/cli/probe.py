@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -27,40 +26,16 @@ def probe(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     check_invariance: Annotated[int, check_invariance_option()] = 0,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
-) -> None:
+) -> int:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
-    import json
-
-    from connote.cv_probes.task import ProbeTask
-    from connote.models.registry import check_spec
-    from connote.runs.launch import hold_run, main_rank_first
+    from connote.tasks.running import run_registered
 
     if captions not in ("original", "simplified"):
         raise InputError(f"--captions must be 'original' or 'simplified', got {captions!r}")
-    if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
-        check_spec(model or "objects")
-    with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
-        if data is None:
-            from connote.media.sample import write_sample_probes
-
-            data = main_rank_first(dist, lambda: write_sample_probes(out / "sample"),  # rank 0 writes, says
-                                   notice=lambda d: f"no --data: using the sample probe set written to {d}",
-                                   first=None if (out / "sample").is_dir() else "writing the sample probe set…")
-        from connote.tasks.api import run_task
-
-        task = ProbeTask(data, captions=captions, pairs_per_chunk=pairs_per_chunk, allow_network=allow_network,
-                         progress=progress)
-        results = run_task(task, model or "objects", out, seed=seed, check_invariance=check_invariance,
-                           extra_results=task.extra_results(model or "objects")).results
-    if not results:  # non-zero ranks of a distributed run
-        return
-    if json_out:
-        print(json.dumps(results, indent=2, default=str))
-    else:
-        print((out / "results.md").read_text(encoding="utf-8"))
-        print(f"run folder: {out} (results.json, items.jsonl, results.md)")
-        if results["n_errors"]:
-            print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
+    return run_registered("cv-probes", model=model, out=out, data=data, seed=seed, progress=progress,
+                          as_json=json_out, check_invariance=check_invariance,
+                          options={"captions": captions, "pairs_per_chunk": pairs_per_chunk,
+                                   "allow_network": allow_network})
 
 
 def register(app: typer.Typer) -> None:
