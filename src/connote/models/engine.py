@@ -105,6 +105,11 @@ def available_memory(device: str) -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
+#: ``preprocess`` values: ``device`` (batched on the model's device, :mod:`connote.models.pixels`), ``hf`` (the
+#: model's own processor, image by image on the CPU), ``auto`` (the backend's :attr:`TensorMatcher.default_preprocess`).
+PREPROCESS = ("auto", "device", "hf")
+
+
 def _device_kind(device: str) -> str:
     return "cuda" if device.startswith("cuda") else "cpu"
 
@@ -152,12 +157,16 @@ class TensorMatcher:
     """Base class of the torch backends; subclasses fill in the hooks below."""
 
     backend = "tensor"
+    #: What ``preprocess=auto`` means for this backend: ``device`` where the device path gives the model's
+    #: processor's pixels (BLIP, BLIP-2, FLAVA, CLIP: max |Δ| 5e-7), ``hf`` where it does not (ALBEF's PIL resize)
+    default_preprocess = "device"
     #: The architecture has a unimodal text encoder whose output can be cached per caption.
     caches_text = False
 
     def __init__(self, *, device: str | None = None, dtype: str | None = None,
                  batch_size: int | str = "auto", image_batch_size: int | str = "auto",
-                 preprocess_workers: int | str = 4, memory_budget: str | None = "auto") -> None:
+                 preprocess_workers: int | str = 4, memory_budget: str | None = "auto",
+                 preprocess: str = "auto") -> None:
         self.torch = require("torch", "hf")
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
@@ -168,13 +177,31 @@ class TensorMatcher:
         #: batches (the masking games) keep a size the user chose
         self.batch_sizes_given = (_given(batch_size), _given(image_batch_size))
         self.preprocess_workers = _auto_int(preprocess_workers, 4, "preprocess_workers")
+        if preprocess not in PREPROCESS:
+            raise ValueError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {preprocess!r}")
+        self.preprocess = self.default_preprocess if preprocess == "auto" else preprocess
         self._budget_option = parse_bytes(memory_budget)
         self._memory_budget: int | None = self._budget_option
         self._state_bytes: int | None = None
 
     # ---- hooks -------------------------------------------------------------------------
-    def pixel_values(self, images: Sequence[Image.Image]) -> Any:
-        """Preprocess images into a (n, 3, H, W) float tensor on the device."""
+    def pixel_values(self, images: Sequence[Any]) -> Any:
+        """Preprocess images into a (n, 3, H, W) float tensor on the device: with ``preprocess=device`` in
+        batches on the device (:mod:`connote.models.pixels`, the transform of :meth:`pixel_spec`), else by the
+        model's own processor (:meth:`processor_pixels`)."""
+        spec = self.pixel_spec() if self.preprocess == "device" else None
+        if spec is None:
+            return self.processor_pixels(images)
+        from connote.models.pixels import pixel_batch
+
+        return pixel_batch(images, spec, self.device, self.dtype)
+
+    def pixel_spec(self) -> Any:
+        """The model's image transform as a :class:`connote.models.pixels.PixelSpec`; None: only the processor."""
+        return None
+
+    def processor_pixels(self, images: Sequence[Image.Image]) -> Any:
+        """Pixels made by the model's own processor (``preprocess=hf``)."""
         raise NotImplementedError
 
     def encode_images(self, pixel_values: Any) -> Any:
@@ -227,7 +254,10 @@ class TensorMatcher:
         return self.image_state_bytes()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "dtype": str(self.dtype).replace("torch.", "")}
+        d = {"backend": self.backend, "dtype": str(self.dtype).replace("torch.", "")}
+        if self.preprocess != self.default_preprocess:  # the default is left out: runs made before it resume
+            d["preprocess"] = self.preprocess
+        return d
 
     # ---- special tokens, for masking -----------------------------------------------------
     @property
