@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import queue
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -328,25 +330,25 @@ class TensorMatcher:
             mask[row, : len(x)] = 1
         return input_ids.to(self.device), mask.to(self.device)
 
-    def image_states(self, images: Sequence[Image.Image], batch: int | None = None) -> Any:
+    def image_states(self, images: Sequence[Any], batch: int | None = None) -> Any:
         """Encode images in batches (``batch`` images each, default from the memory plan); one tensor (n, ...)."""
-        torch = self.torch
         batch = batch or self.work_plan()["image_batch"]
-        states = []
-        with torch.inference_mode(), self._autocast():
-            for pv in self._preprocess(images, batch):
-                states.append(self.encode_images(pv))
-                del pv
-        return torch.cat(states) if len(states) > 1 else states[0]
+        return self.encode_pixels(self._preprocess(images, batch))
 
     def score_ids(self, image_states: Any, image_index: Sequence[int],
                   ids: Sequence[Sequence[int]], batch: int | None = None) -> list[float]:
         """Score token-id sequences against rows of ``image_states`` (bucketed, batched)."""
+        return [float(v) for v in self._score_ids(image_states, image_index, ids, batch).cpu().tolist()]
+
+    def _score_ids(self, image_states: Any, image_index: Sequence[int],
+                   ids: Sequence[Sequence[int]], batch: int | None = None) -> Any:
+        """:meth:`score_ids` as a float32 tensor on the states' device: the scores stay there, so a caller
+        reads them back once (a sync per scoring batch would stall the device between batches)."""
         torch = self.torch
         batch = batch or self.work_plan()["score_batch"]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = [math.nan] * len(ids)
         device = _device(image_states)
+        out = torch.full((len(ids),), math.nan, dtype=torch.float32, device=device)
         with torch.inference_mode(), self._autocast():
             for start in range(0, len(order), batch):
                 rows = order[start:start + batch]
@@ -354,8 +356,7 @@ class TensorMatcher:
                 text_states = self.encode_texts(input_ids, mask) if self.caches_text else None
                 idx = torch.as_tensor([image_index[r] for r in rows], device=device)
                 p = self.score_rows(image_states, idx, input_ids, mask, text_states)
-                for r, v in zip(rows, p.float().cpu().tolist()):
-                    out[r] = float(v)
+                out.index_copy_(0, torch.as_tensor(rows, device=device), p.float().to(device))
         return out
 
     def image_groups(self, pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
@@ -380,43 +381,68 @@ class TensorMatcher:
             groups.append(current)
         return groups
 
-    def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
+    def match_probability(self, images: Sequence[Any], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float]:
         """p(match) per ``(image_index, caption_index)`` pair; each image is encoded once.
 
         Images are encoded and scored one memory-sized sub-group at a time, and a sub-group's states
-        are released before the next is encoded, so memory does not grow with the call's size.
+        are released before the next is encoded, so memory does not grow with the call's size. While a
+        sub-group runs, a thread prepares the pixels of the next ones (decoding, and with
+        ``preprocess=device`` the resize and normalisation launched on the device; at most
+        :data:`PREFETCH_GROUPS` ahead), and the scores stay on the device until the call's end.
         """
         if not pairs:
             return []
+        torch = self.torch
         all_ids = self.token_ids(list(captions))
         plan = self.work_plan()
-        out = [math.nan] * len(pairs)
         by_image: dict[int, list[int]] = {}
         for r, (i, _) in enumerate(pairs):
             by_image.setdefault(i, []).append(r)
-        for group in self.image_groups(pairs):
+        groups = self.image_groups(pairs)
+        scored: list[tuple[list[int], Any]] = []
+
+        def prepare(group: list[int]) -> list[Any]:
+            with torch.inference_mode():
+                return self._preprocess([images[i] for i in group], plan["image_batch"])
+
+        for group, pixels in prefetch(groups, prepare, PREFETCH_GROUPS):
             slot = {img: k for k, img in enumerate(group)}
-            states = self.image_states([images[i] for i in group], plan["image_batch"])
+            states = self.encode_pixels(pixels)
+            del pixels
             rows = [r for img in group for r in by_image[img]]
             if self.caches_text:
                 probs = self._score_cached_text(states, [slot[pairs[r][0]] for r in rows], all_ids,
                                                 [pairs[r][1] for r in rows], plan["score_batch"])
             else:
-                probs = self.score_ids(states, [slot[pairs[r][0]] for r in rows],
-                                       [all_ids[pairs[r][1]] for r in rows], plan["score_batch"])
+                probs = self._score_ids(states, [slot[pairs[r][0]] for r in rows],
+                                        [all_ids[pairs[r][1]] for r in rows], plan["score_batch"])
             del states
-            for r, p in zip(rows, probs):
-                out[r] = p
+            scored.append((rows, probs))
+        out = [math.nan] * len(pairs)
+        values = torch.cat([p.to(scored[0][1].device) for _, p in scored]).cpu().tolist()  # one sync
+        for r, v in zip((r for rows, _ in scored for r in rows), values):
+            out[r] = float(v)
         return out
 
+    def encode_pixels(self, pixel_batches: Sequence[Any]) -> Any:
+        """Image states of prepared pixel batches (from :meth:`_preprocess`): one tensor (n, ...)."""
+        torch = self.torch
+        states = []
+        with torch.inference_mode(), self._autocast():
+            for pv in pixel_batches:
+                states.append(self.encode_images(pv))
+        return torch.cat(states) if len(states) > 1 else states[0]
+
     def _score_cached_text(self, states: Any, image_rows: list[int], all_ids: list[list[int]],
-                           caption_index: list[int], batch: int | None = None) -> list[float]:
-        """Encode each distinct caption once, then score pairs with gathered text states."""
+                           caption_index: list[int], batch: int | None = None) -> Any:
+        """Encode each distinct caption once, then score pairs with gathered text states; the scores as a
+        float32 tensor on the device, in the order of ``image_rows``."""
         torch = self.torch
         batch = batch or self.work_plan()["score_batch"]
         used = sorted(set(caption_index), key=lambda c: len(all_ids[c]))
-        out = [math.nan] * len(caption_index)
+        device = _device(states)
+        out = torch.full((len(caption_index),), math.nan, dtype=torch.float32, device=device)
         by_caption: dict[int, list[int]] = {}
         for r, c in enumerate(caption_index):
             by_caption.setdefault(c, []).append(r)
@@ -432,9 +458,52 @@ class TensorMatcher:
                     i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=input_ids.device)
                     p = self.score_rows(states, i_idx, input_ids.index_select(0, t_idx),
                                         mask.index_select(0, t_idx), index_states(text_states, t_idx))
-                    for (_, r), v in zip(chunk, p.float().cpu().tolist()):
-                        out[r] = float(v)
+                    out.index_copy_(0, torch.as_tensor([r for _, r in chunk], device=device), p.float().to(device))
         return out
+
+
+#: Sub-groups whose pixels :meth:`TensorMatcher.match_probability` prepares ahead of the one running.
+PREFETCH_GROUPS = 2
+
+
+def prefetch(items: Sequence[Any], prepare: Any, depth: int = PREFETCH_GROUPS) -> Iterator[tuple[Any, Any]]:
+    """``(item, prepare(item))`` in order, ``prepare`` running on a thread at most ``depth`` items ahead of the
+    consumer. An error in ``prepare`` is raised at its item; a consumer that stops early stops the thread."""
+    if len(items) <= 1 or depth < 1:
+        for item in items:
+            yield item, prepare(item)
+        return
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def work() -> None:
+        for item in items:
+            if stop.is_set():
+                return
+            try:
+                result: tuple[bool, Any] = (True, prepare(item))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+                result = (False, exc)
+            while not stop.is_set():
+                try:
+                    ready.put(result, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if not result[0]:
+                return
+
+    thread = threading.Thread(target=work, name="connote-prefetch", daemon=True)
+    thread.start()
+    try:
+        for item in items:
+            ok, value = ready.get()
+            if not ok:
+                raise value
+            yield item, value
+    finally:
+        stop.set()
+        thread.join()
 
 
 def index_states(states: Any, idx: Any) -> Any:
