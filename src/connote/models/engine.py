@@ -196,7 +196,7 @@ class TensorMatcher:
             return self.processor_pixels(images)
         from connote.models.pixels import pixel_batch
 
-        return pixel_batch(images, spec, self.device, self.dtype)
+        return pixel_batch(images, spec, self.device, self.dtype, workers=self.preprocess_workers)
 
     def pixel_spec(self) -> Any:
         """The model's image transform as a :class:`connote.models.pixels.PixelSpec`; None: only the processor."""
@@ -315,7 +315,8 @@ class TensorMatcher:
     def _preprocess(self, images: Sequence[Image.Image], batch: int | None = None) -> list[Any]:
         batch = batch or self.image_batch_size
         chunks = [images[i:i + batch] for i in range(0, len(images), batch)]
-        if len(chunks) <= 1 or self.preprocess_workers <= 1:
+        if len(chunks) <= 1 or self.preprocess_workers <= 1 or (self.preprocess == "device" and self.pixel_spec()):
+            # the device path spreads a chunk's photos over preprocess_workers threads itself
             return [self.pixel_values(c) for c in chunks]
         with ThreadPoolExecutor(self.preprocess_workers) as pool:
             return list(pool.map(self.pixel_values, chunks))

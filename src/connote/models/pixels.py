@@ -155,12 +155,36 @@ def to_device(images: Sequence[Any], device: str, workers: int = 1) -> list[Any]
 def pixel_batch(images: Sequence[Any], spec: PixelSpec, device: str, dtype: Any = None,
                 workers: int = 1) -> Any:
     """Model-ready pixels ``(n, 3, H, W)`` on ``device`` (in ``dtype``, float32 when None) for ``images``
-    (PIL images, uint8 tensors or encoded bytes), transformed by ``spec`` in batches."""
+    (PIL images, uint8 tensors or encoded bytes), transformed by ``spec``.
+
+    On a GPU photos of one size are resized as one stacked batch and the whole batch is normalised at once.
+    On a CPU each photo goes through decode, resize (torch's uint8 kernels: a stacked batch is slower there)
+    and normalisation on its own, on ``workers`` threads (torch's kernels release the GIL), so a photo's
+    pixels are normalised while they are still in cache.
+    """
+    torch = require("torch", "hf")
+    if str(device).startswith("cuda"):
+        return _stacked(to_device(images, device, workers), spec, dtype)
+    out_dtype = torch.float32 if dtype is None else dtype
+
+    def one(image: Any) -> Any:
+        return _stacked([to_uint8(image)], spec, out_dtype)[0]
+
+    if workers > 1 and len(images) > 1:
+        with ThreadPoolExecutor(min(workers, len(images))) as pool:
+            rows = list(pool.map(one, images))
+    else:
+        rows = [one(im) for im in images]
+    batch = torch.stack(rows)
+    return batch if str(batch.device) == str(device) else batch.to(device)
+
+
+def _stacked(tensors: Sequence[Any], spec: PixelSpec, dtype: Any) -> Any:
+    """Resize, crop and normalise uint8 ``(3, H, W)`` tensors (on one device), photos of a size together."""
     torch = require("torch", "hf")
     from torchvision.transforms.v2 import InterpolationMode
     from torchvision.transforms.v2 import functional as F
 
-    tensors = to_device(images, device, workers)
     interpolation = InterpolationMode[spec.resample]
     by_shape: dict[tuple[int, int], list[int]] = {}
     for k, t in enumerate(tensors):
