@@ -168,3 +168,16 @@ def test_readme_times_checks_and_rewrites_an_examples_figures(tmp_path, capsys):
     assert f"on {os.cpu_count()} core" in text and "2020-01-01" not in text
     assert "# needs: data (~1 s, 1.0 GB)" in text  # an example that is not run keeps its comment
     assert times.main(["--readme", str(doc), "--check"]) == 0
+
+
+@pytest.mark.slow
+def test_input_pipeline_benchmark_runs_with_tiny_settings():
+    pytest.importorskip("skimage")
+    env = {**os.environ, "PYTHONPATH": str(BENCH.parent / "src")}
+    proc = subprocess.run([sys.executable, str(BENCH / "input_pipeline.py"), "--images", "8", "--captions", "1",
+                           "--compute-ms", "1", "--batch", "4", "--image-batch", "2", "--workers", "2"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "device / hf:" in out and "pipelined wall / max(input, compute):" in out
+    assert "engine, 8 pairs in 2 groups" in out  # 4 pairs a scoring batch: the prefetch thread had a group ahead

@@ -51,6 +51,17 @@ def _row(item: ProbeItem, captions: str, p: float | None, error: str | None) -> 
     }
 
 
+#: Pairs per stored chunk when ``--chunk`` is not given: on a CPU 256 pairs take seconds, so a kill loses little;
+#: a GPU scores 256 pairs in tens of milliseconds, so it takes chunks large enough to fill it between commits.
+CHUNK_PAIRS = {"cpu": 256, "cuda": 4096}
+
+
+def chunk_pairs(model: Any) -> int:
+    """Pairs per chunk for ``model``: :data:`CHUNK_PAIRS` of its device (a model without one: the CPU's)."""
+    device = str(getattr(model, "device", None) or "cpu") if model is not None else "cpu"
+    return CHUNK_PAIRS["cuda" if device.startswith("cuda") else "cpu"]
+
+
 def _chunks_by_image(items: Sequence[WorkItem], pairs_per_chunk: int) -> list[list[WorkItem]]:
     """Chunks of whole images (all captions of an image together), about ``pairs_per_chunk`` pairs."""
     by_image: dict[str, list[WorkItem]] = {}
@@ -257,10 +268,13 @@ class ProbeTask(Task):
     outputs = ("results.json", "items.jsonl", "results.md")
     sample_data = staticmethod(write_sample)
 
-    def __init__(self, data: str | Path, *, captions: str = "original", pairs_per_chunk: int = 256,
+    def __init__(self, data: str | Path, *, captions: str = "original", pairs_per_chunk: int | None = None,
                  allow_network: bool = False, progress: bool = True) -> None:
         self.data = Path(data)
-        self.captions, self.pairs_per_chunk, self.allow_network = captions, int(pairs_per_chunk), allow_network
+        self.captions, self.allow_network = captions, allow_network
+        #: pairs per stored chunk; None: :func:`chunk_pairs` of the model's device once the model is bound
+        self.pairs_per_chunk = int(pairs_per_chunk) if pairs_per_chunk else None
+        self._model: Any = None
         self.progress = progress
         self.items = read_probe_manifest(data, captions=captions)  # exit 2 on a bad manifest, before any model
 
@@ -268,14 +282,20 @@ class ProbeTask(Task):
         return {"captions": self.captions}
 
     def config(self) -> dict[str, Any]:
-        return {"data": str(self.data), "captions": self.captions, "pairs_per_chunk": self.pairs_per_chunk,
+        return {"data": str(self.data), "captions": self.captions, "pairs_per_chunk": self.pairs_per_chunk or "auto",
                 "allow_network": self.allow_network}
+
+    def bind(self, model: Any) -> None:
+        super().bind(model)
+        self._model = model
 
     def work_items(self) -> list[WorkItem]:
         return [WorkItem(it.item_id, probe_item_key(it, self.captions), it, it.error) for it in self.items]
 
     def batches(self, todo: list[WorkItem]) -> list[list[WorkItem]]:
-        return _chunks_by_image(todo, self.pairs_per_chunk)
+        if not todo:
+            return []
+        return _chunks_by_image(todo, self.pairs_per_chunk or chunk_pairs(self._model))
 
     def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
         return score_chunk(model, [w.payload for w in batch], self.captions, self.allow_network)
@@ -300,7 +320,7 @@ class ProbeTask(Task):
 
 
 def run_probe(data: str | Path, model: str | None = None, out: str | Path = "runs/probe", *,
-              captions: str = "original", pairs_per_chunk: int = 256, allow_network: bool = False,
+              captions: str = "original", pairs_per_chunk: int | None = None, allow_network: bool = False,
               progress: bool = True, seed: int = 0, model_obj: Any = None) -> dict[str, Any]:
     """Evaluate a matcher on a probe manifest; returns the results.json content (empty off rank 0).
 

@@ -469,6 +469,8 @@ class AlbefItmMatcher(TensorMatcher):
     """
 
     backend = "albef-itm"
+    #: the release's PIL resize; the device path's antialiased bicubic differs by up to 0.03 (docs/performance.md)
+    default_preprocess = "hf"
 
     def __init__(self, weights: str | None = None, *, tokenizer: str = "bert-base-uncased",
                  image_size: int | str = IMAGE_SIZE, max_length: int | str | None = None,
@@ -508,10 +510,17 @@ class AlbefItmMatcher(TensorMatcher):
         tok = weights_identity(self.tokenizer_id, None, None)
         d.update({"weights": str(self.checkpoint.resolve()), "sha256": file_sha256(self.checkpoint),
                   "tokenizer": tok, "image_size": self.shape.image_size, "max_length": self.max_length,
-                  "preprocess": "albef: bicubic resize, CLIP mean/std, pre_caption(30 words)"})
+                  "preprocess": "albef: bicubic resize, CLIP mean/std, pre_caption(30 words)"
+                  + ("; pixels on the device" if self.preprocess == "device" else "")})
         return d
 
-    def pixel_values(self, images: Sequence[Image.Image]) -> Any:
+    def pixel_spec(self) -> Any:
+        from connote.models.pixels import PixelSpec
+
+        size = self.shape.image_size
+        return PixelSpec(size=(size, size), resample="BICUBIC", mean=tuple(MEAN), std=tuple(STD))
+
+    def processor_pixels(self, images: Sequence[Image.Image]) -> Any:
         torch = self.torch
         size = self.shape.image_size
         arrays = [np.asarray(im.convert("RGB").resize((size, size), Image.BICUBIC), dtype=np.float32) / 255.0

@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import queue
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -105,6 +107,11 @@ def available_memory(device: str) -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
+#: ``preprocess`` values: ``device`` (batched on the model's device, :mod:`connote.models.pixels`), ``hf`` (the
+#: model's own processor, image by image on the CPU), ``auto`` (the backend's :attr:`TensorMatcher.default_preprocess`).
+PREPROCESS = ("auto", "device", "hf")
+
+
 def _device_kind(device: str) -> str:
     return "cuda" if device.startswith("cuda") else "cpu"
 
@@ -152,12 +159,16 @@ class TensorMatcher:
     """Base class of the torch backends; subclasses fill in the hooks below."""
 
     backend = "tensor"
+    #: What ``preprocess=auto`` means for this backend: ``device`` where the device path gives the model's
+    #: processor's pixels (BLIP, BLIP-2, FLAVA, CLIP: max |Δ| 5e-7), ``hf`` where it does not (ALBEF's PIL resize)
+    default_preprocess = "device"
     #: The architecture has a unimodal text encoder whose output can be cached per caption.
     caches_text = False
 
     def __init__(self, *, device: str | None = None, dtype: str | None = None,
                  batch_size: int | str = "auto", image_batch_size: int | str = "auto",
-                 preprocess_workers: int | str = 4, memory_budget: str | None = "auto") -> None:
+                 preprocess_workers: int | str = 4, memory_budget: str | None = "auto",
+                 preprocess: str = "auto") -> None:
         self.torch = require("torch", "hf")
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
@@ -168,13 +179,31 @@ class TensorMatcher:
         #: batches (the masking games) keep a size the user chose
         self.batch_sizes_given = (_given(batch_size), _given(image_batch_size))
         self.preprocess_workers = _auto_int(preprocess_workers, 4, "preprocess_workers")
+        if preprocess not in PREPROCESS:
+            raise ValueError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {preprocess!r}")
+        self.preprocess = self.default_preprocess if preprocess == "auto" else preprocess
         self._budget_option = parse_bytes(memory_budget)
         self._memory_budget: int | None = self._budget_option
         self._state_bytes: int | None = None
 
     # ---- hooks -------------------------------------------------------------------------
-    def pixel_values(self, images: Sequence[Image.Image]) -> Any:
-        """Preprocess images into a (n, 3, H, W) float tensor on the device."""
+    def pixel_values(self, images: Sequence[Any]) -> Any:
+        """Preprocess images into a (n, 3, H, W) float tensor on the device: with ``preprocess=device`` in
+        batches on the device (:mod:`connote.models.pixels`, the transform of :meth:`pixel_spec`), else by the
+        model's own processor (:meth:`processor_pixels`)."""
+        spec = self.pixel_spec() if self.preprocess == "device" else None
+        if spec is None:
+            return self.processor_pixels(images)
+        from connote.models.pixels import pixel_batch
+
+        return pixel_batch(images, spec, self.device, self.dtype, workers=self.preprocess_workers)
+
+    def pixel_spec(self) -> Any:
+        """The model's image transform as a :class:`connote.models.pixels.PixelSpec`; None: only the processor."""
+        return None
+
+    def processor_pixels(self, images: Sequence[Image.Image]) -> Any:
+        """Pixels made by the model's own processor (``preprocess=hf``)."""
         raise NotImplementedError
 
     def encode_images(self, pixel_values: Any) -> Any:
@@ -227,7 +256,10 @@ class TensorMatcher:
         return self.image_state_bytes()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "dtype": str(self.dtype).replace("torch.", "")}
+        d = {"backend": self.backend, "dtype": str(self.dtype).replace("torch.", "")}
+        if self.preprocess != self.default_preprocess:  # the default is left out: runs made before it resume
+            d["preprocess"] = self.preprocess
+        return d
 
     # ---- special tokens, for masking -----------------------------------------------------
     @property
@@ -283,7 +315,8 @@ class TensorMatcher:
     def _preprocess(self, images: Sequence[Image.Image], batch: int | None = None) -> list[Any]:
         batch = batch or self.image_batch_size
         chunks = [images[i:i + batch] for i in range(0, len(images), batch)]
-        if len(chunks) <= 1 or self.preprocess_workers <= 1:
+        if len(chunks) <= 1 or self.preprocess_workers <= 1 or (self.preprocess == "device" and self.pixel_spec()):
+            # the device path spreads a chunk's photos over preprocess_workers threads itself
             return [self.pixel_values(c) for c in chunks]
         with ThreadPoolExecutor(self.preprocess_workers) as pool:
             return list(pool.map(self.pixel_values, chunks))
@@ -298,25 +331,25 @@ class TensorMatcher:
             mask[row, : len(x)] = 1
         return input_ids.to(self.device), mask.to(self.device)
 
-    def image_states(self, images: Sequence[Image.Image], batch: int | None = None) -> Any:
+    def image_states(self, images: Sequence[Any], batch: int | None = None) -> Any:
         """Encode images in batches (``batch`` images each, default from the memory plan); one tensor (n, ...)."""
-        torch = self.torch
         batch = batch or self.work_plan()["image_batch"]
-        states = []
-        with torch.inference_mode(), self._autocast():
-            for pv in self._preprocess(images, batch):
-                states.append(self.encode_images(pv))
-                del pv
-        return torch.cat(states) if len(states) > 1 else states[0]
+        return self.encode_pixels(self._preprocess(images, batch))
 
     def score_ids(self, image_states: Any, image_index: Sequence[int],
                   ids: Sequence[Sequence[int]], batch: int | None = None) -> list[float]:
         """Score token-id sequences against rows of ``image_states`` (bucketed, batched)."""
+        return [float(v) for v in self._score_ids(image_states, image_index, ids, batch).cpu().tolist()]
+
+    def _score_ids(self, image_states: Any, image_index: Sequence[int],
+                   ids: Sequence[Sequence[int]], batch: int | None = None) -> Any:
+        """:meth:`score_ids` as a float32 tensor on the states' device: the scores stay there, so a caller
+        reads them back once (a sync per scoring batch would stall the device between batches)."""
         torch = self.torch
         batch = batch or self.work_plan()["score_batch"]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = [math.nan] * len(ids)
         device = _device(image_states)
+        out = torch.full((len(ids),), math.nan, dtype=torch.float32, device=device)
         with torch.inference_mode(), self._autocast():
             for start in range(0, len(order), batch):
                 rows = order[start:start + batch]
@@ -324,8 +357,7 @@ class TensorMatcher:
                 text_states = self.encode_texts(input_ids, mask) if self.caches_text else None
                 idx = torch.as_tensor([image_index[r] for r in rows], device=device)
                 p = self.score_rows(image_states, idx, input_ids, mask, text_states)
-                for r, v in zip(rows, p.float().cpu().tolist()):
-                    out[r] = float(v)
+                out.index_copy_(0, torch.as_tensor(rows, device=device), p.float().to(device))
         return out
 
     def image_groups(self, pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
@@ -350,43 +382,68 @@ class TensorMatcher:
             groups.append(current)
         return groups
 
-    def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
+    def match_probability(self, images: Sequence[Any], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float]:
         """p(match) per ``(image_index, caption_index)`` pair; each image is encoded once.
 
         Images are encoded and scored one memory-sized sub-group at a time, and a sub-group's states
-        are released before the next is encoded, so memory does not grow with the call's size.
+        are released before the next is encoded, so memory does not grow with the call's size. While a
+        sub-group runs, a thread prepares the pixels of the next ones (decoding, and with
+        ``preprocess=device`` the resize and normalisation launched on the device; at most
+        :data:`PREFETCH_GROUPS` ahead), and the scores stay on the device until the call's end.
         """
         if not pairs:
             return []
+        torch = self.torch
         all_ids = self.token_ids(list(captions))
         plan = self.work_plan()
-        out = [math.nan] * len(pairs)
         by_image: dict[int, list[int]] = {}
         for r, (i, _) in enumerate(pairs):
             by_image.setdefault(i, []).append(r)
-        for group in self.image_groups(pairs):
+        groups = self.image_groups(pairs)
+        scored: list[tuple[list[int], Any]] = []
+
+        def prepare(group: list[int]) -> list[Any]:
+            with torch.inference_mode():
+                return self._preprocess([images[i] for i in group], plan["image_batch"])
+
+        for group, pixels in prefetch(groups, prepare, PREFETCH_GROUPS):
             slot = {img: k for k, img in enumerate(group)}
-            states = self.image_states([images[i] for i in group], plan["image_batch"])
+            states = self.encode_pixels(pixels)
+            del pixels
             rows = [r for img in group for r in by_image[img]]
             if self.caches_text:
                 probs = self._score_cached_text(states, [slot[pairs[r][0]] for r in rows], all_ids,
                                                 [pairs[r][1] for r in rows], plan["score_batch"])
             else:
-                probs = self.score_ids(states, [slot[pairs[r][0]] for r in rows],
-                                       [all_ids[pairs[r][1]] for r in rows], plan["score_batch"])
+                probs = self._score_ids(states, [slot[pairs[r][0]] for r in rows],
+                                        [all_ids[pairs[r][1]] for r in rows], plan["score_batch"])
             del states
-            for r, p in zip(rows, probs):
-                out[r] = p
+            scored.append((rows, probs))
+        out = [math.nan] * len(pairs)
+        values = torch.cat([p.to(scored[0][1].device) for _, p in scored]).cpu().tolist()  # one sync
+        for r, v in zip((r for rows, _ in scored for r in rows), values):
+            out[r] = float(v)
         return out
 
+    def encode_pixels(self, pixel_batches: Sequence[Any]) -> Any:
+        """Image states of prepared pixel batches (from :meth:`_preprocess`): one tensor (n, ...)."""
+        torch = self.torch
+        states = []
+        with torch.inference_mode(), self._autocast():
+            for pv in pixel_batches:
+                states.append(self.encode_images(pv))
+        return torch.cat(states) if len(states) > 1 else states[0]
+
     def _score_cached_text(self, states: Any, image_rows: list[int], all_ids: list[list[int]],
-                           caption_index: list[int], batch: int | None = None) -> list[float]:
-        """Encode each distinct caption once, then score pairs with gathered text states."""
+                           caption_index: list[int], batch: int | None = None) -> Any:
+        """Encode each distinct caption once, then score pairs with gathered text states; the scores as a
+        float32 tensor on the device, in the order of ``image_rows``."""
         torch = self.torch
         batch = batch or self.work_plan()["score_batch"]
         used = sorted(set(caption_index), key=lambda c: len(all_ids[c]))
-        out = [math.nan] * len(caption_index)
+        device = _device(states)
+        out = torch.full((len(caption_index),), math.nan, dtype=torch.float32, device=device)
         by_caption: dict[int, list[int]] = {}
         for r, c in enumerate(caption_index):
             by_caption.setdefault(c, []).append(r)
@@ -402,9 +459,52 @@ class TensorMatcher:
                     i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=input_ids.device)
                     p = self.score_rows(states, i_idx, input_ids.index_select(0, t_idx),
                                         mask.index_select(0, t_idx), index_states(text_states, t_idx))
-                    for (_, r), v in zip(chunk, p.float().cpu().tolist()):
-                        out[r] = float(v)
+                    out.index_copy_(0, torch.as_tensor([r for _, r in chunk], device=device), p.float().to(device))
         return out
+
+
+#: Sub-groups whose pixels :meth:`TensorMatcher.match_probability` prepares ahead of the one running.
+PREFETCH_GROUPS = 2
+
+
+def prefetch(items: Sequence[Any], prepare: Any, depth: int = PREFETCH_GROUPS) -> Iterator[tuple[Any, Any]]:
+    """``(item, prepare(item))`` in order, ``prepare`` running on a thread at most ``depth`` items ahead of the
+    consumer. An error in ``prepare`` is raised at its item; a consumer that stops early stops the thread."""
+    if len(items) <= 1 or depth < 1:
+        for item in items:
+            yield item, prepare(item)
+        return
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def work() -> None:
+        for item in items:
+            if stop.is_set():
+                return
+            try:
+                result: tuple[bool, Any] = (True, prepare(item))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+                result = (False, exc)
+            while not stop.is_set():
+                try:
+                    ready.put(result, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if not result[0]:
+                return
+
+    thread = threading.Thread(target=work, name="connote-prefetch", daemon=True)
+    thread.start()
+    try:
+        for item in items:
+            ok, value = ready.get()
+            if not ok:
+                raise value
+            yield item, value
+    finally:
+        stop.set()
+        thread.join()
 
 
 def index_states(states: Any, idx: Any) -> Any:

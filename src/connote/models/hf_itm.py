@@ -177,7 +177,14 @@ class HFMatcher(TensorMatcher):
         d["max_length"] = self.max_length
         return d
 
-    def pixel_values(self, images: Sequence[Image.Image]) -> Any:
+    def pixel_spec(self) -> Any:
+        from connote.models.pixels import PixelSpec
+
+        if getattr(self, "_pixel_spec", None) is None:
+            self._pixel_spec = PixelSpec.from_processor(self.image_processor)
+        return self._pixel_spec
+
+    def processor_pixels(self, images: Sequence[Image.Image]) -> Any:
         pv = self.image_processor(images=list(images), return_tensors="pt")["pixel_values"]
         return pv.to(self.device, dtype=self.dtype if self.dtype != self.torch.float32 else None)
 

@@ -36,6 +36,8 @@ OPTION_HELP: dict[str, str] = {
     "image_batch_size": "images per vision-encoder batch; auto: 8 on a CPU, 32 on a GPU (lowered to fit "
                         "memory_budget)",
     "preprocess_workers": "threads preparing images while the model runs",
+    "preprocess": "how images become pixels: device (batched on the model's device with torchvision), hf (the "
+                  "model's own processor, image by image); auto: device, except ALBEF (hf: the release's PIL resize)",
 }
 
 

@@ -1,0 +1,229 @@
+"""The matching engine's input side on a CPU: today's per-image transformers processor vs ``preprocess=device``,
+and the overlap of input preparation with a model's compute.
+
+Photos: scikit-image's astronaut, coffee, chelsea and rocket, written as JPEG files and repeated to
+``--images``; each side reads the files' bytes (what a run reads from disk). Each measurement runs in its own
+process (its peak RSS is its own):
+
+``input``   the input side alone, per image in the model's pixels (BLIP's processor: 384 px, bicubic, CLIP
+            mean/std): ``hf`` = PIL decode + the transformers image processor called per image, as
+            ``preprocess=hf`` does; ``device`` = ``connote.models.pixels`` (torchvision decode on
+            ``--workers`` threads, photos of a size resized together, one fused normalisation), the engine's
+            default. Printed: images/s of each, and the ratio (goal >= 4x).
+``engine``  ``TensorMatcher.match_probability`` over the photos x ``--captions`` captions with a stand-in model
+            whose image encoder takes ``--compute-ms`` per image (a sleep: the time a GPU would take, during
+            which the CPU is free, as it is while a GPU computes), ``preprocess=device``, with the next groups'
+            pixels prepared on a thread (``pipelined``) and without (``serial``, prefetch depth 0: the engine
+            before the input pipeline). Printed: input seconds (the input side alone, same process), compute
+            seconds (the stand-in's sleeps), wall, and wall / max(input, compute) (goal <= 1.15); the input
+            seconds are the faster of two passes after the timed call (the machine's load varies).
+
+    python benchmarks/input_pipeline.py                            # 256 photos, 8 ms per image (~1 min)
+    python benchmarks/input_pipeline.py --images 32 --compute-ms 2 # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from sides import peak_rss_bytes, quiet, report, run_worker  # noqa: E402
+
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
+CAPTIONS = ("an astronaut", "a cup of coffee", "a cat", "a rocket launch")
+#: Goals of issue 35: wall within 15% of the slower side; the input side at least 4x today's processor.
+OVERLAP_GOAL, INPUT_GOAL = 1.15, 4.0
+
+
+def photo_bytes(n: int) -> list[bytes]:
+    """``n`` JPEG files' contents, the four photos in turn (quality 90)."""
+    from PIL import Image
+    from skimage import data
+
+    encoded = []
+    for name in PHOTOS:
+        buf = io.BytesIO()
+        Image.fromarray(getattr(data, name)()).convert("RGB").save(buf, "JPEG", quality=90)
+        encoded.append(buf.getvalue())
+    return [encoded[k % len(encoded)] for k in range(n)]
+
+
+def blip_processor() -> Any:
+    from transformers import BlipImageProcessor
+
+    return BlipImageProcessor()  # Salesforce/blip-itm-base-coco's: 384 x 384, bicubic, CLIP mean/std
+
+
+def hf_pixels(data: list[bytes], processor: Any) -> Any:
+    """Today's path: PIL decode, then the processor per image (``preprocess=hf`` gives it one image a call)."""
+    import torch
+    from PIL import Image
+
+    out = [processor(images=[Image.open(io.BytesIO(b)).convert("RGB")], return_tensors="pt")["pixel_values"]
+           for b in data]
+    return torch.cat(out)
+
+
+def device_pixels(data: list[bytes], spec: Any, workers: int, batch: int) -> Any:
+    import torch
+
+    from connote.models.pixels import pixel_batch
+
+    return torch.cat([pixel_batch(data[i:i + batch], spec, "cpu", workers=workers)
+                      for i in range(0, len(data), batch)])
+
+
+def input_side(args: argparse.Namespace) -> None:
+    from connote.models.pixels import PixelSpec
+
+    quiet(args.threads)
+    data = photo_bytes(args.images)
+    processor = blip_processor()
+    spec = PixelSpec.from_processor(processor)
+    run = (lambda: hf_pixels(data, processor)) if args.side == "hf" else \
+        (lambda: device_pixels(data, spec, args.workers, args.batch))
+    run() if args.images <= 8 else (hf_pixels(data[:4], processor) if args.side == "hf" else
+                                    device_pixels(data[:4], spec, args.workers, args.batch))  # warm-up
+    t = time.perf_counter()
+    pixels = run()
+    seconds = time.perf_counter() - t
+    report({"side": args.side, "seconds": seconds, "images_per_s": args.images / seconds,
+            "shape": list(pixels.shape), "peak_rss": peak_rss_bytes()})
+
+
+class StandIn:
+    """A matching backend whose image encoder takes ``seconds_per_image`` (sleeping) and whose scoring is free:
+    the engine's own scheduling, with BLIP's preprocessing, and compute of a known length."""
+
+    @staticmethod
+    def build(seconds_per_image: float, batch_size: int, image_batch: int) -> Any:
+        import torch
+
+        from connote.models.engine import TensorMatcher
+        from connote.models.pixels import PixelSpec
+
+        class Model(TensorMatcher):
+            backend = "stand-in"
+
+            def __init__(self) -> None:
+                super().__init__(device="cpu", batch_size=batch_size, image_batch_size=image_batch,
+                                 memory_budget="4GB")
+                self.processor = blip_processor()
+                self.spec = PixelSpec.from_processor(self.processor)
+                self.compute_seconds = 0.0
+                self.tokenizer = types.SimpleNamespace(pad_token_id=0)
+
+            def pixel_spec(self) -> Any:
+                return self.spec
+
+            def processor_pixels(self, images: Any) -> Any:
+                return self.processor(images=list(images), return_tensors="pt")["pixel_values"]
+
+            def encode_images(self, pixel_values: Any) -> Any:
+                n = pixel_values.shape[0]
+                self.compute_seconds += seconds_per_image * n
+                time.sleep(seconds_per_image * n)
+                return pixel_values.mean(dim=(2, 3))  # (n, 3): reads every pixel, as an encoder would
+
+            def token_ids(self, captions: Any) -> list[list[int]]:
+                return [[1, 2, 3] for _ in captions]
+
+            def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
+                return torch.sigmoid(image_states.sum(-1))
+
+        return Model()
+
+
+def prepare_all(model: Any, data: list[bytes], groups: list[list[int]], batch: int) -> float:
+    """Seconds the engine's input side takes alone for ``groups`` (as ``match_probability`` prepares them: under
+    ``torch.inference_mode``)."""
+    import torch
+
+    t = time.perf_counter()
+    with torch.inference_mode():
+        for group in groups:
+            model._preprocess([data[i] for i in group], batch)
+    return time.perf_counter() - t
+
+
+def engine_side(args: argparse.Namespace) -> None:
+    from connote.models import engine
+
+    quiet(args.threads)
+    data = photo_bytes(args.images)
+    model = StandIn.build(args.compute_ms / 1000, args.batch, args.image_batch)
+    model.preprocess_workers = args.workers
+    if args.side == "serial":
+        engine.PREFETCH_GROUPS = 0
+    captions = list(CAPTIONS[:args.captions])
+    pairs = [(i, c) for i in range(len(data)) for c in range(len(captions))]
+    model.match_probability(data[:4], captions, pairs[:4 * len(captions)])  # warm-up
+    groups = model.image_groups(pairs)
+    plan = model.work_plan()
+    model.compute_seconds = 0.0
+    t = time.perf_counter()
+    probs = model.match_probability(data, captions, pairs)
+    wall = time.perf_counter() - t
+    assert len(probs) == len(pairs) and all(0 <= p <= 1 for p in probs)
+    input_seconds = min(prepare_all(model, data, groups, plan["image_batch"]) for _ in range(2))
+    report({"side": args.side, "input_seconds": input_seconds, "compute_seconds": model.compute_seconds,
+            "wall": wall, "groups": len(groups), "pairs": len(pairs), "peak_rss": peak_rss_bytes()})
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--images", type=int, default=256, help="photos (the four repeated)")
+    ap.add_argument("--captions", type=int, default=2, help="captions per photo (at most 4)")
+    ap.add_argument("--compute-ms", type=float, default=8.0, help="the stand-in encoder's time per image")
+    ap.add_argument("--batch", type=int, default=64, help="pairs per scoring batch (and images per input batch)")
+    ap.add_argument("--image-batch", type=int, default=32, help="images per encoder batch")
+    ap.add_argument("--workers", type=int, default=4, help="decoding threads (preprocess_workers)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--side", choices=["hf", "device", "serial", "pipelined"], help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.side in ("hf", "device"):
+        input_side(args)
+        return 0
+    if args.side:
+        engine_side(args)
+        return 0
+    me = [str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])]
+    load = os.getloadavg()[0]
+    sides = {s: run_worker([*me, "--side", s], s) for s in ("hf", "device", "serial", "pipelined")}
+    mib = 2 ** 20
+    print(f"input side, {args.images} JPEG photos -> BLIP pixels (384 px), {os.cpu_count()} cores, load {load:.1f}:")
+    for s in ("hf", "device"):
+        r = sides[s]
+        print(f"  {s:9s} {r['images_per_s']:8.1f} images/s  {r['seconds']:6.2f} s  "
+              f"peak RSS {r['peak_rss'] / mib:6.0f} MiB")
+    ratio = sides["device"]["images_per_s"] / sides["hf"]["images_per_s"]
+    print(f"  device / hf: {ratio:.2f}x (goal >= {INPUT_GOAL:.0f}x)")
+    print(f"engine, {sides['pipelined']['pairs']} pairs in {sides['pipelined']['groups']} groups, stand-in encoder "
+          f"{args.compute_ms:g} ms/image:")
+    overlap = {}
+    for s in ("serial", "pipelined"):
+        r = sides[s]
+        overlap[s] = r["wall"] / max(r["input_seconds"], r["compute_seconds"])
+        print(f"  {s:9s} input {r['input_seconds']:6.2f} s  compute {r['compute_seconds']:6.2f} s  wall "
+              f"{r['wall']:6.2f} s  wall/max(input, compute) {overlap[s]:.2f}  peak RSS {r['peak_rss'] / mib:6.0f} MiB")
+    print(f"  pipelined wall / max(input, compute): {overlap['pipelined']:.2f} (goal <= {OVERLAP_GOAL}); "
+          f"serial / pipelined wall: {sides['serial']['wall'] / sides['pipelined']['wall']:.2f}x")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

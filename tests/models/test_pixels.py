@@ -1,0 +1,138 @@
+"""``preprocess=device`` (connote.models.pixels) against each backend's own processor, on real photos.
+
+The photos are scikit-image's astronaut, coffee, chelsea and rocket, written as JPEG and PNG files and read
+back. Stated tolerances (docs/performance.md has the measured figures):
+
+* BLIP, BLIP-2, FLAVA, CLIP (transformers' processors at their real sizes): max |Δ pixel| <= 1e-5 and
+  max |Δ p(match)| <= 1e-5 — the same resize, crop and fused normalisation in float32;
+* ALBEF (the release's PIL bicubic resize, kept as its default): max |Δ pixel| <= 0.05 (about two of 255
+  levels after normalisation) and max |Δ p(match)| <= 0.02 on the tiny model.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from PIL import Image
+
+from connote.models import load_model
+from connote.models.pixels import PixelSpec, pixel_batch, to_device
+from tests import tiny_models
+
+skimage_data = pytest.importorskip("skimage.data")
+pytest.importorskip("torchvision")
+
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
+CAPTIONS = ["an astronaut with a flag", "a cup of coffee", "a cat", "a rocket launch", "a red car outside"]
+PAIRS = [(i, c) for i in range(4) for c in range(5)]
+PIXEL_TOL, P_TOL = 1e-5, 1e-5
+ALBEF_PIXEL_TOL, ALBEF_P_TOL = 0.05, 0.02
+
+
+@pytest.fixture(scope="module")
+def photo_files(tmp_path_factory) -> dict[str, list]:
+    """Each photo as a JPEG and a PNG file: ``{format: [path, ...]}``."""
+    root = tmp_path_factory.mktemp("photos")
+    out: dict[str, list] = {"JPEG": [], "PNG": []}
+    for name in PHOTOS:
+        image = Image.fromarray(getattr(skimage_data, name)()).convert("RGB")
+        for fmt, ext in (("JPEG", "jpg"), ("PNG", "png")):
+            path = root / f"{name}.{ext}"
+            image.save(path, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+            out[fmt].append(path)
+    return out
+
+
+def opened(paths) -> list[Image.Image]:
+    return [Image.open(p).convert("RGB") for p in paths]
+
+
+def processors():
+    from transformers import BlipImageProcessor, CLIPImageProcessor, FlavaImageProcessor
+
+    return {"blip": BlipImageProcessor(), "blip2": BlipImageProcessor(size={"height": 224, "width": 224}),
+            "clip": CLIPImageProcessor(), "clip-336": CLIPImageProcessor(size={"shortest_edge": 336},
+                                                                        crop_size={"height": 336, "width": 336}),
+            "flava": FlavaImageProcessor()}
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+@pytest.mark.parametrize("name", list(processors()))
+def test_device_pixels_equal_the_processors_at_real_size(photo_files, name, fmt) -> None:
+    processor = processors()[name]
+    images = opened(photo_files[fmt])
+    ref = processor(images=images, return_tensors="pt")["pixel_values"]
+    spec = PixelSpec.from_processor(processor)
+    from_pil = pixel_batch(images, spec, "cpu")
+    from_bytes = pixel_batch([p.read_bytes() for p in photo_files[fmt]], spec, "cpu", workers=2)
+    assert from_pil.shape == ref.shape
+    assert (from_pil - ref).abs().max().item() <= PIXEL_TOL
+    assert (from_bytes - ref).abs().max().item() <= PIXEL_TOL  # decoded by torchvision on CPU threads
+
+
+def test_uint8_tensors_and_pil_images_give_the_same_pixels(photo_files) -> None:
+    images = opened(photo_files["PNG"])
+    tensors = to_device(images, "cpu")
+    assert all(t.dtype == torch.uint8 and t.shape[0] == 3 for t in tensors)
+    spec = PixelSpec(size=(64, 64), mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    assert torch.equal(pixel_batch(tensors, spec, "cpu"), pixel_batch(images, spec, "cpu"))
+    assert pixel_batch(images, spec, "cpu", torch.bfloat16).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("backend", ["hf-blip-itm", "hf-blip2-itm", "hf-flava-itm", "hf-clip"])
+def test_p_match_of_the_device_path_equals_the_processor_path(tiny_dirs, photo_files, backend) -> None:
+    folder = tiny_dirs[backend]
+    device = load_model(f"{backend}:{folder}")
+    hf = load_model(f"{backend}:{folder}?preprocess=hf")
+    assert device.preprocess == "device" and hf.preprocess == "hf"
+    assert "preprocess" not in device.describe() and hf.describe()["preprocess"] == "hf"  # in the fingerprint
+    for fmt in ("JPEG", "PNG"):
+        images = opened(photo_files[fmt])
+        assert (device.pixel_values(images) - hf.pixel_values(images)).abs().max().item() <= PIXEL_TOL
+        a = device.match_probability(images, CAPTIONS, PAIRS)
+        b = hf.match_probability(images, CAPTIONS, PAIRS)
+        assert max(abs(x - y) for x, y in zip(a, b)) <= P_TOL
+        assert len({round(x, 3) for x in b}) > 2, "the tiny model must tell pairs apart for this test to mean much"
+
+
+def test_albef_device_path_is_near_the_releases_pil_resize(tmp_path, photo_files) -> None:
+    ckpt, tok = tiny_models.tiny_albef(tmp_path / "albef", layout="retrieval", grid=4)
+    spec = f"albef-itm:{ckpt}?tokenizer={tok}&image_size=32"
+    hf, device = load_model(spec), load_model(spec + "&preprocess=device")
+    assert hf.preprocess == "hf" and device.preprocess == "device"  # ALBEF keeps the release's resize by default
+    assert hf.describe()["preprocess"] != device.describe()["preprocess"]
+    for fmt in ("JPEG", "PNG"):
+        images = opened(photo_files[fmt])
+        assert (device.pixel_values(images) - hf.pixel_values(images)).abs().max().item() <= ALBEF_PIXEL_TOL
+        # at the release's 384 px
+        real = PixelSpec(size=(384, 384), mean=device.pixel_spec().mean, std=device.pixel_spec().std)
+        hf.shape = device.shape = type(hf.shape)(**{**hf.shape.__dict__, "image_size": 384})
+        assert (pixel_batch(images, real, "cpu") - hf.processor_pixels(images)).abs().max().item() <= ALBEF_PIXEL_TOL
+        hf.shape = device.shape = type(hf.shape)(**{**hf.shape.__dict__, "image_size": 32})
+        a = device.match_probability(images, CAPTIONS, PAIRS)
+        b = hf.match_probability(images, CAPTIONS, PAIRS)
+        assert max(abs(x - y) for x, y in zip(a, b)) <= ALBEF_P_TOL
+
+
+def test_unknown_preprocess_is_refused(tiny_dirs) -> None:
+    with pytest.raises(Exception, match="preprocess"):
+        load_model(f"hf-clip:{tiny_dirs['hf-clip']}?preprocess=gpu")
+
+
+def _jpeg_bytes(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "JPEG", quality=90)
+    return buf.getvalue()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_jpeg_bytes_are_decoded_on_the_gpu_near_the_cpu_decode(photo_files) -> None:
+    from transformers import BlipImageProcessor
+
+    spec = PixelSpec.from_processor(BlipImageProcessor())
+    data = [p.read_bytes() for p in photo_files["JPEG"]]
+    gpu = pixel_batch(data, spec, "cuda").cpu()
+    cpu = pixel_batch(data, spec, "cpu")
+    assert (gpu - cpu).abs().max().item() <= 0.1  # nvJPEG's IDCT and the CUDA resize round differently
