@@ -238,7 +238,8 @@ class ProbeOptions:
     """The options of ``cv-probes`` (``connote cv-probes run``'s flags; ``connote run cv-probes --set``)."""
 
     captions: Literal["original", "simplified"] = opt("original", "original | simplified (Table 4)")
-    pairs_per_chunk: int = opt(256, "pairs per stored batch", ge=1, flag="--chunk")
+    pairs_per_chunk: int | None = opt(None, "pairs per stored batch (default: 256 on a CPU, 4096 on a GPU)", ge=1,
+                                      flag="--chunk")
     allow_network: bool = opt(False, "fetch http(s) images")
 
 
