@@ -76,11 +76,27 @@ def check_options(cls: type[Task], values: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"task {cls.name}: unknown option {unknown[0]!r}{hint}; accepted: {accepted_options(cls)}")
     if cls.options is None:
         return {}
+    values = {k: _bool_text(v) if k in _bools(cls) else v for k, v in values.items()}
     try:
         parsed = parse_options(cls.options, values)
     except OptionError as exc:
         raise InputError(f"task {cls.name}: {exc}; accepted: {accepted_options(cls)}") from None
     return {f.name: getattr(parsed, f.name) for f in option_fields(cls)}
+
+
+#: How ``--set`` spells a yes/no option's value (anything else is refused by the checker, naming it).
+_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def _bools(cls: type[Task]) -> set[str]:
+    import typing
+
+    hints = typing.get_type_hints(cls.options)
+    return {name for name, tp in hints.items() if tp is bool}
+
+
+def _bool_text(value: Any) -> Any:
+    return _BOOL_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
 
 
 def run_registered(name: str | type[Task], *, model: str | None, out: str | Path, data: str | Path | None = None,

@@ -22,15 +22,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.metrics.options import opt
 from connote.models.openai_batch import BATCH_FAILED, NOT_IN_OUTPUT, NOT_THIS_REQUEST
 from connote.models.protocols import GenerationRequest
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
-from connote.tasks.api import Task
+from connote.tasks.api import Sample, Task
 from connote.vmc.synth import (
     FILTER_VERSION,
     NO_TEXT,
@@ -56,6 +58,28 @@ def error_kind(message: str) -> str:
     return next((kind for marker, kind in ERROR_KINDS if marker in message), "generation failed")
 
 
+@dataclass(frozen=True)
+class SynthOptions:
+    """The options of ``vmc-synth`` (``connote vmc synth``'s flags; ``connote run --set``)."""
+
+    images: str | None = opt(None, "folder the table's image paths are relative to")
+    prompt: str | None = opt(None, "override the A.5.2 prompt (must contain {caption})")
+    temperature: float = opt(0.0, "sampling temperature (0: greedy)", ge=0)
+    max_new_tokens: int = opt(64, "answer length limit in tokens", ge=1)
+    batch_size: int = opt(16, "captions per generate call", ge=1)
+    limit: int | None = opt(None, "only the first N captions", ge=1)
+    send_image: bool = opt(False, "send the image with the prompt (chat VLMs)")
+
+
+def write_sample(folder: Path) -> Sample:
+    """The sample: 12 captions of the packaged photos and its Batch API output file (the model on it)."""
+    from connote.vmc.sample_synth import write_sample_synth
+
+    paths = write_sample_synth(folder)
+    return Sample(paths["captions"], "sample", f"captions {paths['captions']}, images {paths['images']}",
+                  model=f"openai-batch:{paths['batch_output']}", options={"images": str(paths["images"])})
+
+
 class MetaphorSynthTask(Task):
     """Synthetic metaphor captions for images (VMC A.5.2), filtered by the template."""
 
@@ -68,6 +92,24 @@ class MetaphorSynthTask(Task):
     results_file = "run.json"
     #: the prompt alone (text-only LMs, Batch API answers) or with the image (--send-image)
     inputs = ("images", "text")
+    options = SynthOptions
+    outputs = ("metaphors.json", "synth.jsonl", "run.json")
+    sample_data = staticmethod(write_sample)
+
+    @classmethod
+    def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
+        return cls(data, **{**options, "prompt": options.get("prompt") or SYNTH_PROMPT}, progress=progress)
+
+    def print_result(self, result: Any, *, as_json: bool = False) -> int:
+        """The counts (as ``connote vmc synth``): kept, dropped and failed captions, and the table written."""
+        import json
+
+        r = result.results
+        if as_json:
+            return super().print_result(result, as_json=True)
+        print(json.dumps({"run": str(result.out), "table": str(result.out / "metaphors.json"),
+                          **{k: r[k] for k in ("captions", "kept", "dropped", "failed")}}))
+        return 1 if r["failed"] else 0
 
     def __init__(self, captions: str | Path, *, images: str | Path | None = None, prompt: str = SYNTH_PROMPT,
                  temperature: float = 0.0, max_new_tokens: int = 64, batch_size: int = 16,
