@@ -112,8 +112,14 @@ def test_the_task_recipe_runs_as_written_and_gets_a_report_section(recipe, tmp_p
     assert printed.startswith(f"{stored['accuracy']} pairs: 6 item(s): 0 resumed, 6 computed now, 0 failed")
     assert stored["task"] == "my-task" and stored["task_version"] == 1 and stored["fingerprint"]
 
+    # the page's connote run line: the same run from the shell, every row resumed, the same numbers
+    run_line, line = recipe["bash"]
+    assert main(run_line.split("#", 1)[0].split()[1:]) == 0
+    assert f"run folder: {Path('runs/my-task')} (results.json)" in capsys.readouterr().out
+    again = json.loads((run / "results.json").read_text())
+    assert again["n_resumed"] == 6 and again["n_computed_this_run"] == 0 and again["accuracy"] == stored["accuracy"]
+
     # the page's bash line, marked as needing the run above, now runs: the contract's section
-    (line,) = recipe["bash"]
     command = line.split("#", 1)[0].split()
     assert command == ["connote", "report", "runs/my-task"]
     assert main([*command[1:], "--json"]) == 0
