@@ -106,7 +106,8 @@ class MetaphorSynthTask(Task):
 
         r = result.results
         if as_json:
-            return super().print_result(result, as_json=True)
+            super().print_result(result, as_json=True)
+            return 1 if r["failed"] else 0
         print(json.dumps({"run": str(result.out), "table": str(result.out / "metaphors.json"),
                           **{k: r[k] for k in ("captions", "kept", "dropped", "failed")}}))
         return 1 if r["failed"] else 0
