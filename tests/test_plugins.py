@@ -77,3 +77,42 @@ def test_a_model_plugin_with_an_unknown_capability_is_named(site) -> None:
     with pytest.raises(plugins.PluginError, match=r"demo_plugin_d: model 'demo-model': unknown capabilities \['fly'\]"):
         MODELS.names()
     assert not issubclass(plugins.PluginError, InputError) and plugins.PluginError.exit_code == 2
+
+
+CLI_MODULE = '''
+import typer
+
+
+def hello(name: str = typer.Option("world", "--name")) -> None:
+    """Greet from a plugin."""
+    print(f"hello, {name}")
+
+
+def register(app):
+    group = typer.Typer(help="A plugin's own group.", no_args_is_help=True)
+    group.command("greet")(hello)
+    app.add_typer(group, name="demo-hello")
+'''
+
+
+def test_a_plugin_adds_a_command_group(site, capsys) -> None:
+    """``COMMANDS`` in a plugin module (an installed dist-info's entry point) adds a group to ``connote``: listed by
+    ``connote --help`` from the table, its module built only when the group is used."""
+    from connote.cli import main
+
+    (site / "demo_plugin_cli.py").write_text(CLI_MODULE, encoding="utf-8")
+    _install(site, "demo-plugin", "demo_plugin_cmd",
+             'COMMANDS = {"demo-hello": ("demo_plugin_cli", "A plugin\'s own group.")}\n')
+    assert main(["--help"]) == 0
+    assert "demo-hello" in capsys.readouterr().out and "demo_plugin_cli" not in sys.modules
+    assert main(["demo-hello", "greet", "--name", "connote"]) == 0
+    assert capsys.readouterr().out == "hello, connote\n"
+
+
+def test_a_plugin_command_cannot_take_a_connote_name(site, capsys) -> None:
+    from connote.cli import main
+
+    _install(site, "demo-plugin", "demo_plugin_clash", 'COMMANDS = {"run": ("demo_plugin_clash", "Mine.")}\n')
+    assert main(["no-such-command"]) == 2
+    err = capsys.readouterr().err
+    assert "demo_plugin_clash: command 'run' is already a connote command" in err

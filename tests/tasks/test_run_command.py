@@ -38,7 +38,7 @@ def test_every_registered_task_runs_on_its_sample(name, tmp_path, capsys) -> Non
     assert printed.out.strip()  # the task's summary
     assert (out / "config.yaml").is_file()  # the resolved config, for --config
 
-    # the same command again resumes every stored item and computes only the failed ones again
+    # the same command again resumes every item it computed (a failed one is tried again)
     assert main(["run", name, "--out", str(out), "--no-progress", "--json", *_settings(name)]) == code
     again = json.loads((out / cls.results_file).read_text(encoding="utf-8"))
     assert again["n_computed_this_run"] == results["n_failed"] and again["fingerprint"] == results["fingerprint"]

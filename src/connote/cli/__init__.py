@@ -78,6 +78,26 @@ COMMANDS: dict[str, CommandEntry] = {
 }
 
 
+def plugin_commands() -> dict[str, CommandEntry]:
+    """The command groups plugins add: ``COMMANDS = {"name": ("module", "one-line help")}`` in a plugin module
+    (:mod:`connote.core.plugins`); the module's ``register(app)`` adds them, as for connote's own. A name of
+    connote's own table is refused (the plugin and the table are named)."""
+    from connote.core.plugins import PluginError, declared
+
+    found: dict[str, CommandEntry] = {}
+    for mod, table in declared("COMMANDS"):
+        for name, (module, help) in table.items():
+            if name in COMMANDS or name in found:
+                raise PluginError(f"connote plugin {mod.__name__}: command {name!r} is already a connote command")
+            found[name] = CommandEntry(module, help)
+    return found
+
+
+def command_entry(name: str) -> CommandEntry | None:
+    """``name``'s entry: connote's own table first, then the plugins' (read only when the name is not ours)."""
+    return COMMANDS.get(name) or plugin_commands().get(name)
+
+
 def module_available(module: str) -> bool:
     """Whether ``module`` is importable here, found without importing it."""
     try:
@@ -108,12 +128,13 @@ class LazyGroup(typer.core.TyperGroup):
     """The top-level group: lists ``COMMANDS`` without importing them, builds a module on first use."""
 
     def list_commands(self, ctx) -> list[str]:
-        return [name for name, entry in COMMANDS.items() if not entry.hidden and entry_module(entry) is not None]
+        entries = {**COMMANDS, **plugin_commands()}
+        return [name for name, entry in entries.items() if not entry.hidden and entry_module(entry) is not None]
 
     def get_command(self, ctx, cmd_name: str):
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        entry = COMMANDS.get(cmd_name)
+        entry = command_entry(cmd_name)
         if entry is None:
             return None
         module = entry_module(entry)
@@ -128,7 +149,7 @@ class LazyGroup(typer.core.TyperGroup):
 
     def format_commands(self, ctx, formatter) -> None:
         # the one-line helps come from the table, so listing the commands imports none of them
-        rows = [(name, COMMANDS[name].help) for name in self.list_commands(ctx)]
+        rows = [(name, command_entry(name).help) for name in self.list_commands(ctx)]  # type: ignore[union-attr]
         if not rows:
             return
         with formatter.section("Commands"):  # whole one-line helps, wrapped at the terminal's width

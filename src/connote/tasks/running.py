@@ -76,7 +76,7 @@ def check_options(cls: type[Task], values: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"task {cls.name}: unknown option {unknown[0]!r}{hint}; accepted: {accepted_options(cls)}")
     if cls.options is None:
         return {}
-    values = {k: _text_bool(v) if isinstance(v, str) and k in _bool_fields(cls) else v for k, v in values.items()}
+    values = {k: _bool_text(v) if k in _bools(cls) else v for k, v in values.items()}
     try:
         parsed = parse_options(cls.options, values)
     except OptionError as exc:
@@ -84,21 +84,19 @@ def check_options(cls: type[Task], values: Mapping[str, Any]) -> dict[str, Any]:
     return {f.name: getattr(parsed, f.name) for f in option_fields(cls)}
 
 
-_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+#: How ``--set`` spells a yes/no option's value (anything else is refused by the checker, naming it).
+_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
-def _bool_fields(cls: type[Task]) -> set[str]:
+def _bools(cls: type[Task]) -> set[str]:
     import typing
 
-    hints = typing.get_type_hints(cls.options) if cls.options is not None else {}
+    hints = typing.get_type_hints(cls.options)
     return {name for name, tp in hints.items() if tp is bool}
 
 
-def _text_bool(text: str) -> Any:
-    """``--set flag=true`` (a shell gives text): true/yes/on/1 and false/no/off/0 as the bool; other text is left
-    for the checker to refuse."""
-    word = text.strip().lower()
-    return True if word in _TRUE else False if word in _FALSE else text
+def _bool_text(value: Any) -> Any:
+    return _BOOL_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
 
 
 def run_registered(name: str | type[Task], *, model: str | None, out: str | Path, data: str | Path | None = None,

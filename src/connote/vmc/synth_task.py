@@ -105,13 +105,12 @@ class MetaphorSynthTask(Task):
         import json
 
         r = result.results
-        status = 1 if r["failed"] else 0  # the same with --json
         if as_json:
             super().print_result(result, as_json=True)
-            return status
+            return 1 if r["failed"] else 0
         print(json.dumps({"run": str(result.out), "table": str(result.out / "metaphors.json"),
                           **{k: r[k] for k in ("captions", "kept", "dropped", "failed")}}))
-        return status
+        return 1 if r["failed"] else 0
 
     def __init__(self, captions: str | Path, *, images: str | Path | None = None, prompt: str = SYNTH_PROMPT,
                  temperature: float = 0.0, max_new_tokens: int = 64, batch_size: int = 16,
