@@ -11,7 +11,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
+from connote.commands.tracking import log_run, require_tracker
 from connote.core.errors import InputError
 
 SUITE_HELP = "svo-probes | valse | winoground | sugarcrepe"
@@ -49,15 +50,17 @@ def run(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Score a matching model on a probe suite with the suite's own published metrics."""
     from connote.suites import target
 
     cls = target(suite, 0)
+    require_tracker(track)
     with _held(suite, data, model, out) as data:
         task = cls(data, images=images, allow_network=allow_network, progress=progress)
-        results = _run(task, model, out, seed, json_out, check_invariance)
+        results = _run(task, model, out, seed, json_out, check_invariance, track)
     if not results:
         return
     print(f"run folder: {out} (results.json, items.jsonl, results.md)")
@@ -65,7 +68,8 @@ def run(
         print(f"{results['n_errors']} item(s) errored and were excluded; see items.jsonl", file=sys.stderr)
 
 
-def _run(task: Any, model: str, out: Path, seed: int, json_out: bool, check_invariance: int = 0) -> dict | None:
+def _run(task: Any, model: str, out: Path, seed: int, json_out: bool, check_invariance: int = 0,
+         track: str | None = None) -> dict | None:
     """Check the spec, load the model and run the task; print results.json (``--json``, then None) or the
     results table. None also off rank 0 of a distributed run."""
     import json
@@ -78,6 +82,7 @@ def _run(task: Any, model: str, out: Path, seed: int, json_out: bool, check_inva
                        check_invariance=check_invariance).results
     if not results:
         return None
+    log_run(out, track)
     if json_out:
         print(json.dumps(results, indent=2, default=str))
         return None

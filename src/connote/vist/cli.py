@@ -15,9 +15,10 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
 from connote.commands.output import echo_columns as _echo_columns
 from connote.commands.output import echo_json as _echo_json
+from connote.commands.tracking import log_run, require_tracker
 
 vist_app = typer.Typer(help="Visual storytelling (VIST): read, validate, score and analyse.",
                        no_args_is_help=True)
@@ -748,6 +749,7 @@ def generate_cmd(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
@@ -759,6 +761,7 @@ def generate_cmd(
     checks.at_least("--limit", limit, 1)
     checks.at_least("--batch-size", batch_size, 1)
     checks.folder("--out", out)
+    require_tracker(track)
     seqs = load_sequences(sequences) if sequences is not None else None  # bad input: exit 2 before anything
     if model is not None or sequences is not None:
         check_spec(model or "retrieval")
@@ -778,6 +781,8 @@ def generate_cmd(
                                 meta={"sequences": str(sequences)}, progress=progress)
         # the model is built only if a story is to write
         result = run_task(task, model, out, check_invariance=check_invariance)
+        if dist.is_main:
+            log_run(out, track)
     if not dist.is_main:  # other ranks of a distributed run: rank 0 reports
         return
     summary = GenerationSummary(**task.summary(result))

@@ -15,7 +15,8 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
+from connote.commands.tracking import log_run, require_tracker
 from connote.core.errors import InputError
 
 metaphor_app = typer.Typer(
@@ -74,6 +75,7 @@ def caption_cmd(
     frame_seed: Annotated[int | None, typer.Option("--frame-seed", help="Seed of --frames random.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
@@ -94,6 +96,7 @@ def caption_cmd(
         check_spec(model)
     from connote.runs.launch import hold_run, main_rank_first
 
+    require_tracker(track)
     with hold_run(out) as dist:  # locked before anything is written or loaded
         if videos is None:
             from connote.vmc.sample import sample_caption_spec, write_sample_vmc
@@ -108,6 +111,8 @@ def caption_cmd(
                                    temperature=temperature, frames=frames, frame_seed=frame_seed)
         # the model is built only if a video is to caption
         result = run_task(task, model, out, check_invariance=check_invariance)
+        if dist.is_main:
+            log_run(out, track)
     if not dist.is_main:  # other ranks of a distributed run: rank 0 reports
         return 0
     summary = task.summary(result)

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
+from connote.commands.options import track_option
+from connote.commands.tracking import log_run, require_tracker
 from connote.core.errors import InputError
 
 
@@ -37,6 +39,7 @@ def explain(
     allow_network: bool = typer.Option(False, "--allow-network"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
@@ -53,6 +56,7 @@ def explain(
     from connote.models.registry import check_spec
     from connote.runs.launch import hold_run, main_rank_first
 
+    require_tracker(track)
     if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
         check_spec(model)
     with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
@@ -67,6 +71,8 @@ def explain(
         task = ExplainTask(data, captions=captions, estimator=estimator, budget=budget, sample=sample, seed=seed,
                            grid=grid, allow_network=allow_network, progress=progress, compat=compat, figures=figures)
         results = run_task(task, model, out, seed=seed, extra_results={"model": model}).results
+        if results:
+            log_run(out, track)
     if not results:  # non-zero ranks of a distributed run
         return
     if json_out:

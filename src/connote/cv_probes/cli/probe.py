@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
+from connote.commands.tracking import log_run, require_tracker
 from connote.core.errors import InputError
 
 
@@ -26,6 +27,7 @@ def probe(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> None:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
@@ -37,6 +39,7 @@ def probe(
 
     if captions not in ("original", "simplified"):
         raise InputError(f"--captions must be 'original' or 'simplified', got {captions!r}")
+    require_tracker(track)
     if data is None:  # a bad spec stops before the sample is written (a manifest given is checked first)
         check_spec(model or "objects")
     with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
@@ -52,6 +55,8 @@ def probe(
                          progress=progress)
         results = run_task(task, model or "objects", out, seed=seed, check_invariance=check_invariance,
                            extra_results=task.extra_results(model or "objects")).results
+        if results:
+            log_run(out, track)
     if not results:  # non-zero ranks of a distributed run
         return
     if json_out:
