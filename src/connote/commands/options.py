@@ -1,5 +1,5 @@
 """Options that the run commands share, declared once (``--check-invariance``, ``--seed``, ``--json``,
-``--progress``)."""
+``--progress``, ``--track``)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,10 @@ def check_mmshap_flags(**values: int | None) -> None:
     for name, value in values.items():
         if value is not None and value < 1:
             raise InputError(f"--{name} must be a positive integer, got {value}")
+
+
+def track_option() -> Any:
+    """``--track mlflow|wandb|trackio``: log the finished run (:func:`connote.commands.tracking.log_run`)."""
+    from connote.commands.tracking import TRACK_HELP
+
+    return typer.Option("--track", metavar="TRACKER", help=TRACK_HELP)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option, json_option, progress_option, seed_option
+from connote.commands.options import check_invariance_option, json_option, progress_option, seed_option, track_option
 
 HELP = "Run any registered task with a model into a run folder (resumable); `connote tasks` lists them."
 
@@ -33,13 +33,14 @@ def run(
     json_out: Annotated[bool, json_option()] = False,
     progress: Annotated[bool, progress_option()] = True,
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Run any registered task with a model into a run folder (resumable); `connote tasks` lists them."""
     from connote.tasks.running import parse_settings, run_registered
 
     return run_registered(task, model=model, out=out, data=data, options=parse_settings(settings), seed=seed,
-                          progress=progress, as_json=json_out, check_invariance=check_invariance)
+                          track=track, progress=progress, as_json=json_out, check_invariance=check_invariance)
 
 
 def register(app: typer.Typer) -> None:

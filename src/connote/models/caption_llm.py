@@ -74,6 +74,8 @@ class CaptionLlmGenerator:
         return [t.strip() for t in self.cap_processor.batch_decode(ids, skip_special_tokens=True)]
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        from connote.runs.speed import hf_generate
+
         out = []
         for r in requests:
             if not r.images:
@@ -83,8 +85,9 @@ class CaptionLlmGenerator:
             prompt = template.format(captions="\n".join(f"{i + 1}. {c}" for i, c in enumerate(caps)))
             enc = self.tokenizer(prompt, return_tensors="pt").to(self.device)
             with self.torch.inference_mode():
-                ids = self.llm.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                        pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+                ids = hf_generate(self.llm, enc["input_ids"].shape[1], **enc, max_new_tokens=self.max_new_tokens,
+                                  do_sample=False,
+                                  pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
             new = ids[0, enc["input_ids"].shape[1]:]
             out.append(self.tokenizer.decode(new, skip_special_tokens=True).strip())
         return out

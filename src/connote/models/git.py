@@ -48,14 +48,17 @@ class GitVideoCaptioner:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
         import torch
 
+        from connote.runs.speed import hf_generate
+
         out = []
         for req in requests:
             frames = list(req.images)[: self.frames]
             pv = self.processor(images=frames, return_tensors="pt").pixel_values.to(self.device, self.model.dtype)
             pv = pv.unsqueeze(0) if self.frames > 1 else pv[:1]
             with torch.inference_mode():
-                ids = self.model.generate(pixel_values=pv, max_new_tokens=req.max_new_tokens,
-                                          num_beams=self.num_beams, **req.sampling())
+                # GIT's output starts with the one [CLS] token it was started from
+                ids = hf_generate(self.model, 1, pixel_values=pv, max_new_tokens=req.max_new_tokens,
+                                  num_beams=self.num_beams, **req.sampling())
             out.append(self.processor.batch_decode(ids, skip_special_tokens=True)[0].strip())
         return out
 

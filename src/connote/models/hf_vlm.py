@@ -179,6 +179,8 @@ class ChatVlm(YesNoVlmMatcher):
         """One ``generate`` call for several conversations, left-padded to the longest prompt."""
         import numpy as np
 
+        from connote.runs.speed import hf_generate
+
         torch = self.torch
         texts = [text for text, _ in convs]
         if self.frames_as == "video":
@@ -192,7 +194,8 @@ class ChatVlm(YesNoVlmMatcher):
                 inputs[k] = v.to(self.dtype)
         extra = self.decoding.generate_options()
         with torch.inference_mode():
-            ids = self.model.generate(**inputs, max_new_tokens=max_new_tokens, **sampling, **extra)
+            ids = hf_generate(self.model, inputs["input_ids"].shape[1], **inputs, max_new_tokens=max_new_tokens,
+                              **sampling, **extra)
         new = ids[:, inputs["input_ids"].shape[1]:]
         return [t.strip() for t in self.processor.batch_decode(new, skip_special_tokens=True)]
 

@@ -191,6 +191,8 @@ class OpenAIChat(OpenAIMatcher):
         return d
 
     def generate(self, requests: Sequence[Any]) -> list[str]:
+        from connote.runs.speed import add_tokens
+
         def one(req: Any) -> str | Exception:
             content: list[dict[str, Any]] = [
                 {"type": "image_url", "image_url": {"url": self.image_urls.url(im, self.max_side)}}
@@ -202,6 +204,9 @@ class OpenAIChat(OpenAIMatcher):
                 resp = self.client.chat([{"role": "user", "content": content}],
                                         temperature=req.temperature if req.temperature > 0 else self.temperature,
                                         max_tokens=self.max_tokens or req.max_new_tokens, **extra)
+                usage = resp.get("usage") if isinstance(resp, dict) else None
+                if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                    add_tokens(usage["completion_tokens"])  # no first-token time without streaming
                 return answer_text(first_choice(resp)).strip()
             except ApiError as exc:
                 return ApiError(f"API error: {exc}")

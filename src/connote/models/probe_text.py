@@ -114,8 +114,11 @@ class TextChat(_HFText):
         finally:
             tok.padding_side = side
         enc = enc.to(self.device)
+        from connote.runs.speed import hf_generate
+
         with self.torch.inference_mode():
-            ids = self.model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
+            ids = hf_generate(self.model, enc["input_ids"].shape[1], **enc, max_new_tokens=max_new_tokens,
+                              pad_token_id=pad, **sampling)
         new = ids[:, enc["input_ids"].shape[1]:]
         return [tok.decode(row, skip_special_tokens=True).strip() for row in new]
 

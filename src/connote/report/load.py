@@ -116,10 +116,17 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
             section = kinds[kind].section(list(members))
             add_published(section)  # each run beside the paper's matching row (connote.core.published)
             add_invariance_notes(section)
+            add_speed_table(section)
             if len(groups) > 1:
                 section.title = f"{section.title} — {describe_group(members)}"
             sections.append(section)
     return sections
+
+
+def run_field(run: Run, key: str) -> Any:
+    """``key`` of a run's results file, or of its ``run.json`` for a scored generation run (None when absent)."""
+    meta = run.results.get("run")
+    return run.results.get(key) or (meta.get(key) if isinstance(meta, dict) else None)
 
 
 def add_invariance_notes(section: Section) -> None:
@@ -128,11 +135,28 @@ def add_invariance_notes(section: Section) -> None:
     from connote.tasks.invariance import invariance_line
 
     for run in section.runs:
-        meta = run.results.get("run")
-        figures = run.results.get("batch_invariance") or (meta.get("batch_invariance") if isinstance(meta, dict)
-                                                          else None)
+        figures = run_field(run, "batch_invariance")
         if isinstance(figures, dict) and figures:
             section.notes.append(f"{run.name}: {invariance_line(figures)}")
+
+
+def add_speed_table(section: Section) -> None:
+    """A speed table (every format) of the section's runs that recorded one (``speed`` in their results): items
+    and seconds computed in that run, items/s, and for generation tokens, tokens/s and time to first token."""
+    from connote.report.document import Table
+
+    header = ["Run", "Items", "Seconds", "Items/s", "Tokens", "Tokens/s", "First token (s)", "Reused"]
+    keys = ["items", "seconds", "items_per_s", "tokens", "tokens_per_s", "time_to_first_token_s", "reused"]
+    rows, values = [], []
+    for run in section.runs:
+        speed = run_field(run, "speed")
+        if isinstance(speed, dict):
+            rows.append([run.name, *("–" if speed.get(k) is None else str(speed[k]) for k in keys)])
+            values.append({"run": run.name, **{k: speed.get(k) for k in keys}})
+    if rows:
+        section.tables.append(Table(f"{section.kind}-speed", "Speed (what each run computed itself)", header, rows,
+                                    notes=["Items/s and tokens/s over the seconds spent computing in that run; "
+                                           "rows reused from the run store are counted apart."], values=values))
 
 
 def distinguish_names(runs: Sequence[Run]) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option, check_mmshap_flags
+from connote.commands.options import check_invariance_option, check_mmshap_flags, track_option
 
 SUITE_HELP = "svo-probes | valse | winoground | sugarcrepe"
 
@@ -27,6 +27,7 @@ def run(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Score a matching model on a probe suite with the suite's own published metrics."""
@@ -34,7 +35,7 @@ def run(
     from connote.tasks.running import run_registered
 
     return run_registered(target(suite, 0), model=model, out=out, data=data, seed=seed, progress=progress,
-                          as_json=json_out, check_invariance=check_invariance,
+                          track=track, as_json=json_out, check_invariance=check_invariance,
                           options={"images": images, "allow_network": allow_network})
 
 
@@ -55,6 +56,7 @@ def explain(
     allow_network: bool = typer.Option(False, "--allow-network"),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """MM-SHAP on a probe suite's pairs, crediting the word the suite changed (verb, swapped or foiled word)."""
@@ -63,7 +65,7 @@ def explain(
 
     check_mmshap_flags(grid=grid, budget=budget, sample=sample)
     return run_registered(target(suite, 1), model=model, out=out, data=data, seed=seed, progress=progress,
-                          as_json=json_out, options={
+                          track=track, as_json=json_out, options={
                               "images": images, "estimator": estimator, "budget": budget, "sample": sample,
                               "grid": grid, "compat": compat, "allow_network": allow_network})
 

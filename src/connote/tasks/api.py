@@ -41,7 +41,7 @@ INPUT_KINDS = {"images": "any number of images", "video": "the frames of one vid
 
 #: The fields :meth:`Task.run` adds to what :meth:`Task.aggregate` returned (plus ``<label>_this_run``).
 RUN_FIELDS = ("task", "task_version", "fingerprint", "model_fingerprint", "n_resumed", "n_computed_this_run",
-              "n_failed", "seconds_this_run", "world_size", "config", "versions", "seed", "created")
+              "n_failed", "seconds_this_run", "speed", "world_size", "config", "versions", "seed", "created")
 
 
 @dataclass
@@ -306,12 +306,18 @@ class Task(ABC):
         description = self.description(model)
         memo = model.memo() if lazy else None
         from connote.runs.current import running_in
+        from connote.runs.speed import measuring, speed_block, speed_line
 
         invariance = None
-        with running_in(out):  # a model may keep files of its own there (a served engine's log)
+        with running_in(out), measuring() as meter:  # a model may keep files of its own there (a served engine's log)
             outcome = run_items(out, description, items, lambda batch: self.compute(model, batch),
                                 on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
                                 progress=self.progress, label=self.label, model_memo=memo)
+            speed = speed_block(meter, computed=outcome.computed, resumed=outcome.resumed, seconds=outcome.seconds)
+            if self.progress and outcome.is_main and outcome.computed:
+                import sys
+
+                print(f"speed: {speed_line(speed)}", file=sys.stderr)
             if check_invariance:
                 from connote.tasks.invariance import check_batch_invariance, invariance_line
 
@@ -331,7 +337,7 @@ class Task(ABC):
             "model_fingerprint": description["model"], "n_resumed": outcome.resumed,
             "n_computed_this_run": outcome.computed, "n_failed": outcome.failed,
             f"{self.label}_this_run": outcome.computed,
-            "seconds_this_run": round(outcome.seconds, 3), "world_size": outcome.world,
+            "seconds_this_run": round(outcome.seconds, 3), "speed": speed, "world_size": outcome.world,
             **({"n_set_aside": outcome.set_aside} if outcome.set_aside else {}),
             **(extra_results or {}),
             **run_metadata(self.config(), seed=seed),

@@ -15,7 +15,7 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
 from connote.commands.output import echo_columns as _echo_columns
 from connote.commands.output import echo_json as _echo_json
 
@@ -748,6 +748,7 @@ def generate_cmd(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
@@ -757,7 +758,7 @@ def generate_cmd(
     checks.at_least("--batch-size", batch_size, 1)
     checks.folder("--out", out)
     _exit(run_registered("vist-storytelling", model=model, out=out, data=sequences, seed=None, progress=progress,
-                         as_json=as_json, check_invariance=check_invariance, data_flag="SEQUENCES",
+                         track=track, as_json=as_json, check_invariance=check_invariance, data_flag="SEQUENCES",
                          options={"images": images, "batch_size": batch_size, "limit": limit,
                                   "team_name": team_name}))
 

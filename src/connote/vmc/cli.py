@@ -9,13 +9,13 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
 from connote.core.errors import InputError
 
 metaphor_app = typer.Typer(
@@ -74,6 +74,7 @@ def caption_cmd(
     frame_seed: Annotated[int | None, typer.Option("--frame-seed", help="Seed of --frames random.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
@@ -85,7 +86,7 @@ def caption_cmd(
     checks.at_least("--temperature", temperature, 0)
     checks.folder("--out", out)
     return run_registered("vmc-captioning", model=model, out=out, data=videos, seed=None, progress=progress,
-                          check_invariance=check_invariance, data_flag="--videos", options={
+                          track=track, check_invariance=check_invariance, data_flag="--videos", options={
                               "strategy": strategy, "k": k, "prompt": prompt, "batch_size": batch_size,
                               "max_new_tokens": max_new_tokens, "limit": limit, "samples": samples,
                               "temperature": temperature, "frames": frames, "frame_seed": frame_seed})

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
-from connote.commands.options import check_mmshap_flags
+from connote.commands.options import check_mmshap_flags, track_option
 
 
 def explain(
@@ -37,6 +37,7 @@ def explain(
     allow_network: bool = typer.Option(False, "--allow-network"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
@@ -44,7 +45,7 @@ def explain(
 
     check_mmshap_flags(grid=grid, budget=budget, sample=sample)
     return run_registered("cv-probes-mmshap", model=model, out=out, data=data, seed=seed, progress=progress,
-                          as_json=json_out, options={
+                          track=track, as_json=json_out, options={
                               "captions": captions, "estimator": estimator, "budget": budget, "sample": sample,
                               "grid": grid, "allow_network": allow_network, "compat": compat, "figures": figures})
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from connote.commands.config import config_option
-from connote.commands.options import check_invariance_option
+from connote.commands.options import check_invariance_option, track_option
 from connote.core.errors import InputError
 
 
@@ -26,6 +26,7 @@ def probe(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of the table."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     check_invariance: Annotated[int, check_invariance_option()] = 0,
+    track: Annotated[Optional[str], track_option()] = None,
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
@@ -34,7 +35,7 @@ def probe(
     if captions not in ("original", "simplified"):
         raise InputError(f"--captions must be 'original' or 'simplified', got {captions!r}")
     return run_registered("cv-probes", model=model, out=out, data=data, seed=seed, progress=progress,
-                          as_json=json_out, check_invariance=check_invariance,
+                          track=track, as_json=json_out, check_invariance=check_invariance,
                           options={"captions": captions, "pairs_per_chunk": pairs_per_chunk,
                                    "allow_network": allow_network})
 

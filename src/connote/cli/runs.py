@@ -1,0 +1,121 @@
+"""``connote runs [FOLDER…]``: the run folders under a root (default ``./runs``), one line each: task, model,
+data, settings signature (the run fingerprint), headline numbers, date and state — complete, partial (items
+failed) or stale (written by an older version of its task than the code now has). ``--json`` gives the listing
+that ``connote report LIST.json`` reads, so a paper's table is one command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from connote.commands.tracking import RESULTS_FILES, read_results
+
+#: Top-level numbers that describe the run, not its result (left out of the headline).
+NOT_HEADLINE = ("n_", "seconds", "world_size", "task_version", "seed", "pairs_this_run", "items_this_run")
+
+
+def run_folders(roots: list[Path]) -> list[Path]:
+    """Folders holding a results file, under each root (a root that is one counts itself); sample data and
+    score folders inside a run are not runs."""
+    found: list[Path] = []
+    for root in roots:
+        if any((root / name).is_file() for name in RESULTS_FILES):
+            found.append(root)
+            continue
+        for name in RESULTS_FILES:
+            found.extend(p.parent for p in sorted(root.rglob(name))
+                         if not {"sample", "scores"} & set(p.relative_to(root).parts[:-1]))
+    return sorted(dict.fromkeys(found))
+
+
+def current_version(task: str) -> int | None:
+    from connote.tasks import TASKS
+
+    try:
+        return int(TASKS.get(task).version)
+    except Exception:  # noqa: BLE001 - a suite's or another kind's name: no registered task to compare with
+        return None
+
+
+def describe(folder: Path) -> dict[str, Any]:
+    """One run folder's line of the listing."""
+    _, results = read_results(folder)
+    task = str(results.get("task"))
+    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    model = results.get("model") or (results.get("model_fingerprint") or {}).get("backend")
+    data = results.get("data") or next((str(config[k]) for k in ("data", "manifest", "sequences", "videos")
+                                        if config.get(k)), None)
+    if isinstance(data, dict):
+        data = data.get("path") or json.dumps(data, default=str)[:80]
+    headline = {k: v for k, v in results.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                and not k.startswith(NOT_HEADLINE) and not k.endswith("_this_run")}
+    now = current_version(task)
+    stale = now is not None and results.get("task_version") not in (None, now)
+    state = "stale" if stale else "partial" if results.get("n_failed") else "complete"
+    return {"folder": str(folder), "task": task, "task_version": results.get("task_version"), "model": model,
+            "data": data, "signature": results.get("fingerprint"), "headline": headline,
+            "date": results.get("created"), "state": state}
+
+
+def runs(
+    folders: list[Path] = typer.Argument(None, help="Run folders or roots to search (default: ./runs)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the listing as JSON (connote report reads it)."),
+) -> None:
+    """List run folders: task, model, data, settings signature, headline numbers, date, state."""
+    from connote.core.errors import InputError
+
+    roots = folders or [Path("runs")]
+    for root in roots:
+        if not root.is_dir():
+            raise InputError("no such folder (expected run folders or a root holding them)", path=root)
+    listing = [describe(f) for f in run_folders(roots)]
+    if json_out:
+        print(json.dumps(listing, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("Folder", "Task", "Model", "Data", "Signature", "Headline", "Date", "State")
+    for r in listing:
+        head = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r["headline"].items())
+        table.add_row(r["folder"], f"{r['task']} v{r['task_version']}", str(r["model"]), str(r["data"]),
+                      str(r["signature"]), head, str(r["date"]), r["state"])
+    Console().print(table)
+    print(f"{len(listing)} run folder(s)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``runs`` command to the connote CLI."""
+    app.command("runs")(runs)
+
+
+def expand_run_paths(paths: list[Path]) -> list[Path]:
+    """What ``connote report`` was given, as result paths: a listing of ``connote runs --json`` (a .json file
+    holding a list of entries with ``folder``) becomes its folders, a glob pattern its matches; anything else
+    stays as given."""
+    import glob
+
+    from connote.core.errors import InputError
+
+    out: list[Path] = []
+    for path in paths:
+        if path.suffix == ".json" and path.is_file():
+            try:
+                entries = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise InputError(f"not JSON ({exc}); expected the output of connote runs --json", path=path) from None
+            if not (isinstance(entries, list) and all(isinstance(e, dict) and "folder" in e for e in entries)):
+                raise InputError("expected the output of connote runs --json (a list of entries with 'folder')",
+                                 path=path)
+            out.extend(Path(e["folder"]) for e in entries)
+        elif not path.exists() and glob.has_magic(str(path)):
+            matches = sorted(glob.glob(str(path)))
+            if not matches:
+                raise InputError("the pattern matches no file or folder", path=path)
+            out.extend(Path(m) for m in matches)
+        else:
+            out.append(path)
+    return out

@@ -1,0 +1,177 @@
+"""Log a finished run folder to an experiment tracker: ``--track mlflow|wandb|trackio`` on every run command.
+
+:func:`log_run` is the one hook, called once a run's files are written. It logs the config (parameters), the
+fingerprint, task and model, the headline numbers (every number of the results file, nested keys joined by
+``/``, speed included), the per-item table (the run's ``*.jsonl`` files), the figures (``*.png``) and the run
+folder's report (``results.md`` and a self-contained ``report.html`` from ``connote report``). Every tracker works
+offline: MLflow's local file store (``MLFLOW_TRACKING_URI=file:DIR``), W&B offline mode (``WANDB_MODE=offline``),
+trackio's local store (``TRACKIO_DIR``). The libraries come with the ``track`` extra; :func:`require_tracker`
+refuses a missing one (exit 2) before the run starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from connote.core.errors import InputError
+
+#: Tracker name -> the module it needs (all installed by ``pip install 'connote[track]'``).
+TRACKERS = {"mlflow": "mlflow", "wandb": "wandb", "trackio": "trackio"}
+#: Results files of run folders, in the order they are looked for.
+RESULTS_FILES = ("results.json", "run.json", "judge.json")
+#: Fields of a results file that are not headline numbers.
+NOT_METRICS = {"config", "versions", "model_fingerprint", "seed", "created", "world_size", "task_version"}
+TRACK_HELP = "Log the finished run to an experiment tracker: mlflow, wandb or trackio (extra [track]; offline-capable)."
+
+
+def require_tracker(name: str | None) -> None:
+    """Refuse (exit 2, one line naming the extra) an unknown tracker or one whose library is not installed."""
+    if not name:
+        return
+    if name not in TRACKERS:
+        raise InputError(f"--track {name}: expected one of {', '.join(TRACKERS)}")
+    if importlib.util.find_spec(TRACKERS[name]) is None:
+        raise InputError(f"--track {name} needs the {TRACKERS[name]} package: pip install 'connote[track]'")
+
+
+def read_results(folder: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The results file of a run folder and its content."""
+    folder = Path(folder)
+    for name in RESULTS_FILES:
+        path = folder / name
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                return path, data
+    raise InputError(f"not a run folder: no {', '.join(RESULTS_FILES)}", path=folder)
+
+
+def metrics_of(results: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """Every number of a results file (not its metadata), nested keys joined by ``/``."""
+    out: dict[str, float] = {}
+    for key, value in results.items():
+        if not prefix and key in NOT_METRICS:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, (int, float)):
+            out[name] = float(value)
+        elif isinstance(value, dict):
+            out.update(metrics_of(value, f"{name}/"))
+    return out
+
+
+def params_of(results: dict[str, Any]) -> dict[str, str]:
+    """The run's identity and config as flat string parameters."""
+    params = {"task": str(results.get("task")), "fingerprint": str(results.get("fingerprint")),
+              "model": str(results.get("model") or (results.get("model_fingerprint") or {}).get("backend"))}
+    config = results.get("config")
+    if isinstance(config, dict):
+        params.update({f"config/{k}": json.dumps(v, default=str)[:250] for k, v in config.items()})
+    return params
+
+
+def item_rows(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """The per-item tables of a run folder: each ``*.jsonl`` file's rows (nested values as JSON text)."""
+    tables = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        tables[path.stem] = [{k: v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v)
+                              for k, v in row.items()} for row in rows if isinstance(row, dict)]
+    return tables
+
+
+def _report_files(folder: Path, tmp: Path) -> list[Path]:
+    """The run folder's report: results.md and connote report's HTML page of the folder (when a kind reads it)."""
+    files = [p for p in (folder / "results.md",) if p.is_file()]
+    try:
+        from connote.report.load import build_sections, load_runs
+        from connote.report.render import to_html
+        from connote.runs.store import write_text
+
+        html = to_html(build_sections(load_runs([folder])), title=f"connote report: {folder.name}")
+        write_text(tmp / "report.html", html)
+        files.append(tmp / "report.html")
+    except InputError:
+        pass  # a folder no report kind reads: its results.md stands for the report
+    return files
+
+
+def log_run(folder: str | Path, tracker: str | None, *, project: str = "connote") -> str | None:
+    """Log the run folder to ``tracker``; returns the tracker's run id (None without a tracker)."""
+    if not tracker:
+        return None
+    require_tracker(tracker)
+    folder = Path(folder)
+    path, results = read_results(folder)
+    name = f"{results.get('task')}-{results.get('fingerprint')}"
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [path, *sorted(folder.glob("*.png")), *_report_files(folder, Path(tmp))]
+        log = {"mlflow": _mlflow, "wandb": _wandb, "trackio": _trackio}[tracker]
+        return log(project, name, params_of(results), metrics_of(results), item_rows(folder), files)
+
+
+def _mlflow(project: str, name: str, params: dict[str, str], metrics: dict[str, float],
+            tables: dict[str, list[dict[str, Any]]], files: list[Path]) -> str:
+    import mlflow
+
+    mlflow.set_experiment(project)
+    with mlflow.start_run(run_name=name) as run:
+        mlflow.log_params(params)
+        mlflow.log_metrics({_mlflow_key(k): v for k, v in metrics.items()})
+        for stem, rows in tables.items():
+            if rows:
+                mlflow.log_table({k: [r.get(k) for r in rows] for k in rows[0]}, artifact_file=f"{stem}.json")
+        for f in files:
+            mlflow.log_artifact(str(f))
+        return run.info.run_id
+
+
+def _mlflow_key(key: str) -> str:
+    """MLflow keys allow letters, digits, ``_-. /``; others become ``_``."""
+    return "".join(c if c.isalnum() or c in "_-. /" else "_" for c in key)
+
+
+def _wandb(project: str, name: str, params: dict[str, str], metrics: dict[str, float],
+           tables: dict[str, list[dict[str, Any]]], files: list[Path]) -> str:
+    import wandb
+
+    run = wandb.init(project=project, name=name, config=params)
+    try:
+        run.summary.update(metrics)
+        for stem, rows in tables.items():
+            if rows:
+                columns = list(rows[0])
+                run.log({stem: wandb.Table(columns=columns, data=[[r.get(c) for c in columns] for r in rows])})
+        import shutil
+
+        for f in files:  # copied into the run's files (wandb links saved files; the report's temp folder goes)
+            shutil.copyfile(f, Path(run.dir) / f.name)
+            run.save(str(Path(run.dir) / f.name), base_path=run.dir, policy="now")
+        return run.id
+    finally:
+        run.finish()
+
+
+def _trackio(project: str, name: str, params: dict[str, str], metrics: dict[str, float],
+             tables: dict[str, list[dict[str, Any]]], files: list[Path]) -> str:
+    import trackio
+
+    run = trackio.init(project=project, name=name, config=params)
+    try:
+        trackio.log(metrics)
+        for stem, rows in tables.items():
+            if rows:
+                import pandas as pd
+
+                trackio.log({stem: trackio.Table(dataframe=pd.DataFrame(rows))})
+        for f in files:
+            trackio.log_artifact(f, type="run-file")
+        return str(run.name)
+    finally:
+        trackio.finish()

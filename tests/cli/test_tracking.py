@@ -1,0 +1,136 @@
+"""``--track mlflow|wandb|trackio``: each real library in its offline mode logs the run folder, and what is read
+back from the tracker's own files equals the run's results.json (params, headline numbers, files)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from connote.cli import main
+from connote.commands.tracking import metrics_of
+
+
+@pytest.fixture(scope="module")
+def probe_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("track") / "probes"
+    assert main(["cv-probes", "run", "--out", str(out), "--no-progress"]) == 0  # the sample probes, offline
+    return out
+
+
+def wandb_records(path: Path) -> list[bytes]:
+    """The records of a W&B offline run file: a LevelDB-style log (``:W&B`` header, 32 KiB blocks, each record
+    in chunks with a 7-byte header: CRC, length, type FULL 1 / FIRST 2 / MIDDLE 3 / LAST 4)."""
+    import struct
+
+    data, out, chunk, pos, block = path.read_bytes(), [], b"", 7, 32768
+    assert data[:4] == b":W&B"
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:  # a block's tail too short for a header is padding
+            pos += block - pos % block
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if kind == 0 and length == 0:
+            break
+        chunk += data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):
+            out.append(chunk)
+            chunk = b""
+    return out
+
+
+def _track(probe_run: Path, tracker: str, capsys: pytest.CaptureFixture) -> dict:
+    results = json.loads((probe_run / "results.json").read_text())
+    capsys.readouterr()
+    # a rerun resumes every row and logs the same results (written again by the run, so read after it)
+    assert main(["cv-probes", "run", "--out", str(probe_run), "--no-progress", "--track", tracker]) == 0
+    again = json.loads((probe_run / "results.json").read_text())
+    assert again["fingerprint"] == results["fingerprint"]
+    return again
+
+
+def test_mlflow_file_store_holds_the_results(probe_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"file:{tmp_path / 'mlruns'}")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    results = _track(probe_run, "mlflow", capsys)
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    (run,) = client.search_runs([client.get_experiment_by_name("connote").experiment_id])
+    assert run.data.params["fingerprint"] == results["fingerprint"] and run.data.params["task"] == "cv-probes"
+    expected = metrics_of(results)
+    assert run.data.metrics == pytest.approx(expected) and "speed/items" in expected
+    assert expected["harmonic_mean"] == results["harmonic_mean"]
+    files = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"results.json", "results.md", "report.html", "items.json"} <= files
+    logged = json.loads(Path(client.download_artifacts(run.info.run_id, "results.json", str(tmp_path))).read_text())
+    assert logged == results
+    table = json.loads(Path(client.download_artifacts(run.info.run_id, "items.json", str(tmp_path))).read_text())
+    assert len(table["data"]) == results["n_items"]
+
+
+def test_wandb_offline_run_holds_the_results(probe_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("wandb")
+    for key, value in {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}.items():
+        monkeypatch.setenv(key, value)
+    results = _track(probe_run, "wandb", capsys)
+    from wandb.proto import wandb_internal_pb2
+
+    (folder,) = (tmp_path / "wandb").glob("offline-run-*")
+    summary, config = {}, {}
+    for data in wandb_records(next(folder.glob("*.wandb"))):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(data)
+        kind = record.WhichOneof("record_type")
+        if kind == "summary":
+            summary.update({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.summary.update})
+        elif kind == "run":
+            config.update({i.key: json.loads(i.value_json) for i in record.run.config.update})
+    assert config["fingerprint"] == results["fingerprint"]
+    expected = metrics_of(results)
+    assert {k: summary[k] for k in expected} == pytest.approx(expected)
+    assert summary["items/_type"] == "table-file" and summary["items/nrows"] == results["n_items"]  # per-item table
+    assert json.loads((folder / "files" / "results.json").read_text()) == results
+    assert (folder / "files" / "report.html").stat().st_size > 1000
+
+
+def test_trackio_local_store_holds_the_results(probe_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("trackio")
+    import subprocess
+    import sys
+
+    # trackio reads TRACKIO_DIR when it is imported: the run and the read-back each get a fresh process
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-m", "connote", "cv-probes", "run", "--out", str(probe_run), "--no-progress",
+                    "--track", "trackio"], env=env, check=True, capture_output=True)
+    results = json.loads((probe_run / "results.json").read_text())
+    read = ("import json; from trackio.sqlite_storage import SQLiteStorage as S; (r,) = S.get_runs('connote'); "
+            "print(json.dumps({'logs': S.get_logs('connote', r), 'config': S.get_run_config('connote', r)}, "
+            "default=str))")
+    back = json.loads(subprocess.run([sys.executable, "-c", read], env=env, check=True, capture_output=True,
+                                     text=True).stdout)
+    logged = {k: v for row in back["logs"] for k, v in row.items() if isinstance(v, (int, float))}
+    expected = metrics_of(results)
+    assert {k: logged[k] for k in expected} == pytest.approx(expected)
+    assert back["config"]["fingerprint"] == results["fingerprint"]
+    assert any("items" in row for row in back["logs"])  # the per-item table
+
+
+def test_a_missing_or_unknown_tracker_is_one_line_and_exit_2(probe_run: Path, capsys: pytest.CaptureFixture,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["cv-probes", "run", "--out", str(probe_run), "--no-progress", "--track", "neptune"]) == 2
+    assert "expected one of mlflow, wandb, trackio" in capsys.readouterr().err
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    assert main(["cv-probes", "run", "--out", str(probe_run), "--no-progress", "--track", "wandb"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'connote[track]'" in err and "Traceback" not in err

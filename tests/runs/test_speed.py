@@ -1,0 +1,57 @@
+"""Speed in every result: items/s of what a run computed (reused rows apart), and for generation the tokens,
+tokens/s and time to first token that the backend measured; shown by ``connote report`` in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from connote.cli import main
+from connote.runs.speed import new_token_count, speed_block, speed_line
+
+
+def test_new_tokens_stop_at_the_first_end_token_and_ignore_padding() -> None:
+    torch = pytest.importorskip("torch")
+    new = torch.tensor([[5, 6, 2, 0, 0], [7, 8, 9, 10, 11]])  # row 1 ends at eos 2; row 2 ran to the limit
+    assert new_token_count(new, 2, 0) == 3 + 5
+    assert new_token_count(new, [2, 9], 0) == 3 + 3
+    assert new_token_count(torch.tensor([[5, 6, 0, 0]]), None, 0) == 2  # no end token: trailing padding dropped
+
+
+def test_the_speed_block_counts_reused_rows_apart() -> None:
+    meter = {"tokens": 0, "calls": 0, "first_token_seconds": []}
+    block = speed_block(meter, computed=4, resumed=6, seconds=2.0)
+    assert block == {"items": 4, "reused": 6, "seconds": 2.0, "items_per_s": 2.0}
+    meter = {"tokens": 100, "calls": 2, "first_token_seconds": [0.1, 0.3]}
+    block = speed_block(meter, computed=4, resumed=0, seconds=2.0)
+    assert (block["tokens"], block["tokens_per_s"], block["time_to_first_token_s"]) == (100, 50.0, 0.2)
+    assert speed_line(block) == "4 item(s) in 2.0 s (2.0 items/s), 100 tokens (50.0 tokens/s, first token 0.2 s)"
+    assert speed_block(meter | {"calls": 0}, computed=0, resumed=3, seconds=0.0)["items_per_s"] is None
+
+
+@pytest.mark.slow
+def test_a_tiny_vlm_story_run_records_tokens_and_first_token(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("torch")
+    from tests import tiny_models
+
+    llava = tiny_models.tiny_llava(tmp_path / "m")
+    out = tmp_path / "story"
+    assert main(["vist", "generate", "--model", f"hf-vlm:{llava}?max_new_tokens=6", "--out", str(out),
+                 "--no-progress"]) == 0
+    speed = json.loads((out / "run.json").read_text())["speed"]
+    assert speed["items"] == 3 and speed["reused"] == 0 and speed["items_per_s"] > 0
+    assert 3 <= speed["tokens"] <= 3 * 6  # each story at most max_new_tokens, at least its one token
+    assert speed["tokens_per_s"] > 0 and 0 < speed["time_to_first_token_s"] <= speed["seconds"]
+    # a resumed run computes nothing: no rate, the reused rows counted apart
+    assert main(["vist", "generate", "--model", f"hf-vlm:{llava}?max_new_tokens=6", "--out", str(out),
+                 "--no-progress"]) == 0
+    again = json.loads((out / "run.json").read_text())["speed"]
+    assert (again["items"], again["reused"], again["items_per_s"]) == (0, 3, None)
+    assert "tokens" not in again  # nothing generated in this run
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert "Speed (what each run computed itself)" in text and "| 3 |" in text
