@@ -37,7 +37,8 @@ def run(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Run any registered task with a model into a run folder (resumable); `connote tasks` lists them."""
-    from connote.tasks.running import parse_settings, run_registered
+    from connote.commands.tracking import run_registered
+    from connote.tasks.running import parse_settings
 
     return run_registered(task, model=model, out=out, data=data, options=parse_settings(settings), seed=seed,
                           track=track, progress=progress, as_json=json_out, check_invariance=check_invariance)

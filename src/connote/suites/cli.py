@@ -31,8 +31,8 @@ def run(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Score a matching model on a probe suite with the suite's own published metrics."""
+    from connote.commands.tracking import run_registered
     from connote.suites import target
-    from connote.tasks.running import run_registered
 
     return run_registered(target(suite, 0), model=model, out=out, data=data, seed=seed, progress=progress,
                           track=track, as_json=json_out, check_invariance=check_invariance,
@@ -60,8 +60,8 @@ def explain(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """MM-SHAP on a probe suite's pairs, crediting the word the suite changed (verb, swapped or foiled word)."""
+    from connote.commands.tracking import run_registered
     from connote.suites import target
-    from connote.tasks.running import run_registered
 
     check_mmshap_flags(grid=grid, budget=budget, sample=sample)
     return run_registered(target(suite, 1), model=model, out=out, data=data, seed=seed, progress=progress,

@@ -102,14 +102,10 @@ def _bool_text(value: Any) -> Any:
 def run_registered(name: str | type[Task], *, model: str | None, out: str | Path, data: str | Path | None = None,
                    options: Mapping[str, Any] | None = None, seed: int | None = 0, progress: bool = True,
                    as_json: bool = False, check_invariance: int = 0, data_flag: str = "--data",
-                   extra_results: dict[str, Any] | None = None, track: str | None = None) -> int:
+                   extra_results: dict[str, Any] | None = None) -> int:
     """Run task ``name`` (a registered name or a task class) with ``model`` into ``out`` and print its result;
     returns the exit status. ``data`` None: the task's sample, written into ``OUT/sample`` (``data_flag`` names the
-    data in the notice, as the command spells it). ``seed`` None: seeded 0, recorded as not given. ``track``: an
-    experiment tracker the finished run is logged to (:func:`connote.commands.tracking.log_run`)."""
-    from connote.commands.tracking import log_run, require_tracker
-
-    require_tracker(track)  # a tracker that is not installed: exit 2 before anything runs
+    data in the notice, as the command spells it). ``seed`` None: seeded 0, recorded as not given."""
     cls = task_class(name) if isinstance(name, str) else name
     checked = check_options(cls, options or {})
     out = Path(out)
@@ -142,9 +138,7 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
                           extra_results={**task.extra_results(spec), **(extra_results or {})})
     if not result.is_main:  # the other ranks of a distributed run: rank 0 reports
         return 0
-    status = task.print_result(result, as_json=as_json)
-    log_run(out, track)
-    return status
+    return task.print_result(result, as_json=as_json)
 
 
 def _write_sample(cls: type[Task], dist: Any, out: Path, data_flag: str, model: str | None) -> Sample:

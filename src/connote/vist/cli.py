@@ -752,7 +752,7 @@ def generate_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Write a story for every photo sequence: submission.json (challenge format) + stories.jsonl."""
-    from connote.tasks.running import run_registered
+    from connote.commands.tracking import run_registered
 
     checks.at_least("--limit", limit, 1)
     checks.at_least("--batch-size", batch_size, 1)

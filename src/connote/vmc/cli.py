@@ -78,7 +78,7 @@ def caption_cmd(
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Generate one metaphor caption per video; rerunning resumes where it stopped."""
-    from connote.tasks.running import run_registered
+    from connote.commands.tracking import run_registered
 
     for option, value in (("--k", k), ("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens),
                           ("--limit", limit), ("--samples", samples)):

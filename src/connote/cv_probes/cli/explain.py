@@ -41,7 +41,7 @@ def explain(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Explain image-text matching decisions with MM-SHAP (Table 6)."""
-    from connote.tasks.running import run_registered
+    from connote.commands.tracking import run_registered
 
     check_mmshap_flags(grid=grid, budget=budget, sample=sample)
     return run_registered("cv-probes-mmshap", model=model, out=out, data=data, seed=seed, progress=progress,

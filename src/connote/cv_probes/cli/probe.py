@@ -30,7 +30,7 @@ def probe(
     config: Annotated[Optional[Path], config_option(run_folder="out")] = None,
 ) -> int:
     """Evaluate an image-text matching model on contextual verb probes (Tables 3-5)."""
-    from connote.tasks.running import run_registered
+    from connote.commands.tracking import run_registered
 
     if captions not in ("original", "simplified"):
         raise InputError(f"--captions must be 'original' or 'simplified', got {captions!r}")
