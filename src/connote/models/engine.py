@@ -303,7 +303,7 @@ class TensorMatcher:
         def lower(half: int, rows: int) -> None:
             if half < self._limits.get(name, 1 << 30):
                 self._limits[name] = half
-                line = f"{self.backend}: a {name} of {rows} ran out of memory; split in halves, {name} is now {half}"
+                line = f"{self.backend}: a batch of {rows} ({name}) ran out of memory; halved, {name} is now {half}"
                 self.memory_events.append(line)
                 print(line, file=sys.stderr, flush=True)
 
