@@ -78,3 +78,30 @@ def test_a_batch_that_runs_out_of_memory_is_halved_retried_and_reported(tiny_dir
     err = capsys.readouterr().err
     assert "score_batch is now" in err and "image_batch is now 1" in err
     assert len(matcher.memory_events) == err.count("ran out of memory")
+
+
+@pytest.mark.slow
+def test_real_size_peaks_stay_under_the_plan(tmp_path):
+    """BLIP-base (random weights, from its config) on the CPU under memory_budget=1GB: the measured peak
+    resident memory of a probe call and of a masking-game call (benchmarks/engine_memory.py, freed blocks
+    returned to the system) stays under the plan's prediction, which stays under the budget (~5 min)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from connote.models.memory import PeakRSS
+
+    if not PeakRSS.available():
+        pytest.skip("needs Linux's /proc/self/clear_refs")
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "memory.json"
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", HF_HUB_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, str(root / "benchmarks" / "engine_memory.py"), "--budget", "1GB",
+                    "--images", "4", "--masks", "16", "--json", str(out)], check=True, env=env)
+    figures = json.loads(out.read_text())
+    for name in ("probe", "explain"):
+        r = figures[name]
+        assert 0 < r["peak_bytes"] <= r["plan_peak_bytes"] <= 10**9, (name, r)
