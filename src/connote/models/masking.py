@@ -23,11 +23,12 @@ Two feature definitions (``compat``):
   ceil(sqrt(#maskable tokens))``; patches tile the image exactly (``tile`` layout).
 
 For tensor backends every distinct image mask is encoded once and its state is kept (within a bytes
-budget: a quarter of the engine's memory budget, at least 256 MB) across the estimator's rounds;
-identical joint masks are scored once; all pairs go through the engine's batched, length-bucketed path,
-in batches of up to :data:`GAME_BATCH` rows and :data:`GAME_IMAGE_BATCH` images within the engine's
-memory plan (a round's masks are all known at once, so the engine's small throughput defaults would
-only add forward calls), unless the spec names ``batch_size`` / ``image_batch_size``.
+budget: a quarter of the engine's memory budget, :data:`GAME_SHARES`) across the estimator's rounds;
+identical joint masks are scored once; a call's rows are scored a sub-group of image masks at a time,
+through the engine's batched, length-bucketed path, in batches of up to :data:`GAME_BATCH` rows and
+:data:`GAME_IMAGE_BATCH` images within the game's memory plan (:func:`game_plan`) (a round's masks are
+all known at once, so the engine's small throughput defaults would only add forward calls), unless the
+spec names ``batch_size`` / ``image_batch_size``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ Span = tuple[int, int]
 #: Most rows per scoring batch and images per encoder batch of a tensor masking game (``auto`` sizes).
 GAME_BATCH = 256
 GAME_IMAGE_BATCH = 64
-#: Least bytes of encoded masked images a tensor masking game keeps between rounds.
-GAME_CACHE_BYTES = 256 * 2**20
 
 
 # ----------------------------------------------------------------------------------- patch grid
