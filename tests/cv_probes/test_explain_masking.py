@@ -296,14 +296,14 @@ assert ROWS  # the shared manifest rows stay importable for other modules
 
 def test_tensor_game_batches_and_cache_follow_the_memory_plan(tiny_blip_dir, monkeypatch):
     from connote.explain.mmshap import explain_pair
-    from connote.models.masking import GAME_BATCH, GAME_CACHE_BYTES, GAME_IMAGE_BATCH, game_batches
+    from connote.models.masking import GAME_BATCH, GAME_IMAGE_BATCH, GAME_SHARES, game_batches
 
     matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}")
     assert matcher.batch_sizes_given == (False, False)
     score, images, cache = game_batches(matcher)
     # auto sizes: a round's masks are known at once, so the game batches past the engine's defaults (16, 8)
     assert (score, images) == (GAME_BATCH, GAME_IMAGE_BATCH)
-    assert cache == max(GAME_CACHE_BYTES, matcher.memory_budget // 4)  # not a fixed 256 MB (5 BLIP-base states)
+    assert cache == int(matcher.memory_budget * GAME_SHARES["cache"])  # a share of the budget, not a fixed size
     batches = []
     original = matcher.encode_images
     monkeypatch.setattr(matcher, "encode_images", lambda pv: batches.append(len(pv)) or original(pv))

@@ -84,7 +84,7 @@ def test_blip_cross_attention_cache_gives_the_same_numbers(tiny_dirs):
     cached = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}")
     plain = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?cache_cross_attention=false")
     assert len(cached._projections) == 4 and not plain._projections  # 2 layers x key/value
-    states = cached.image_states(IMAGES)
+    states = torch.cat(list(cached.image_states(IMAGES)))  # one (1, ...) state per image, not copied into one
     assert states.shape[-1] == 32 * 5  # vision width + 4 projections of width 32
     assert cached.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(
         plain.match_probability(IMAGES, CAPTIONS, PAIRS), abs=1e-6)
@@ -112,10 +112,15 @@ def test_budget_splits_a_call_into_image_groups_with_the_same_numbers(tiny_dirs,
     tight = load_model(f"hf-blip-itm:{tiny_dirs['hf-blip-itm']}?batch_size=64")
     state = tight.image_state_bytes()
     assert state == 17 * 32 * 5 * 4  # (16 patches + CLS) x (vision width + 4 projections of width 32) x fp32
-    tight._memory_budget = 2 * state * 2  # half of it holds two images' states
+    held = tight.held_bytes_per_image()
+    assert held == state + 3 * 32 * 32 * 4  # and its preprocessed pixels, held while the group is scored
+    tight._memory_budget = 2 * held * 2  # half of it holds two images' states and pixels
     plan = tight.work_plan()
     assert plan["group_images"] == 2
-    assert plan["score_batch"] == 3  # two states' bytes over a pair's transient bytes (3/5 of a state)
+    assert plan["score_batch"] == min(64, 2 * held // tight.score_bytes_per_pair())  # pair: 3/5 of a state
+    tight.batch_size = 3
+    plan = tight.work_plan()
+    assert plan["peak_bytes"] <= tight.memory_budget
     # first-use order; image 0's three pairs fill a scoring batch, images 1 and 2 share the next
     assert tight.image_groups(PAIRS) == [[0], [1, 2]]
     live: list[int] = []

@@ -358,8 +358,13 @@ def build_module(shape: AlbefShape) -> Any:
             self.self = Projections(width, source)
             self.output = DenseNorm(width, width)
 
-        def forward(self, x: Any, source: Any, mask: Any, kv: tuple[Any, Any] | None = None) -> Any:
+        def forward(self, x: Any, source: Any, mask: Any, kv: Any = None) -> Any:
             p = self.self
+            if hasattr(kv, "attend"):  # rows grouped by image: each image's keys and values read once
+                q = p.query(x)
+                b, n, d = q.shape
+                ctx = kv.attend(q.reshape(b, n, self.heads, d // self.heads).transpose(1, 2))
+                return self.output(ctx.transpose(1, 2).reshape(b, n, d), x)
             key, value = kv if kv is not None else (p.key(source), p.value(source))
             return self.output(attend(p.query(x), key, value, self.heads, mask), x)
 
@@ -456,6 +461,22 @@ def checkpoint_file(weights: str | None) -> Path:
     return path
 
 
+class _GroupedKeysValues:
+    """One fusion layer's cross-attention keys and values, read per image from the cached image states."""
+
+    def __init__(self, groups: Any, states: Any, offset: int, size: int) -> None:
+        self.groups, self.states, self.offset, self.size = groups, states, offset, size
+
+    def _keys_values(self, images: list[int]) -> tuple[Any, Any]:
+        from connote.models.grouped import state_rows
+
+        kv = state_rows(self.states, images, slice(self.offset, self.offset + 2 * self.size))
+        return kv[..., :self.size], kv[..., self.size:]
+
+    def attend(self, query: Any) -> Any:
+        return self.groups.attend(query, self._keys_values)
+
+
 class AlbefItmMatcher(TensorMatcher):
     """ALBEF ITM head: p(match) = softmax(itm_head(fusion_encoder(text | image)[CLS]))[1].
 
@@ -541,10 +562,33 @@ class AlbefItmMatcher(TensorMatcher):
         return [list(x) for x in enc["input_ids"]]
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
+        rows = self.torch.arange(image_states.shape[0], device=image_states.device)
+        return self.score_rows(image_states, rows, input_ids, attention_mask, text_states)
+
+    def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
+                   text_states: Any) -> Any:
+        """The rows sorted by image; each fusion layer's cross-attention reads an image's cached keys and
+        values once for all of its rows (:class:`~connote.models.grouped.RowGroups`), never a copy per row."""
+        from connote.models.grouped import RowGroups
+
+        groups = RowGroups(rows.tolist(), input_ids.device)
         width = self.shape.vision_width
-        parts = image_states.split([width] + [p.out_features for p in self.model.fusion_projections()], dim=-1)
-        kv = list(zip(parts[1::2], parts[2::2]))
-        return self.model.p_match(parts[0], input_ids, attention_mask, kv)
+        first = image_states[0] if isinstance(image_states, list) else image_states[:1]
+        vision = first[..., :width].expand(len(groups.order), -1, -1)  # unread where keys and values are given
+        offset = width
+        kv = []
+        for key, _ in zip(*[iter(self.model.fusion_projections())] * 2):
+            kv.append(_GroupedKeysValues(groups, image_states, offset, key.out_features))
+            offset += 2 * key.out_features
+        p = self.model.p_match(vision, input_ids.index_select(0, groups.perm),
+                               attention_mask.index_select(0, groups.perm), kv)
+        return groups.unpermute(p)
+
+    def score_bytes_per_pair(self) -> int:
+        """A pair's share of one fusion layer's keys and values (read a layer at a time, once per image)."""
+        total = self.shape.vision_width + sum(p.out_features for p in self.model.fusion_projections())
+        per_layer = self.shape.vision_width + 2 * self.model.fusion_projections()[0].out_features
+        return max(1, self.image_state_bytes() * per_layer // total)
 
     def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
                      compat: str | None = None) -> Any:

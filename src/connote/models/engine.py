@@ -34,6 +34,7 @@ from typing import Any
 from PIL import Image
 
 from connote.core.registry import require
+from connote.models.memory import halve_on_oom
 
 
 def resolve_device(device: str | None) -> str:
@@ -185,6 +186,11 @@ class TensorMatcher:
         self._budget_option = parse_bytes(memory_budget)
         self._memory_budget: int | None = self._budget_option
         self._state_bytes: int | None = None
+        self._pixel_bytes = 0
+        #: batch sizes lowered after a batch ran out of memory (``image_batch``, ``score_batch``)
+        self._limits: dict[str, int] = {}
+        #: one line per batch that ran out of memory and was split (a run's results list them)
+        self.memory_events: list[str] = []
 
     # ---- hooks -------------------------------------------------------------------------
     def pixel_values(self, images: Sequence[Any]) -> Any:
@@ -238,18 +244,19 @@ class TensorMatcher:
         return self.score(index_states(image_states, rows), input_ids, attention_mask, text_states)
 
     def encoder_bytes_per_image(self) -> int:
-        """Peak activation bytes of the image encoder per image (an estimate from the vision config)."""
+        """Peak transient bytes of the image encoder per image: its activations (an estimate from the vision
+        config) and the copy its state is assembled from (:meth:`expand_states`'s parts)."""
         cfg = getattr(getattr(self, "model", None), "config", None)
         vision = getattr(cfg, "vision_config", None) or getattr(cfg, "image_config", None)
         if vision is None or not getattr(vision, "image_size", None) or not getattr(vision, "patch_size", None):
-            return 4 * self.image_state_bytes()
+            return 5 * self.image_state_bytes()
         tokens = (int(vision.image_size) // int(vision.patch_size)) ** 2 + 1
         width, heads = int(vision.hidden_size), int(vision.num_attention_heads)
         inner = int(getattr(vision, "intermediate_size", 4 * width))
         elem = self.torch.empty(0, dtype=self.dtype).element_size()
         # attention scores and probabilities (eager attention keeps both), the MLP's inner
         # activations, and a handful of residual-stream copies
-        return elem * (2 * heads * tokens * tokens + 2 * tokens * inner + 8 * tokens * width)
+        return elem * (2 * heads * tokens * tokens + 2 * tokens * inner + 8 * tokens * width) + self.image_state_bytes()
 
     def score_bytes_per_pair(self) -> int:
         """Transient bytes per pair of a scoring batch: by default the gathered image state row."""
@@ -289,21 +296,50 @@ class TensorMatcher:
         if self._state_bytes is None:
             torch = self.torch
             with torch.inference_mode(), self._autocast():  # the processor resizes it to the model's input
-                state = self.encode_images(self.pixel_values([Image.new("RGB", (64, 64))]))
+                pixels = self.pixel_values([Image.new("RGB", (64, 64))])
+                state = self.encode_images(pixels)
+            self._pixel_bytes = state_nbytes(pixels)
             self._state_bytes = max(1, state_nbytes(state))
         return self._state_bytes
 
-    def work_plan(self) -> dict[str, int]:
-        """Images per sub-group, images per encoder batch and pairs per scoring batch under the budget.
+    def held_bytes_per_image(self) -> int:
+        """Bytes a sub-group holds per image while it is scored: its state and its preprocessed pixels."""
+        return self.image_state_bytes() + self._pixel_bytes
 
-        Half the budget is for the states of a sub-group, half for whichever runs at a time: the
-        encoder's activations or a scoring batch's transient tensors. Within that, a sub-group holds
-        just enough images to fill one scoring batch (more would only hold memory, not add speed).
+    def work_plan(self, states_share: float = 0.5, work_share: float = 0.5) -> dict[str, int]:
+        """Images per sub-group, images per encoder batch and pairs per scoring batch under the budget,
+        and the peak they add up to (``peak_bytes``, which stays within the budget's two shares).
+
+        ``states_share`` of the budget is for what a sub-group holds (its states and preprocessed pixels),
+        ``work_share`` for whichever runs at a time: the encoder's activations and the states it
+        assembles, or a scoring batch's transient tensors (the gathered rows where a backend gathers
+        them). Within that, a sub-group holds just enough images to fill one scoring batch (more would
+        only hold memory, not add speed). A batch that ran out of memory lowered its size for good.
         """
-        half = max(1, self.memory_budget // 2)
-        return {"group_images": max(1, half // self.image_state_bytes()),
-                "image_batch": max(1, min(self.image_batch_size, half // max(1, self.encoder_bytes_per_image()))),
-                "score_batch": max(1, min(self.batch_size, half // max(1, self.score_bytes_per_pair())))}
+        held = max(1, int(self.memory_budget * states_share))
+        work = max(1, int(self.memory_budget * work_share))
+        encoder, score = max(1, self.encoder_bytes_per_image()), max(1, self.score_bytes_per_pair())
+        limit = self._limits.get
+        plan = {"group_images": max(1, held // self.held_bytes_per_image()),
+                "image_batch": max(1, min(self.image_batch_size, work // encoder, limit("image_batch", 1 << 30))),
+                "score_batch": max(1, min(self.batch_size, work // score, limit("score_batch", 1 << 30)))}
+        plan["peak_bytes"] = plan["group_images"] * self.held_bytes_per_image() + max(
+            plan["image_batch"] * encoder, plan["score_batch"] * score)
+        return plan
+
+    def lower_batch(self, name: str) -> Any:
+        """What :func:`~connote.models.memory.halve_on_oom` tells when a ``name`` batch (``image_batch`` or
+        ``score_batch``) ran out of memory: the size is lowered for the rest of the run, and said once."""
+        import sys
+
+        def lower(half: int, rows: int) -> None:
+            if half < self._limits.get(name, 1 << 30):
+                self._limits[name] = half
+                line = f"{self.backend}: a batch of {rows} ({name}) ran out of memory; halved, {name} is now {half}"
+                self.memory_events.append(line)
+                print(line, file=sys.stderr, flush=True)
+
+        return lower
 
     # ---- engine ------------------------------------------------------------------------
     def _autocast(self) -> Any:
@@ -336,6 +372,15 @@ class TensorMatcher:
         batch = batch or self.work_plan()["image_batch"]
         return self.encode_pixels(self._preprocess(images, batch))
 
+    def encode_batch(self, pixel_values: Any) -> list[Any]:
+        """The states of a batch of preprocessed images, one ``(1, ...)`` view each; a batch that runs out
+        of memory is split in halves (:meth:`lower_batch`)."""
+        def run(rows: Sequence[int]) -> list[Any]:
+            states = self.encode_images(pixel_values[rows[0]:rows[-1] + 1])
+            return [states[j:j + 1] for j in range(len(rows))]
+
+        return halve_on_oom(run, range(len(pixel_values)), self.lower_batch("image_batch"))
+
     def score_ids(self, image_states: Any, image_index: Sequence[int],
                   ids: Sequence[Sequence[int]], batch: int | None = None) -> list[float]:
         """Score token-id sequences against rows of ``image_states`` (bucketed, batched)."""
@@ -347,25 +392,34 @@ class TensorMatcher:
         reads them back once (a sync per scoring batch would stall the device between batches)."""
         torch = self.torch
         batch = batch or self.work_plan()["score_batch"]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        # length buckets, and within one the rows of an image side by side (fewer images per batch)
+        order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), image_index[i]))
         device = _device(image_states)
         out = torch.full((len(ids),), math.nan, dtype=torch.float32, device=device)
+
+        def run(rows: Sequence[int]) -> list[Any]:  # writes its rows' scores into ``out`` (on the device)
+            input_ids, mask = self.pad([ids[r] for r in rows])
+            text_states = self.encode_texts(input_ids, mask) if self.caches_text else None
+            idx = torch.as_tensor([image_index[r] for r in rows], device=device)
+            p = self.score_rows(image_states, idx, input_ids, mask, text_states)
+            out.index_copy_(0, torch.as_tensor(list(rows), device=device), p.float().to(device))
+            return []
+
+        lower = self.lower_batch("score_batch")
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(order), batch):
-                rows = order[start:start + batch]
-                input_ids, mask = self.pad([ids[r] for r in rows])
-                text_states = self.encode_texts(input_ids, mask) if self.caches_text else None
-                idx = torch.as_tensor([image_index[r] for r in rows], device=device)
-                p = self.score_rows(image_states, idx, input_ids, mask, text_states)
-                out.index_copy_(0, torch.as_tensor(rows, device=device), p.float().to(device))
+            start = 0
+            while start < len(order):
+                rows = order[start:start + min(batch, self._limits.get("score_batch", batch))]
+                halve_on_oom(run, rows, lower)
+                start += len(rows)
         return out
 
-    def image_groups(self, pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
+    def image_groups(self, pairs: Sequence[tuple[int, int]], plan: dict[str, int] | None = None) -> list[list[int]]:
         """Distinct images of ``pairs`` in first-use order, cut into sub-groups sized by the memory plan.
 
         A sub-group closes once its pairs fill a scoring batch or its states reach the budget's share.
         """
-        plan = self.work_plan()
+        plan = plan or self.work_plan()
         per_image: dict[int, int] = {}
         for i, _ in pairs:
             per_image[i] = per_image.get(i, 0) + 1
@@ -426,14 +480,16 @@ class TensorMatcher:
             out[r] = float(v)
         return out
 
-    def encode_pixels(self, pixel_batches: Sequence[Any]) -> Any:
-        """Image states of prepared pixel batches (from :meth:`_preprocess`): one tensor (n, ...)."""
+    def encode_pixels(self, pixel_batches: Any) -> Any:
+        """Image states of prepared pixel batches (from :meth:`_preprocess`): one state per image (views of the
+        encoder's batches; copying them into one tensor would hold the sub-group's states twice)."""
         torch = self.torch
-        states = []
+        states: list[Any] = []
         with torch.inference_mode(), self._autocast():
             for pv in pixel_batches:
-                states.append(self.encode_images(pv))
-        return torch.cat(states) if len(states) > 1 else states[0]
+                states.extend(self.encode_batch(pv))
+                del pv
+        return ImageStates(states) if len(states) > 1 else states[0]
 
     def _score_cached_text(self, states: Any, image_rows: list[int], all_ids: list[list[int]],
                            caption_index: list[int], batch: int | None = None) -> Any:
@@ -509,9 +565,16 @@ def prefetch(items: Sequence[Any], prepare: Any, depth: int = PREFETCH_GROUPS) -
 
 def index_states(states: Any, idx: Any) -> Any:
     """The rows ``idx`` of image (or text) states, as one tensor (or one tensor per component of a tuple)."""
+    rows = idx.tolist()
+    if rows and all(r == rows[0] for r in rows):  # one image's rows: a broadcast view, no copy
+        one = states[rows[0]] if isinstance(states, ImageStates) else None
+        if isinstance(states, tuple):
+            return tuple(s[rows[0]:rows[0] + 1].expand(len(rows), *s.shape[1:]) for s in states)
+        one = states[rows[0]:rows[0] + 1] if one is None else one
+        return one.expand(len(rows), *one.shape[1:])
     if isinstance(states, ImageStates):
         torch = require("torch", "hf")
-        return torch.cat([states[i] for i in idx.tolist()])
+        return torch.cat([states[i] for i in rows])
     if isinstance(states, tuple):
         return tuple(s.index_select(0, idx) for s in states)
     return states.index_select(0, idx)

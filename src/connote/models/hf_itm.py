@@ -21,10 +21,9 @@ from PIL import Image
 from connote.core.files import reachable_files
 from connote.core.registry import require
 from connote.models.engine import ImageStates, TensorMatcher, index_states
+from connote.models.grouped import RowGroups, state_rows
 from connote.runs.store import file_sha256, file_stamp
 
-#: Rows per image from which BLIP's scoring groups rows by image on an accelerator (always on a CPU).
-ACCELERATOR_ROWS_PER_IMAGE = 8
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
 DIGEST_SIDECAR = ".connote-sha256.json"
 
@@ -298,39 +297,30 @@ def _sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = No
 class _CrossSide:
     """The image side of one BLIP text layer's cross-attention during a scoring call, read per image.
 
-    A call's rows are sorted by image, and each image's rows form a group. All of a group's queries
-    attend to the same image tokens, so they are put side by side as one query sequence against that
-    image's keys and values (softmax attention treats each query on its own, so the result is the
-    same as per row). The keys and values are read from the image state where it caches them
-    (``offset``), else projected once per group from its vision tokens; they are never gathered per row.
+    The call's rows are sorted by image (:class:`~connote.models.grouped.RowGroups`), and each image's keys
+    and values are read from its state where the state caches them (``offset``), else projected once per
+    image from its vision tokens; they are never gathered per row.
     """
 
     def __init__(self, attention: Any, width: int, offset: int | None) -> None:
         self.attention = attention
         self.width = width
         self.offset = offset
-        self.groups: list[tuple[int, int, Any]] | None = None  # (first row, end row, image state (1, T, D))
+        self.groups: RowGroups | None = None
+        self.states: Any = None
 
-    def _keys_values(self, state: Any) -> tuple[Any, Any]:
+    def _keys_values(self, images: list[int]) -> tuple[Any, Any]:
         if self.offset is not None:
             size = self.attention.all_head_size
-            tokens = state[0]
-            return tokens[:, self.offset:self.offset + size], tokens[:, self.offset + size:self.offset + 2 * size]
-        vision = state[0, :, :self.width]  # no cached keys and values: the projections are the layer's own
+            kv = state_rows(self.states, images, slice(self.offset, self.offset + 2 * size))
+            return kv[..., :size], kv[..., size:]
+        vision = state_rows(self.states, images, slice(0, self.width))  # the projections are the layer's own
         return self.attention.key(vision), self.attention.value(vision)
 
     def attend(self, query: Any) -> Any:
         """Context vectors (rows, heads, length, head size) for ``query`` of the same shape."""
-        torch = require("torch", "hf")
-        rows, heads, length, head = query.shape
-        out = torch.empty_like(query)
-        for start, end, state in self.groups or ():
-            key, value = (x.to(query.dtype).view(-1, heads, head).transpose(0, 1).unsqueeze(0)
-                          for x in self._keys_values(state))
-            q = query[start:end].transpose(0, 1).reshape(1, heads, (end - start) * length, head)
-            context = torch.nn.functional.scaled_dot_product_attention(q, key, value)
-            out[start:end] = context.view(heads, end - start, length, head).transpose(0, 1)
-        return out
+        assert self.groups is not None
+        return self.groups.attend(query, self._keys_values)
 
 
 class BlipItmMatcher(HFMatcher):
@@ -422,12 +412,9 @@ class BlipItmMatcher(HFMatcher):
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
                    text_states: Any) -> Any:
         if self._sides and len(rows):
-            groups, order = self._row_groups(image_states, rows)
-            # on a CPU grouping always pays (it spares memory traffic); on an accelerator it launches two small
-            # kernels per image and layer, so there it waits for images with many rows (a masking game's)
-            on_cpu = str(self.device).split(":")[0] == "cpu"
-            if on_cpu or len(order) >= ACCELERATOR_ROWS_PER_IMAGE * len(groups):
-                return self._score_grouped(groups, order, input_ids, attention_mask)
+            return self._score_grouped(image_states, RowGroups(rows.tolist(), input_ids.device), input_ids,
+                                       attention_mask)
+        # eager attention (the parity option): transformers' own cross-attention, on rows gathered per layer
         if isinstance(image_states, ImageStates):
             image_states = index_states(image_states, rows)
             rows = self.torch.arange(image_states.shape[0], device=image_states.device)
@@ -446,42 +433,24 @@ class BlipItmMatcher(HFMatcher):
                 p.source = p.states = p.rows = None
         return self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
 
-
-    @staticmethod
-    def _row_groups(image_states: Any, rows: Any) -> tuple[list[tuple[int, int, Any]], list[int]]:
-        """The rows in image order, and per image its span of them and its state ``(1, tokens, width)``."""
-        index = rows.tolist()
-        order = sorted(range(len(index)), key=index.__getitem__)
-        groups: list[tuple[int, int, Any]] = []
-        start = 0
-        for k in range(1, len(order) + 1):
-            if k == len(order) or index[order[k]] != index[order[start]]:
-                j = index[order[start]]
-                state = image_states[j] if isinstance(image_states, ImageStates) else image_states[j:j + 1]
-                groups.append((start, k, state))
-                start = k
-        return groups, order
-
-    def _score_grouped(self, groups: list[tuple[int, int, Any]], order: list[int], input_ids: Any,
-                       attention_mask: Any) -> Any:
+    def _score_grouped(self, image_states: Any, groups: RowGroups, input_ids: Any, attention_mask: Any) -> Any:
         """``score_rows`` with the rows sorted by image and each cross-attention layer reading an image's
         keys and values once for all of its rows (:class:`_CrossSide`)."""
-        torch = self.torch
-        perm = torch.as_tensor(order, device=input_ids.device)
         width = self.model.config.vision_config.hidden_size
-        # the text model reads only the shape of the image tokens; every cross-attention layer reads its groups
-        vision = groups[0][2][..., :width].expand(len(order), -1, -1)
+        first = image_states[0] if isinstance(image_states, ImageStates) else image_states[:1]
+        # the text model reads only the shape of the image tokens (a broadcast view); the cross-attention
+        # layers read their images' keys and values through the groups
+        vision = first[..., :width].expand(len(groups.order), -1, -1)
         for side in self._sides:
-            side.groups = groups
+            side.groups, side.states = groups, image_states
         try:
-            out = self.model.text_encoder(input_ids=input_ids.index_select(0, perm),
-                                          attention_mask=attention_mask.index_select(0, perm),
+            out = self.model.text_encoder(input_ids=input_ids.index_select(0, groups.perm),
+                                          attention_mask=attention_mask.index_select(0, groups.perm),
                                           encoder_hidden_states=vision, encoder_attention_mask=self._ones(vision))
         finally:
             for side in self._sides:
-                side.groups = None
-        p = self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :]))
-        return torch.empty_like(p).index_copy_(0, perm, p)
+                side.groups = side.states = None
+        return groups.unpermute(self._p_match(self.model.itm_head(out.last_hidden_state[:, 0, :])))
 
 
 class Blip2ItmMatcher(HFMatcher):

@@ -23,11 +23,12 @@ Two feature definitions (``compat``):
   ceil(sqrt(#maskable tokens))``; patches tile the image exactly (``tile`` layout).
 
 For tensor backends every distinct image mask is encoded once and its state is kept (within a bytes
-budget: a quarter of the engine's memory budget, at least 256 MB) across the estimator's rounds;
-identical joint masks are scored once; all pairs go through the engine's batched, length-bucketed path,
-in batches of up to :data:`GAME_BATCH` rows and :data:`GAME_IMAGE_BATCH` images within the engine's
-memory plan (a round's masks are all known at once, so the engine's small throughput defaults would
-only add forward calls), unless the spec names ``batch_size`` / ``image_batch_size``.
+budget: a quarter of the engine's memory budget, :data:`GAME_SHARES`) across the estimator's rounds;
+identical joint masks are scored once; a call's rows are scored a sub-group of image masks at a time,
+through the engine's batched, length-bucketed path, in batches of up to :data:`GAME_BATCH` rows and
+:data:`GAME_IMAGE_BATCH` images within the game's memory plan (:func:`game_plan`) (a round's masks are
+all known at once, so the engine's small throughput defaults would only add forward calls), unless the
+spec names ``batch_size`` / ``image_batch_size``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ Span = tuple[int, int]
 #: Most rows per scoring batch and images per encoder batch of a tensor masking game (``auto`` sizes).
 GAME_BATCH = 256
 GAME_IMAGE_BATCH = 64
-#: Least bytes of encoded masked images a tensor masking game keeps between rounds.
-GAME_CACHE_BYTES = 256 * 2**20
 
 
 # ----------------------------------------------------------------------------------- patch grid
@@ -210,6 +209,8 @@ class _ImageStateCache:
         return self.compacts.get(key)
 
     def put(self, key: bytes, state: Any) -> None:
+        if state.untyped_storage().nbytes() > state_nbytes(state):  # a view would keep its encoder batch alive
+            state = state.clone()
         nbytes = state_nbytes(state)
         if key in self.compacts:
             self.compact_size -= state_nbytes(self.compacts.pop(key))
@@ -246,25 +247,47 @@ def _unique_rows(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return masks[first[order]], rank[inverse]
 
 
-def game_batches(matcher: Any) -> tuple[int, int, int]:
-    """``(rows per scoring batch, images per encoder batch, cache bytes)`` of a tensor masking game (the
-    compact copies of evicted states get half as much again: :class:`_ImageStateCache`).
+#: Shares of the engine's memory budget in a tensor masking game: encoded masked images kept between the
+#: estimator's rounds, the compact copies of those it evicts, the states of the image masks being scored, and
+#: whichever batch runs (the encoder's or a scoring batch). They add up to at most the budget.
+GAME_SHARES = {"cache": 0.25, "compact": 0.125, "states": 0.3125, "work": 0.3125}
 
-    Where the spec leaves a batch size to ``auto``, it is the larger of the engine's plan and what half
-    the engine's memory budget holds, up to :data:`GAME_BATCH` / :data:`GAME_IMAGE_BATCH`; a size the
-    spec names is kept. The cache of encoded masked images gets a quarter of the memory budget (at least
-    :data:`GAME_CACHE_BYTES`): a BLIP-base state with every cross-attention layer's keys and values is
-    44.3 MB, so a fixed 256 MiB held six of them and the adaptive estimator's later rounds re-encoded
-    masks it had already seen.
+
+def game_batches(matcher: Any) -> tuple[int, int, int]:
+    """``(rows per scoring batch, images per encoder batch, cache bytes)`` of a tensor masking game
+    (:func:`game_plan`)."""
+    plan = game_plan(matcher)
+    return plan["score_batch"], plan["image_batch"], plan["cache_bytes"]
+
+
+def game_plan(matcher: Any) -> dict[str, int]:
+    """The memory plan of a tensor masking game: the engine's :meth:`work_plan` over the budget's
+    :data:`GAME_SHARES` for the image masks being scored and the batch that runs, plus the cache of encoded
+    masked images and of their compact copies; ``peak_bytes`` is what they add up to.
+
+    Where the spec leaves a batch size to ``auto``, it is what the work share holds, up to
+    :data:`GAME_BATCH` / :data:`GAME_IMAGE_BATCH` (at least the engine's default); a size the spec names is
+    kept. A call's rows are scored a sub-group of image masks at a time (``group_images``), so a call with
+    hundreds of distinct masks never holds all their states at once.
     """
-    plan = matcher.work_plan()
+    budget = matcher.memory_budget
+    plan = matcher.work_plan(GAME_SHARES["states"], GAME_SHARES["work"])
     given = getattr(matcher, "batch_sizes_given", (True, True))
-    half = max(1, matcher.memory_budget // 2)
-    score = plan["score_batch"] if given[0] else max(
-        plan["score_batch"], min(GAME_BATCH, half // max(1, matcher.score_bytes_per_pair())))
-    images = matcher.image_batch_size if given[1] else max(
-        plan["image_batch"], min(GAME_IMAGE_BATCH, half // max(1, matcher.encoder_bytes_per_image())))
-    return score, images, max(GAME_CACHE_BYTES, matcher.memory_budget // 4)
+    limits = getattr(matcher, "_limits", {})
+    work = max(1, int(budget * GAME_SHARES["work"]))
+    encoder, score = max(1, matcher.encoder_bytes_per_image()), max(1, matcher.score_bytes_per_pair())
+    if not given[0]:
+        plan["score_batch"] = max(1, min(max(plan["score_batch"], min(GAME_BATCH, work // score)),
+                                         limits.get("score_batch", GAME_BATCH)))
+    if not given[1]:
+        plan["image_batch"] = max(1, min(max(plan["image_batch"], min(GAME_IMAGE_BATCH, work // encoder)),
+                                         limits.get("image_batch", GAME_IMAGE_BATCH)))
+    plan["cache_bytes"] = int(budget * GAME_SHARES["cache"])
+    plan["compact_bytes"] = int(budget * GAME_SHARES["compact"])
+    held = plan["group_images"] * matcher.held_bytes_per_image()
+    plan["peak_bytes"] = (plan["cache_bytes"] + plan["compact_bytes"] + held
+                          + max(plan["image_batch"] * encoder, plan["score_batch"] * score))
+    return plan
 
 
 def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | None = None,
@@ -307,8 +330,8 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         patch_boxes(pixels.shape[-2], pixels.shape[-1], p, layout)  # refuses a grid finer than the pixels
     base_ids = np.asarray(ids, dtype=np.int64)
     pos = np.asarray(positions, dtype=np.int64)
-    score_batch, image_batch, default_cache = game_batches(matcher)
-    budget = default_cache if cache_bytes is None else cache_bytes
+    plan = game_plan(matcher)
+    budget = plan["cache_bytes"] if cache_bytes is None else cache_bytes
     cache = _ImageStateCache(budget, getattr(matcher, "compact_state", None),
                              budget // 2 if compact_bytes is None else compact_bytes)
     game = MaskGame(value_fn=lambda m: np.empty(0), n_text=n_text, n_patches=p * p, tokens=list(tokens),
@@ -322,22 +345,24 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         rebuilt = set(small)
         todo = [i for i, s in enumerate(found) if s is None and i not in rebuilt]
 
-        def keep(chunk: list[int], states: Any) -> None:
-            for j, i in enumerate(chunk):
-                found[i] = states[j:j + 1]
-                cache.put(keys[i], found[i])
+        def keep(chunk: list[int], states: list[Any]) -> None:
+            for i, state in zip(chunk, states):
+                found[i] = state
+                cache.put(keys[i], state)
 
+        image_batch = plan["image_batch"]
         with torch.inference_mode(), matcher._autocast():
             for s in range(0, len(small), image_batch):  # rebuilt from their compact copies
                 chunk = small[s:s + image_batch]
-                keep(chunk, matcher.expand_states(torch.cat([cache.get_compact(keys[i]) for i in chunk])))
+                rebuilt_states = matcher.expand_states(torch.cat([cache.get_compact(keys[i]) for i in chunk]))
+                keep(chunk, [rebuilt_states[j:j + 1] for j in range(len(chunk))])
                 game.image_rebuilds[0] += len(chunk)
             for s in range(0, len(todo), image_batch):
                 chunk = todo[s:s + image_batch]
                 pv = torch.from_numpy(mask_pixels(pixels, patch_masks[chunk], p, layout=layout)).to(matcher.device)
                 if matcher.dtype != torch.float32:
                     pv = pv.to(matcher.dtype)
-                keep(chunk, matcher.encode_images(pv))
+                keep(chunk, matcher.encode_batch(pv))
                 game.image_encodes[0] += len(chunk)
         return ImageStates(found)  # one tensor per mask, not copied into one
 
@@ -347,13 +372,23 @@ def tensor_game(matcher: Any, image: Image.Image, caption: str, *, grid: int | N
         rows, row_of = _unique_rows(masks)  # identical joint masks scored once
         text_keep, patch_keep = rows[:, :n_text], rows[:, n_text:]
         uniq, image_of = _unique_rows(patch_keep)
-        image_states = encode(uniq)
         batch = np.repeat(base_ids[None, :], len(rows), axis=0)
         batch[:, pos] = np.where(text_keep, base_ids[pos][None, :], mask_id)
         if restore:
             batch[:, restore] = base_ids[restore]
-        values = np.asarray(matcher.score_ids(image_states, image_of.tolist(), batch.tolist(), score_batch),
-                            dtype=float)
+        values = np.full(len(rows), np.nan)
+        by_image: dict[int, list[int]] = {}
+        for r, i in enumerate(image_of.tolist()):
+            by_image.setdefault(i, []).append(r)
+        current = game_plan(matcher)  # a batch that ran out of memory lowered it
+        # a sub-group of image masks at a time: their states, not the whole call's, are held while scored
+        for group in matcher.image_groups([(int(i), 0) for i in image_of], current):
+            image_states = encode(uniq[group])
+            members = [r for k in group for r in by_image[k]]
+            slot = {k: j for j, k in enumerate(group)}
+            values[members] = matcher.score_ids(image_states, [slot[int(image_of[r])] for r in members],
+                                                batch[members].tolist(), current["score_batch"])
+            del image_states
         return values[row_of]
 
     game.value_fn = value_fn

@@ -332,6 +332,9 @@ class Task(ABC):
         results = self.aggregate(outcome.rows)
         if invariance:
             results["batch_invariance"] = invariance
+        built = model._model if lazy else model
+        if getattr(built, "memory_events", None):  # batches that ran out of memory and were halved
+            results["memory_events"] = list(built.memory_events)
         results.update({
             "task": self.name, "task_version": self.version, "fingerprint": outcome.fingerprint,
             "model_fingerprint": description["model"], "n_resumed": outcome.resumed,

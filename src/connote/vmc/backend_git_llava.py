@@ -129,21 +129,18 @@ class GitLlavaGenerator:
 
     def _greedy(self, pvs: Any, prompts: list[str], rows: list[int], max_new_tokens: int) -> list[str]:
         """One ``generate`` call for ``rows``; if the accelerator runs out of memory, the rows in two halves
-        (and ``batch_size`` halved for the calls that follow). Greedy rows do not depend on their batch."""
-        import torch
+        (and ``batch_size`` halved for the calls that follow: :func:`~connote.models.memory.halve_on_oom`).
+        Greedy rows do not depend on their batch."""
+        from connote.models.memory import halve_on_oom
 
-        try:
-            return self.model.generate(pvs[rows], [prompts[i] for i in rows], max_new_tokens=max_new_tokens,
+        def run(chunk: Sequence[int]) -> list[str]:
+            return self.model.generate(pvs[list(chunk)], [prompts[i] for i in chunk], max_new_tokens=max_new_tokens,
                                        **self.decoding.generate_options())
-        except torch.OutOfMemoryError:
-            if len(rows) == 1:
-                raise
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        half = (len(rows) + 1) // 2
+
+        return halve_on_oom(run, rows, self._lower_batch)
+
+    def _lower_batch(self, half: int, rows: int) -> None:
         if half < self.batch_size:
-            print(f"git-llava: {len(rows)} videos in one generate call ran out of memory; batch_size is now {half}",
+            print(f"git-llava: {rows} videos in one generate call ran out of memory; batch_size is now {half}",
                   file=sys.stderr, flush=True)
             self.batch_size = half
-        return (self._greedy(pvs, prompts, rows[:half], max_new_tokens)
-                + self._greedy(pvs, prompts, rows[half:], max_new_tokens))
