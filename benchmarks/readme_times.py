@@ -66,18 +66,30 @@ def figures_text(m: Measured, with_resumed: bool) -> str:
     return text + (f"; resumed ~{seconds_text(m.resumed or 0)} s)" if with_resumed else ")")
 
 
+#: Started by :func:`run_one`, it starts the example and writes the example's ``ru_maxrss`` (KiB) to argv[1]. On
+#: Linux a process keeps, across ``exec``, the peak of the memory it was forked with: an example started straight
+#: from a large process (a test worker holding models) would report that process's peak. This small launcher's
+#: own child starts from the launcher's memory, so its figure is the example's own.
+LAUNCHER = ("import os, subprocess, sys\n"
+            "proc = subprocess.Popen(sys.argv[2:])\n"
+            "_, status, usage = os.wait4(proc.pid, 0)\n"
+            "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def run_one(words: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
     """Run ``connote WORDS`` in its own process: (wall seconds, peak RSS in GB, exit status, stderr's tail)."""
     start = time.perf_counter()
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "connote", *words], cwd=cwd, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "maxrss"
+        proc = subprocess.run([sys.executable, "-c", LAUNCHER, str(peak_file), sys.executable, "-m", "connote",
+                               *words], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                              stdin=subprocess.DEVNULL, check=False)
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         tail = err.read().decode(errors="replace")[-800:]
-    return wall, usage.ru_maxrss * 1024 / 1e9, proc.returncode, tail  # ru_maxrss: KiB on Linux
+        kib = int(peak_file.read_text()) if peak_file.is_file() else 0
+    return wall, kib * 1024 / 1e9, proc.returncode, tail  # ru_maxrss: KiB on Linux
 
 
 def within(measured: float, written: float, factor: float, slack: float) -> bool:

@@ -54,9 +54,12 @@ def test_the_sample_runs_are_listed_with_their_numbers_and_reported_from_the_lis
 def test_a_bad_listing_or_an_empty_pattern_is_one_line_and_exit_2(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture) -> None:
     bad = tmp_path / "list.json"
-    bad.write_text(json.dumps({"folder": "x"}))
+    bad.write_text(json.dumps([{"fold": "x"}]))  # a JSON list is read as a listing
     assert main(["report", str(bad)]) == 2
     assert "expected the output of connote runs --json" in capsys.readouterr().err
+    bad.write_text(json.dumps({"folder": "x"}))  # a JSON object goes to the result readers (a study's files are)
+    assert main(["report", str(bad)]) == 2
+    assert "is not a result folder" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "none-*")]) == 2
     assert "the pattern matches no file or folder" in capsys.readouterr().err
     assert main(["runs", str(tmp_path / "missing")]) == 2

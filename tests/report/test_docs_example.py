@@ -38,7 +38,9 @@ def test_docs_offline_example(tmp_path: Path, monkeypatch, capsys) -> None:
     out = capsys.readouterr().out
     assert "Tables 3/4: accuracy per cell (%)" in out and "Table 6: MM-SHAP per cell" in out
     page = (tmp_path / "report" / "report.html").read_text()
-    assert page.count("<table>") == 3 + 4 and page.count('src="data:image/png;base64,') == 2 + 3
+    # probe: 3 tables, explain: 4, and each section's Speed table (what each run computed itself)
+    assert page.count("Speed (what each run computed itself)") == 2
+    assert page.count("<table>") == 3 + 4 + 2 and page.count('src="data:image/png;base64,') == 2 + 3
     # the paper's rows beside the sample runs (connote.core.published): Tables 3, 5 and 6, the offline model unmatched
     assert "Published: Image-text matching accuracy (%) on the original captions" in page
     assert "paper: BLIP" in page and "no published row for this model" in page

@@ -92,6 +92,18 @@ def register(app: typer.Typer) -> None:
     app.command("runs")(runs)
 
 
+def _listing(path: Path) -> list | None:
+    """The entries of a ``.json`` file that holds a JSON list; None for anything else (a result file such as a
+    study's ``reliability.json`` is a JSON object, and goes to the report's own readers as given)."""
+    if path.suffix != ".json" or not path.is_file():
+        return None
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return entries if isinstance(entries, list) else None
+
+
 def expand_run_paths(paths: list[Path]) -> list[Path]:
     """What ``connote report`` was given, as result paths: a listing of ``connote runs --json`` (a .json file
     holding a list of entries with ``folder``) becomes its folders, a glob pattern its matches; anything else
@@ -102,12 +114,9 @@ def expand_run_paths(paths: list[Path]) -> list[Path]:
 
     out: list[Path] = []
     for path in paths:
-        if path.suffix == ".json" and path.is_file():
-            try:
-                entries = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError as exc:
-                raise InputError(f"not JSON ({exc}); expected the output of connote runs --json", path=path) from None
-            if not (isinstance(entries, list) and all(isinstance(e, dict) and "folder" in e for e in entries)):
+        entries = _listing(path)
+        if entries is not None:  # a JSON list: the output of connote runs --json
+            if not all(isinstance(e, dict) and "folder" in e for e in entries):
                 raise InputError("expected the output of connote runs --json (a list of entries with 'folder')",
                                  path=path)
             out.extend(Path(e["folder"]) for e in entries)
