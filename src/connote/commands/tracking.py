@@ -177,16 +177,14 @@ def _trackio(project: str, name: str, params: dict[str, str], metrics: dict[str,
         trackio.finish()
 
 
-def run_registered(*args: Any, track: str | None = None, **kwargs: Any) -> int:
+def run_registered(name: Any, *, out: str | Path, track: str | None = None, **kwargs: Any) -> int:
     """:func:`connote.tasks.running.run_registered` (every run command's one path), then the finished run logged to
     ``track`` by rank 0 (a tracker that is not installed stops the command before anything runs)."""
-    import os
-
+    from connote.runs.distributed import launched_rank
     from connote.tasks.running import run_registered as run
 
     require_tracker(track)
-    status = run(*args, **kwargs)
-    if track and os.environ.get("RANK", "0") == "0":
-        out = kwargs.get("out", args[2] if len(args) > 2 else None)
+    status = run(name, out=out, **kwargs)
+    if track and launched_rank() == 0:
         log_run(out, track)
     return status

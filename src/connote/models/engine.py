@@ -454,7 +454,7 @@ class TensorMatcher:
         by_image: dict[int, list[int]] = {}
         for r, (i, _) in enumerate(pairs):
             by_image.setdefault(i, []).append(r)
-        groups = self.image_groups(pairs)
+        groups = self.image_groups(pairs, plan)
         scored: list[tuple[list[int], Any]] = []
 
         def prepare(group: list[int]) -> list[Any]:
