@@ -104,8 +104,25 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
     row of an item that failed. ``description`` is everything that makes the run's numbers (task,
     version, model fingerprint, settings); it is hashed into the run fingerprint.
     """
-    own_dist = dist is None
-    dist = dist or init_distributed()
+    if dist is not None:
+        return _run_items(out, description, items, compute, on_error=on_error, batches=batches,
+                          batch_size=batch_size, progress=progress, label=label, dist=dist, log=log,
+                          model_memo=model_memo)
+    dist = init_distributed()
+    try:  # the process group is closed on every way out: a rank that exits with it open aborts (gloo's threads)
+        return _run_items(out, description, items, compute, on_error=on_error, batches=batches,
+                          batch_size=batch_size, progress=progress, label=label, dist=dist, log=log,
+                          model_memo=model_memo)
+    finally:
+        dist.close()
+
+
+def _run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[WorkItem],
+               compute: Callable[[list[WorkItem]], list[dict[str, Any]]], *,
+               on_error: Callable[[WorkItem, str], dict[str, Any]],
+               batches: Callable[[list[WorkItem]], list[list[WorkItem]]] | None, batch_size: int,
+               progress: bool, label: str, dist: Dist, log: Callable[[str], None] | None,
+               model_memo: tuple[str, Mapping[str, Any]] | None) -> RunOutcome:
     if log is None:
         def log(msg: str) -> None:
             if progress:
@@ -194,8 +211,6 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
     finally:
         store.close()
     dist.barrier()
-    if own_dist:
-        dist.close()
     return outcome
 
 
