@@ -81,6 +81,23 @@ def test_uint8_tensors_and_pil_images_give_the_same_pixels(photo_files) -> None:
     assert pixel_batch(images, spec, "cpu", torch.bfloat16).dtype == torch.bfloat16
 
 
+def test_cpu_rows_follow_the_callers_inference_mode_and_sizes_left_to_the_photo(photo_files) -> None:
+    from transformers import CLIPImageProcessor
+
+    images = opened(photo_files["PNG"])
+    spec = PixelSpec(size=(64, 64), mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    plain = pixel_batch(images, spec, "cpu", workers=2)
+    with torch.inference_mode():  # the engine prepares pixels so; the pool's threads must write the rows so too
+        inner = pixel_batch(images, spec, "cpu", workers=2)
+    assert inner.is_inference() and not plain.is_inference() and torch.equal(inner, plain)
+    # short side resized, no crop: the output's size comes from the photo (here one photo twice)
+    processor = CLIPImageProcessor(do_center_crop=False)
+    twice = [images[0], images[0]]
+    ref = processor(images=twice, return_tensors="pt")["pixel_values"]
+    got = pixel_batch(twice, PixelSpec.from_processor(processor), "cpu", workers=2)
+    assert got.shape == ref.shape and (got - ref).abs().max().item() <= PIXEL_TOL
+
+
 @pytest.mark.parametrize("backend", ["hf-blip-itm", "hf-blip2-itm", "hf-flava-itm", "hf-clip"])
 def test_p_match_of_the_device_path_equals_the_processor_path(tiny_dirs, photo_files, backend) -> None:
     folder = tiny_dirs[backend]

@@ -9,9 +9,12 @@ BLIP, BLIP-2, FLAVA, CLIP) or given (ALBEF's transform). :func:`pixel_batch` app
   the device from pinned memory with ``non_blocking=True`` when it is a GPU, and are resized there;
 * JPEG bytes are decoded on the GPU (``torchvision.io.decode_jpeg(device=...)``, one batched call) when the
   model is on CUDA; other encoded images (PNG, WebP, JPEG on a CPU) are decoded on CPU worker threads;
-* photos of the same size are resized together; after the resize (and crop) every photo has the model's
-  size, so rescale and normalise run once on the stacked batch, fused into one multiply-add in float32
-  (as transformers' torchvision processors do), and the result is cast to the model's dtype.
+* on a GPU photos of the same size are resized together; after the resize (and crop) every photo has the
+  model's size, so rescale and normalise run once on the stacked batch, fused into one subtract-divide in
+  float32 (as transformers' torchvision processors do), and the result is cast to the model's dtype;
+* on a CPU each photo is decoded, resized (torch's uint8 kernel, fed the decoder's interleaved layout) and
+  normalised by one of a pool of threads straight into its row of the output, which is allocated on huge
+  pages; no stacked copy is made.
 
 The transformers processor stays available as ``preprocess=hf``; docs/performance.md gives the measured
 differences between the two paths.
@@ -19,6 +22,8 @@ differences between the two paths.
 
 from __future__ import annotations
 
+import os
+import threading
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -158,56 +163,111 @@ def pixel_batch(images: Sequence[Any], spec: PixelSpec, device: str, dtype: Any 
     (PIL images, uint8 tensors or encoded bytes), transformed by ``spec``.
 
     On a GPU photos of one size are resized as one stacked batch and the whole batch is normalised at once.
-    On a CPU each photo goes through decode, resize (torch's uint8 kernels: a stacked batch is slower there)
-    and normalisation on its own, on ``workers`` threads (torch's kernels release the GIL), so a photo's
-    pixels are normalised while they are still in cache.
+    On a CPU each photo is decoded, resized and normalised on its own by one of ``workers`` threads (a pool
+    kept for the process; torch's kernels and the decoders release the GIL), straight into its row of the
+    output: the decoder's height-width-channel layout goes to torch's uint8 resize as it is (its AVX2 kernel
+    reads interleaved pixels; a channels-first copy first would double its time), and the float conversion
+    and normalisation run on the row while it is in cache, so no stacked copy of the batch is made.
     """
     torch = require("torch", "hf")
     if str(device).startswith("cuda"):
         return _stacked(to_device(images, device, workers), spec, dtype)
-    out_dtype = torch.float32 if dtype is None else dtype
+    batch = _cpu_rows(images, spec, workers)
+    if dtype is not None and dtype != torch.float32:
+        batch = batch.to(dtype)
+    return batch if str(batch.device) == str(device) else batch.to(device)
 
-    def one(image: Any) -> Any:
-        return _stacked([to_uint8(image)], spec, out_dtype)[0]
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of ``workers`` CPU preprocessing threads (started once: a pool per call started new
+    threads, and torch a new OpenMP team for each, on every batch)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="connote-pixels")
+        return pool
+
+
+def _forget_pools() -> None:
+    """In a forked child the parent's pool threads do not exist: start new ones when asked."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
+
+
+def _cpu_rows(images: Sequence[Any], spec: PixelSpec, workers: int) -> Any:
+    """float32 ``(n, 3, H, W)`` on the CPU, each row made by one task (decode, resize, crop, normalise)."""
+    import numpy as np
+
+    torch = require("torch", "hf")
+    shape = spec.crop or spec.size  # every photo's final size when the spec fixes it
+    # numpy's allocator asks Linux for huge pages for large arrays (madvise): the rows' first writes then
+    # fault 2 MB at a time, not 4 kB (with torch's allocator the faults took ~40% of a row's time)
+    out = torch.from_numpy(np.empty((len(images), 3, *shape), dtype=np.float32)) if shape else None
+    rows: list[Any] = [None] * len(images)
+    inference = torch.is_inference_mode_enabled()  # thread-local: the workers take the caller's
+
+    def one(k: int) -> None:
+        with torch.inference_mode(inference):
+            pixels = _resize_crop(to_uint8(images[k]).unsqueeze(0), spec)[0]
+            row = out[k] if out is not None else torch.empty(pixels.shape, dtype=torch.float32)
+            _normalise_(row.copy_(pixels), spec)
+            rows[k] = row
 
     if workers > 1 and len(images) > 1:
-        with ThreadPoolExecutor(min(workers, len(images))) as pool:
-            rows = list(pool.map(one, images))
+        list(_pool(min(workers, len(images))).map(one, range(len(images))))
     else:
-        rows = [one(im) for im in images]
-    batch = torch.stack(rows)
-    return batch if str(batch.device) == str(device) else batch.to(device)
+        for k in range(len(images)):
+            one(k)
+    return out if out is not None else torch.stack(rows)
+
+
+def _resize_crop(stack: Any, spec: PixelSpec) -> Any:
+    """uint8 ``(n, 3, h, w)`` photos of one size resized (and centre-cropped) as ``spec`` says."""
+    from torchvision.transforms.v2 import InterpolationMode
+    from torchvision.transforms.v2 import functional as F
+
+    target = spec.output_size(*stack.shape[-2:])
+    if target != tuple(stack.shape[-2:]):
+        stack = F.resize(stack, list(target), interpolation=InterpolationMode[spec.resample],
+                         antialias=spec.antialias)
+    return _center_crop(F, stack, spec.crop) if spec.crop is not None else stack
+
+
+def _normalise_(batch: Any, spec: PixelSpec) -> Any:
+    """Rescale and normalise float pixels in place, fused as transformers' torchvision processors do:
+    ``(x * scale - mean) / std == (x - mean / scale) / (std / scale)``."""
+    torch = require("torch", "hf")
+    scale = spec.rescale or 1.0
+    if spec.mean is not None and spec.std is not None:
+        shape = (-1, 1, 1)
+        mean = torch.tensor(spec.mean, device=batch.device).view(shape) / scale
+        std = torch.tensor(spec.std, device=batch.device).view(shape) / scale
+        return batch.sub_(mean).div_(std)
+    if spec.rescale is not None:
+        return batch.mul_(spec.rescale)
+    return batch
 
 
 def _stacked(tensors: Sequence[Any], spec: PixelSpec, dtype: Any) -> Any:
     """Resize, crop and normalise uint8 ``(3, H, W)`` tensors (on one device), photos of a size together."""
     torch = require("torch", "hf")
-    from torchvision.transforms.v2 import InterpolationMode
-    from torchvision.transforms.v2 import functional as F
-
-    interpolation = InterpolationMode[spec.resample]
     by_shape: dict[tuple[int, int], list[int]] = {}
     for k, t in enumerate(tensors):
         by_shape.setdefault(tuple(t.shape[-2:]), []).append(k)
     resized: list[Any] = [None] * len(tensors)
-    for (h, w), ks in by_shape.items():
-        stack = torch.stack([tensors[k] for k in ks])
-        target = spec.output_size(h, w)
-        if target != (h, w):
-            stack = F.resize(stack, list(target), interpolation=interpolation, antialias=spec.antialias)
-        if spec.crop is not None:
-            stack = _center_crop(F, stack, spec.crop)
-        for k, t in zip(ks, stack):
+    for ks in by_shape.values():
+        for k, t in zip(ks, _resize_crop(torch.stack([tensors[k] for k in ks]), spec)):
             resized[k] = t
-    batch = torch.stack(resized).to(torch.float32)
-    scale = spec.rescale or 1.0
-    if spec.mean is not None and spec.std is not None:
-        # fused rescale and normalise: (x * scale - mean) / std == (x - mean / scale) / (std / scale)
-        mean = torch.tensor(spec.mean, device=batch.device).view(1, -1, 1, 1) / scale
-        std = torch.tensor(spec.std, device=batch.device).view(1, -1, 1, 1) / scale
-        batch = batch.sub_(mean).div_(std)
-    elif spec.rescale is not None:
-        batch = batch.mul_(spec.rescale)
+    batch = _normalise_(torch.stack(resized).to(torch.float32), spec)
     return batch if dtype is None or dtype == torch.float32 else batch.to(dtype)
 
 
