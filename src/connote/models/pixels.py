@@ -22,6 +22,7 @@ differences between the two paths.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -245,16 +246,22 @@ def _resize_crop(stack: Any, spec: PixelSpec) -> Any:
 def _normalise_(batch: Any, spec: PixelSpec) -> Any:
     """Rescale and normalise float pixels in place, fused as transformers' torchvision processors do:
     ``(x * scale - mean) / std == (x - mean / scale) / (std / scale)``."""
-    torch = require("torch", "hf")
-    scale = spec.rescale or 1.0
     if spec.mean is not None and spec.std is not None:
-        shape = (-1, 1, 1)
-        mean = torch.tensor(spec.mean, device=batch.device).view(shape) / scale
-        std = torch.tensor(spec.std, device=batch.device).view(shape) / scale
+        mean, std = _mean_std(spec, str(batch.device))
         return batch.sub_(mean).div_(std)
     if spec.rescale is not None:
         return batch.mul_(spec.rescale)
     return batch
+
+
+@functools.lru_cache(maxsize=32)
+def _mean_std(spec: PixelSpec, device: str) -> tuple[Any, Any]:
+    """``spec``'s mean and std over its rescale factor, ``(3, 1, 1)`` tensors on ``device`` (made once, not for
+    every photo's row)."""
+    torch = require("torch", "hf")
+    scale = spec.rescale or 1.0
+    with torch.inference_mode(False):  # usable by callers in and out of inference mode
+        return tuple(torch.tensor(v, device=device).view(-1, 1, 1) / scale for v in (spec.mean, spec.std))
 
 
 def _stacked(tensors: Sequence[Any], spec: PixelSpec, dtype: Any) -> Any:
