@@ -223,12 +223,18 @@ def _cpu_rows(images: Sequence[Any], spec: PixelSpec, workers: int) -> Any:
             _normalise_(row.copy_(pixels), spec)
             rows[k] = row
 
-    if workers > 1 and len(images) > 1:
-        list(_pool(min(workers, len(images))).map(one, range(len(images))))
+    # the work is all CPU (the bytes are in memory): more threads than usable cores only switch between them
+    workers = min(workers, len(images), _usable_cores())
+    if workers > 1:
+        list(_pool(workers).map(one, range(len(images))))
     else:
         for k in range(len(images)):
             one(k)
     return out if out is not None else torch.stack(rows)
+
+
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _resize_crop(stack: Any, spec: PixelSpec) -> Any:
