@@ -98,6 +98,33 @@ def test_cpu_rows_follow_the_callers_inference_mode_and_sizes_left_to_the_photo(
     assert got.shape == ref.shape and (got - ref).abs().max().item() <= PIXEL_TOL
 
 
+def _rows_in_a_forked_child(photos: list, queue) -> None:
+    spec = PixelSpec(size=(16, 16), mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))  # rows under OpenMP's grain
+    queue.put(pixel_batch(photos, spec, "cpu", workers=2).sum().item())
+
+
+def test_the_cpu_pool_works_in_a_forked_child() -> None:
+    """A process forked after the pool started (a DataLoader worker, say) has none of its threads: it must start
+    its own, not wait for threads that do not exist."""
+    import multiprocessing
+    import sys
+
+    if sys.platform != "linux":
+        pytest.skip("fork is the Linux default start method")
+    photos = [torch.randint(0, 256, (3, 20, 24), dtype=torch.uint8) for _ in range(3)]
+    spec = PixelSpec(size=(16, 16), mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    expected = pixel_batch(photos, spec, "cpu", workers=2).sum().item()  # the parent's pool is running
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_rows_in_a_forked_child, args=(photos, queue))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0, "the forked child's pixel_batch did not finish"
+    assert queue.get(timeout=5) == pytest.approx(expected)
+
+
 @pytest.mark.parametrize("backend", ["hf-blip-itm", "hf-blip2-itm", "hf-flava-itm", "hf-clip"])
 def test_p_match_of_the_device_path_equals_the_processor_path(tiny_dirs, photo_files, backend) -> None:
     folder = tiny_dirs[backend]
