@@ -144,11 +144,7 @@ def to_device(images: Sequence[Any], device: str, workers: int = 1) -> list[Any]
             for k, t in zip(jpeg, decode_jpeg(data, mode=ImageReadMode.RGB, device=device)):
                 out[k] = t
     rest = [k for k in range(len(images)) if out[k] is None]
-    if workers > 1 and len(rest) > 1:
-        with ThreadPoolExecutor(min(workers, len(rest))) as pool:
-            cpu = list(pool.map(to_uint8, [images[k] for k in rest]))
-    else:
-        cpu = [to_uint8(images[k]) for k in rest]
+    cpu = _map(to_uint8, [images[k] for k in rest], workers)
     for k, t in zip(rest, cpu):
         if cuda and t.device.type == "cpu":
             t = t.contiguous().pin_memory().to(device, non_blocking=True)
@@ -223,14 +219,17 @@ def _cpu_rows(images: Sequence[Any], spec: PixelSpec, workers: int) -> Any:
             _normalise_(row.copy_(pixels), spec)
             rows[k] = row
 
-    # the work is all CPU (the bytes are in memory): more threads than usable cores only switch between them
-    workers = min(workers, len(images), _usable_cores())
-    if workers > 1:
-        list(_pool(workers).map(one, range(len(images))))
-    else:
-        for k in range(len(images)):
-            one(k)
+    _map(one, range(len(images)), workers)
     return out if out is not None else torch.stack(rows)
+
+
+def _map(fn: Any, items: Sequence[Any], workers: int) -> list[Any]:
+    """``[fn(x) for x in items]``, on the process's pool when ``workers`` > 1 (at most one thread a usable core:
+    the work is all CPU, the photos' bytes being in memory, and more threads only switch between them)."""
+    workers = min(workers, _usable_cores())
+    if workers > 1 and len(items) > 1:
+        return list(_pool(workers).map(fn, items))
+    return [fn(x) for x in items]
 
 
 def _usable_cores() -> int:
