@@ -153,3 +153,37 @@ def test_a_plugin_adds_a_kind_of_human_judgements_and_the_catch_all_stays_last(s
     with pytest.raises(InputError, match=r"a folder of human judgements that no format recognises; expected one of: "
                                          r"pairwise \(.*\); vist \(.*\); vmc-labels \(labels.csv of the VMC"):
         ratings_kind(site / "empty")
+
+
+def test_a_plugin_adds_a_metric_listed_without_importing_it_and_offered_by_connote_score(site, capsys) -> None:
+    """The papers' metrics (VMC's ACS/ACD) and any plugin's come from ``METRICS`` tables: listed without importing
+    their modules, computed by ``compute_scores`` and offered by ``connote score`` with their option flags."""
+    import json
+
+    (site / "demo_plugin_m_metric.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from connote.metrics.options import opt\n"
+        "from connote.metrics.registry import MetricOutput\n\n"
+        "@dataclass(frozen=True)\nclass LenOptions:\n    len_scale: float = opt(1.0, 'a factor', ge=0)\n\n"
+        "def compute(inp, options):\n"
+        "    per = {i: {'LEN': options.len_scale * len(h.split())} for i, h in zip(inp.ids, inp.hyps)}\n"
+        "    return MetricOutput({'LEN': sum(v['LEN'] for v in per.values()) / len(per)}, per, 'len', [])\n")
+    _install(site, "demo-plugin", "demo_plugin_m",
+             "METRICS = {'demo_len': {'compute': 'demo_plugin_m_metric:compute',\n"
+             "                        'options': 'demo_plugin_m_metric:LenOptions', 'help': 'Words per text.'}}\n"
+             "SCORE_NAMES = {'LEN': {'display': 'Length', 'metric': 'demo_len', 'scale': 'words'}}\n")
+    from connote.metrics import compute_scores
+    from connote.metrics.registry import METRICS, display_name, display_names
+
+    assert {"acs_acd", "demo_len"} <= set(METRICS.names()) and METRICS.describe("demo_len") == "Words per text."
+    assert "demo_plugin_m_metric" not in sys.modules  # listed, not imported
+    assert display_name("len") == "Length" and display_names(["demo_len", "acs_acd"]) == ("ACS", "ACD", "Length")
+    out = compute_scores({"1": "a b c"}, {"1": ["a b"]}, ["demo_len"], len_scale=2)
+    assert out.scores == {"LEN": 6.0}
+    hyp, ref = site / "h.json", site / "r.json"
+    hyp.write_text(json.dumps({"1": "a b c"})), ref.write_text(json.dumps({"1": ["a b"]}))
+    from connote.cli import main
+
+    assert main(["score", "--metrics", "demo_len", "--len-scale", "3", "--hyp", str(hyp), "--ref", str(ref),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scores"]["LEN"] == 9.0

@@ -18,6 +18,8 @@ imports none of the paper's code:
 ``SUITES``     probe suite -> (matching task, MM-SHAP task, sample writer) targets (``connote suite run``)
 ``RUBRICS``    name -> ``(target, help)``: judge rubrics (:class:`connote.tasks.judge.Rubric`)
 ``RATINGS``    name -> target of a :class:`connote.metrics.correlation.RatingsFormat` (human-judgement files)
+``METRICS``    name -> ``{"compute", "options", "help", "start"}`` targets: metrics (:mod:`connote.metrics.registry`)
+``SCORE_NAMES`` engine key -> ``{"display", "metric", "scale", "aliases"}``: printed names of the papers' scores
 ============== ==========================================================================================
 
 Discovery, once per process and only on a registry's first lookup or listing (:func:`plugins`):

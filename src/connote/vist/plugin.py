@@ -50,3 +50,12 @@ RATINGS = {  # human-judgement files of connote vist correlate (connote.metrics.
     "pairwise": "connote.vist.correlate:PREFERENCES",
     "vist": "connote.vist.correlate:STORY_RATINGS",
 }
+SCORE_NAMES = {  # reference-free story metrics (connote.vist.storyeval): printed names and scales
+    "GROOViST": {"display": "GROOViST", "metric": "groovist",
+                 "scale": "unbounded, concreteness-weighted (tanh: -1..1)"},
+    "RoViST-VG": {"display": "RoViST-VG", "metric": "rovist_vg",
+                  "scale": "log-sum-exp of the nouns' best cosines (x idf)"},
+    "RoViST-C": {"display": "RoViST-C", "metric": "rovist_c",
+                 "scale": "0-1 (SOP probability; cosine for the stand-in)"},
+    "RoViST-NR": {"display": "RoViST-NR", "metric": "rovist_nr", "scale": "0-1"},
+}

@@ -43,3 +43,11 @@ RUBRICS = {  # judge rubrics (connote.tasks.judge): connote vmc correlate --judg
     "vmc-a7": ("connote.vmc.rubrics:VMC_A7", "VMC appendix A.7: fluency, primary concept, consistency, creativity."),
 }
 RATINGS = {"vmc-labels": "connote.vmc.correlate:LABELS"}  # human judgements (connote.metrics.correlation)
+METRICS = {  # connote.metrics.registry: compute_scores(..., ["acs_acd"]) and connote score --metrics acs_acd
+    "acs_acd": {"compute": "connote.metrics.concepts:compute", "options": "connote.metrics.concepts:ConceptOptions",
+                "help": "ACS / ACD concept similarity and distance of metaphor captions"},
+}
+SCORE_NAMES = {  # engine key -> printed name, metric and scale (connote.metrics.registry)
+    "ACS": {"display": "ACS", "metric": "acs_acd", "scale": "cosine, -1..1"},
+    "ACD": {"display": "ACD", "metric": "acs_acd", "scale": "0-1"},
+}
