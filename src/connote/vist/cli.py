@@ -50,7 +50,8 @@ def info_cmd(
     show: Annotated[int, typer.Option(help="List at most this many problems.")] = 10,
 ) -> None:
     """Summarise a VIST file: albums, photos, stories, sequences and problems found."""
-    from connote.vist.data import load_json, parse_submission, read_official
+    from connote.vist.challenge import parse_submission
+    from connote.vist.data import load_json, read_official
 
     obj, problems = load_json(path)
     if isinstance(obj, dict) and "output_stories" in obj:
@@ -154,7 +155,7 @@ def score_cmd(
     """
     from connote.core.errors import InputError
     from connote.vist import protocols
-    from connote.vist.data import read_gold, read_submission
+    from connote.vist.challenge import read_gold, read_submission
     from connote.vist.protocols import CI_METHODS, PROTOCOLS, compare, require_unique_sequences, score
 
     if protocol not in PROTOCOLS:
@@ -284,7 +285,8 @@ def _store(run: Path, res: Any, submission: Path, gold: Path, template: Path | N
 
 
 def _tier_texts(path: Path) -> tuple[str, list[str]]:
-    from connote.vist.data import load_json, parse_submission, read_official
+    from connote.vist.challenge import parse_submission
+    from connote.vist.data import load_json, read_official
 
     obj, _ = load_json(path)
     if isinstance(obj, dict) and "output_stories" in obj:
@@ -704,7 +706,8 @@ def features_cmd(
 
     from connote.core.errors import InputError
     from connote.media.embedded import EmbeddedEncoder
-    from connote.vist.data import load_json, parse_submission, read_official
+    from connote.vist.challenge import parse_submission
+    from connote.vist.data import load_json, read_official
     from connote.vist.seq2seq import extract_features
 
     if not images.is_dir():  # bad input (exit 2) before anything is read, not every photo "missing" (exit 1)

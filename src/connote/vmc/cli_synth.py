@@ -55,7 +55,7 @@ def synth_cmd(
     """Convert image captions to template metaphors with any generation backend and keep those in the template.
 
     Writes OUT/metaphors.json (the kept image-metaphor pairs, stage-1 data of `vmc train`), OUT/synth.jsonl
-    (every row with its answer and why it was dropped or failed) and OUT/run.json (the counts). Rerunning resumes.
+    (every row with its answer and why it was dropped or failed) and OUT/results.json (the counts). Rerunning resumes.
     With --write-batch it writes OpenAI Batch API requests instead; --model openai-batch:OUTPUT.jsonl then reads
     the batch's answers. Without CAPTIONS it runs on the packaged sample and its Batch API output file.
     """

@@ -288,7 +288,7 @@ def _score_run(run: str | Path, refs: dict[str, list[str]], *, samples: str = PR
 
 # --------------------------------------------------------------------------- scores stored in a run folder
 
-#: Task name under which a caption run's scores are stored (the run's ``run.json`` task).
+#: Task name under which a caption run's scores are stored (the task of the run's ``results.json``).
 SCORES_TASK = "vmc-captioning"
 SCORES_PREFIX = "vmc"
 
@@ -322,6 +322,7 @@ def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str 
 
     from connote.core.files import file_sha256
     from connote.runs.scores import save_scores
+    from connote.runs.store import results_path
 
     run = Path(scores.run)
     captions = run / "captions.jsonl"
@@ -331,7 +332,7 @@ def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str 
     if captions.is_file():
         source["sha256"] = file_sha256(captions)
     try:
-        source["run_fingerprint"] = json.loads((run / "run.json").read_text(encoding="utf-8")).get("fingerprint")
+        source["run_fingerprint"] = json.loads(results_path(run).read_text(encoding="utf-8")).get("fingerprint")
     except (OSError, ValueError, AttributeError):
         pass
     fields = {"refs": {"path": str(Path(refs).resolve()), "sha256": signature["refs_sha256"]},

@@ -14,7 +14,8 @@ are taken; ``--send-image`` needs one that takes images. The run folder gets:
 * ``metaphors.json``: the kept pairs as stage-1 records (``data.metaphor_images`` or ``data.synth`` of
   ``connote vmc train``);
 * ``synth.jsonl``: every row (source caption, answer, kept caption or the reason it was dropped, error);
-* ``run.json``: counts read / kept / dropped (by reason) / failed (by reason), the settings and the image folder;
+* ``results.json``: counts read / kept / dropped (by reason) / failed (by reason), the settings and the image
+  folder (``run.json`` in folders written before, still read);
 * ``store.sqlite``: the runner's rows.
 """
 
@@ -45,7 +46,7 @@ from connote.vmc.synth import (
     synth_prompt,
 )
 
-#: marker in a row's error -> its reason in run.json (the first that matches; the batch markers first, as their
+#: marker in a row's error -> its reason in results.json (the first that matches; the batch markers first, as their
 #: messages quote a prompt)
 ERROR_KINDS = ((NOT_THIS_REQUEST, "not this run's request"), (NOT_IN_OUTPUT, "not in the batch output"),
                (BATCH_FAILED, "batch request failed"), ("no caption", "no caption"),
@@ -54,7 +55,7 @@ ERROR_KINDS = ((NOT_THIS_REQUEST, "not this run's request"), (NOT_IN_OUTPUT, "no
 
 
 def error_kind(message: str) -> str:
-    """The reason a row failed, as counted in ``run.json``."""
+    """The reason a row failed, as counted in ``results.json``."""
     return next((kind for marker, kind in ERROR_KINDS if marker in message), "generation failed")
 
 
@@ -89,11 +90,10 @@ class MetaphorSynthTask(Task):
     reads = "captions: MSCOCO captions_*.json, a JSON/JSONL list of {image, caption} or a CSV/TSV image,caption"
     title = "VMC A.5.2: literal captions converted to '<primary> is as <property> as <secondary>' and filtered."
     label = "captions"
-    results_file = "run.json"
     #: the prompt alone (text-only LMs, Batch API answers) or with the image (--send-image)
     inputs = ("images", "text")
     options = SynthOptions
-    outputs = ("metaphors.json", "synth.jsonl", "run.json")
+    outputs = ("metaphors.json", "synth.jsonl", "results.json")
     sample_data = staticmethod(write_sample)
 
     @classmethod
@@ -258,11 +258,11 @@ class MetaphorSynthTask(Task):
                                            "source_caption": r.get("source_caption"), "answer": r.get("answer"),
                                            "metaphor": r.get("metaphor"), "dropped": r.get("dropped"),
                                            "error": r.get("error")} for r in rows))
-        write_json(out / "run.json", results)
+        write_json(out / self.results_file, results)
 
 
 def synthesize(captions: str | Path, model: str | Any, out: str | Path, **options: Any) -> dict[str, Any]:
-    """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``run.json``."""
+    """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``results.json``."""
     from connote.models.openai_batch import OpenAIBatchAnswers
     from connote.models.registry import check_spec, load_model
 
