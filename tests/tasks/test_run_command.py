@@ -106,3 +106,28 @@ def test_every_task_declares_options_that_check(tmp_path) -> None:
         defaults = check_options(cls, {})
         assert set(defaults) == {f.name for f in option_fields(cls)}, name
         assert has_sample(cls), f"{name} has no sample: `connote run {name}` needs --data"
+
+
+def test_run_task_help_lists_the_tasks_options_from_its_declaration(tmp_path, capsys) -> None:
+    """``connote run TASK --help``: the command's help, then every option the task declares with its type,
+    default and help (from ``Task.options``); nothing is run or written."""
+    for name in TASKS.names():
+        cls = task_class(name)
+        out = tmp_path / name
+        assert main(["run", name, "--out", str(out), "--help"]) == 0
+        text = "".join(capsys.readouterr().out.split())  # the help wraps at the terminal's width (and at hyphens)
+        assert "--setKEY=VALUE" in text and f"Optionsoftask{name}(--setKEY=VALUE):" in text, name
+        assert "".join(cls.title.split()) in text and not out.exists()
+        for field in option_fields(cls):
+            assert f"{field.name}=" in text, (name, field.name)
+            assert f"[default:{field.default!r}]".replace(" ", "") in text, (name, field.name)
+            assert "".join(field.metadata["help"].split()) in text, (name, field.name)
+    # the option types as the checker names them; -h and a TASK after other options work the same
+    assert main(["run", "--out", str(tmp_path / "x"), "cv-probes-mmshap", "-h"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sample=an integer or null" in text and "compat=a string" in text
+    # without a task, the command's help alone; an unknown task is refused as the run refuses it
+    assert main(["run", "--help"]) == 0
+    assert "Options of task" not in capsys.readouterr().out
+    assert main(["run", "no-such-task", "--help"]) == 2
+    assert "unknown task 'no-such-task'; valid tasks: " in capsys.readouterr().err

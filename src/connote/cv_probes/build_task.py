@@ -369,6 +369,19 @@ def check_settings(settings: BuildSettings) -> None:
         raise InputError(f"the rewording prompt has a slot other than {{caption}} and {{verb}}: {exc}") from None
 
 
+def settings_from_options(prompt_file: Path | None, **options: Any) -> BuildSettings:
+    """``cv-probes build``'s settings from its options (``prompt_file``: the rewording prompt's file, else
+    connote's prompt), checked before anything loads (exit 2)."""
+    text = REWORD_PROMPT
+    if prompt_file is not None:
+        from connote.core.jsonio import read_text
+
+        text = read_text(prompt_file, what="prompt file")
+    settings = BuildSettings(prompt=text, **options)
+    check_settings(settings)
+    return settings
+
+
 def build(verbs: str | Path, pool: str | Path, out: str | Path, settings: BuildSettings | None = None, *,
           validated: str | Path | None = None, progress: bool = True, log: Callable[[str], None] | None = None,
           loaders: dict[str, Callable[[str], Any]] | None = None,

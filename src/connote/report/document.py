@@ -36,7 +36,7 @@ class Run:
     #: Runs share a table only when their groups are equal: e.g. (data path or hash, task version,
     #: scoring signature). Rendered in the section title when runs are shown apart.
     group: tuple[str, ...]
-    #: The loaded results (results.json / run.json / scores, whatever the kind reads).
+    #: The loaded results (results.json / an older run.json / scores, whatever the kind reads).
     results: dict[str, Any] = field(default_factory=dict)
     #: The run's data in words (path and short content digest), quoted when groups are told apart.
     data: str = ""

@@ -110,14 +110,14 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
 
 
 def run_field(run: Run, key: str) -> Any:
-    """``key`` of a run's results file, or of its ``run.json`` for a scored generation run (None when absent)."""
+    """``key`` of a run's results file, or of its run metadata for a scored generation run (None when absent)."""
     meta = run.results.get("run")
     return run.results.get(key) or (meta.get(key) if isinstance(meta, dict) else None)
 
 
 def add_invariance_notes(section: Section) -> None:
     """A note per run that measured batch invariance (``--check-invariance``): its results file's
-    ``batch_invariance``, or its ``run.json``'s for a scored generation run."""
+    ``batch_invariance``, or its run metadata's for a scored generation run."""
     from connote.tasks.invariance import invariance_line
 
     for run in section.runs:

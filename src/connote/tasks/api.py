@@ -307,6 +307,7 @@ class Task(ABC):
         memo = model.memo() if lazy else None
         from connote.runs.current import running_in
         from connote.runs.speed import measuring, speed_block, speed_line
+        from connote.runs.store import results_path
 
         invariance = None
         with running_in(out), measuring() as meter:  # a model may keep files of its own there (a served engine's log)
@@ -345,7 +346,7 @@ class Task(ABC):
             **(extra_results or {}),
             **run_metadata(self.config(), seed=seed),
         })
-        self._say_if_replacing(out / self.results_file, outcome.fingerprint)
+        self._say_if_replacing(results_path(out, self.results_file), outcome.fingerprint)  # an older run.json too
         self.write_outputs(out, outcome.rows, results)
         if invariance and (out / "results.md").is_file():  # the rendered results say it too
             from connote.runs.store import write_text

@@ -1,8 +1,9 @@
 """Report section of visual storytelling runs (``connote vist generate`` folders) and their stored scores.
 
-A storytelling run folder (``run.json`` with task ``vist-storytelling``) has no scores of its own;
-``connote vist score RUN --refs GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json`` (the key hashes
-the protocol, the gold's and template's sha256 and the settings; see :mod:`connote.vist.protocols`).
+A storytelling run folder (``results.json``, or an older ``run.json``, with task ``vist-storytelling``) has no
+scores of its own; ``connote vist score RUN --refs GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json``
+(the key hashes the protocol, the gold's and template's sha256 and the settings; see
+:mod:`connote.vist.protocols`).
 A run is reported with its most recently stored scores; runs share a table only when those scores share
 the gold, protocol, settings and task version (:attr:`Run.group`).
 

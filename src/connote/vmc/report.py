@@ -1,7 +1,8 @@
 """Report sections of video metaphor captioning (VMC): caption runs with their stored scores (Table 1) and
 the human evaluation imported by ``connote collect import`` (the paper's human-evaluation figure).
 
-``CAPTIONS`` recognises a ``connote vmc caption`` run folder (``run.json`` with task ``vmc-captioning``).
+``CAPTIONS`` recognises a ``connote vmc caption`` run folder (``results.json``, or an older ``run.json``, with
+task ``vmc-captioning``).
 ``connote vmc score RUN --refs REFS`` stores its scores in ``RUN/scores/vmc-<key>.json`` (the key hashes
 the references' and split's sha256, the metrics, the encoders and the bootstrap settings; see
 :mod:`connote.vmc.scoring`); a run is reported with its most recent stored scores, and runs share a

@@ -4,8 +4,9 @@ Frames are sampled with PyAV as the backend asks (``frame_spec``; default the pa
 each third of the video) and sent in one request with the metaphor prompt (GIT-LLaVA: the instruction
 it was trained with). A video's row — ``{item_id, caption, frames, error}`` — is reused only when the
 run fingerprint (model, sampling, prompt, length limit) and the video file's bytes are unchanged. The run
-folder gets ``captions.jsonl`` (the public answer format: ``question_id, video_id, text``), ``run.json``
-and ``store.sqlite``. Scoring is ``connote vmc score`` (:mod:`connote.vmc.scoring`).
+folder gets ``captions.jsonl`` (the public answer format: ``question_id, video_id, text``), ``results.json``
+(``run.json`` in folders written before; still read) and ``store.sqlite``. Scoring is ``connote vmc score``
+(:mod:`connote.vmc.scoring`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ class MetaphorCaptionTask(Task):
     reads = "videos: a folder, a question JSONL or a CSV manifest (video id, path)"
     title = "Video metaphor captioning: one '<primary> is as <property> as <secondary>' caption per video."
     label = "videos"
-    results_file = "run.json"
     report_kind = "vmc-captioning"  # connote.vmc.report: Table 1 from the stored scores
     inputs = ("images", "video")  # frames; they have no photo ids
     invariance_field = "caption"
@@ -218,7 +218,7 @@ class MetaphorCaptionTask(Task):
                                               "text": r["caption"], **({"samples": r["samples"]}
                                                                        if "samples" in r else {})}
                                              for r in rows if r.get("error") is None))
-        write_json(out / "run.json", results)
+        write_json(out / self.results_file, results)
 
 
 def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, strategy: str | None = None,
