@@ -19,7 +19,7 @@ from PIL import Image
 from connote.core.registry import require
 from connote.models.decoding import Decoding
 from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
 from connote.models.protocols import greedy_batches
 
