@@ -52,3 +52,21 @@ class ClipMatcher(HFMatcher):
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
         cos = (image_states.float() * text_states.float()).sum(-1)
         return self.torch.sigmoid(self.scale * (cos - self.threshold))
+
+    def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
+        texts = self.torch.arange(len(rows), device=rows.device)
+        return self.score_text_rows(image_states, rows, text_states, texts, input_ids, attention_mask)
+
+    def score_text_rows(self, image_states: Any, image_rows: Any, text_states: Any, text_rows: Any,
+                        input_ids: Any, attention_mask: Any) -> Any:
+        """The cosines of the rows' distinct images against the batch's captions, one product in float32 (autocast
+        off: bf16 would round the cosines the calibration scales by ~100), read at the rows."""
+        torch = self.torch
+        images, inverse = torch.unique(image_rows, return_inverse=True)
+        if isinstance(image_states, list):  # ImageStates: one (1, dim) state per image
+            vectors = torch.cat([image_states[i] for i in images.tolist()])
+        else:
+            vectors = image_states.index_select(0, images.to(image_states.device))
+        with torch.autocast(device_type=vectors.device.type, enabled=False):
+            cos = (vectors.float() @ text_states.float().T)[inverse, text_rows]
+        return torch.sigmoid(self.scale * (cos - self.threshold))
