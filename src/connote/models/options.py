@@ -37,7 +37,8 @@ OPTION_HELP: dict[str, str] = {
                         "memory_budget)",
     "preprocess_workers": "threads preparing images while the model runs",
     "preprocess": "how images become pixels: device (batched on the model's device with torchvision), hf (the "
-                  "model's own processor, image by image); auto: device, except ALBEF (hf: the release's PIL resize)",
+                  "model's own processor, image by image); auto: device, except ALBEF (hf: the release's PIL resize) "
+                  "and chat VLMs whose processor the device path does not reproduce (checked at load)",
 }
 
 
