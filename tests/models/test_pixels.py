@@ -6,7 +6,9 @@ back. Stated tolerances (docs/performance.md has the measured figures):
 * BLIP, BLIP-2, FLAVA, CLIP (transformers' processors at their real sizes): max |Δ pixel| <= 1e-5 and
   max |Δ p(match)| <= 1e-5 — the same resize, crop and fused normalisation in float32;
 * ALBEF (the release's PIL bicubic resize, kept as its default): max |Δ pixel| <= 0.05 (about two of 255
-  levels after normalisation) and max |Δ p(match)| <= 0.02 on the tiny model.
+  levels after normalisation) and max |Δ p(match)| <= 0.02 on the tiny model;
+* a chat VLM (hf-vlm, LLaVA): the processor's token ids exactly, max |Δ pixel| <= 1e-5 and
+  max |Δ p(yes)| <= 1e-5.
 """
 
 from __future__ import annotations
