@@ -165,6 +165,11 @@ def test_chat_vlm_processor_the_device_path_does_not_reproduce_stays_on_hf(tiny_
     assert auto.preprocess == "hf" and "preprocess" not in auto.describe()
     with pytest.raises(InputError, match="preprocess=device: the processor of .* differ"):
         load_model(f"hf-vlm:{folder}?preprocess=device")
+    # a processor the probe fails on (here: no chat template) still loads, on its own processor
+    bare = tmp_path / "llava-bare"
+    shutil.copytree(tiny_dirs["hf-vlm-yesno"], bare)
+    (bare / "chat_template.jinja").unlink()
+    assert load_model(f"hf-vlm:{bare}").preprocess == "hf"
 
 
 @pytest.mark.parametrize("backend", ["hf-clip", "hf-vlm"])

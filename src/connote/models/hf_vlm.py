@@ -97,13 +97,17 @@ class YesNoVlmMatcher:
             return None, "it has no image processor and image token"
         if importlib.util.find_spec("torchvision") is None:
             return None, "torchvision is not installed (pip install 'connote[hf]')"
-        spec, why = checked_spec(image_processor)
-        if spec is None:
-            return None, why
-        text = self._texts(["a probe"])
-        ref = self.processor(images=[probe_photo()], text=text, padding=True, return_tensors="pt")
-        self._image_tokens = int((ref["input_ids"] == self.processor.tokenizer.convert_tokens_to_ids(token)).sum())
-        mine = self._tokens(text)
+        try:  # a processor that fails on the probe (one that wants videos, or has no chat template) keeps hf
+            spec, why = checked_spec(image_processor)
+            if spec is None:
+                return None, why
+            text = self._texts(["a probe"])
+            ref = self.processor(images=[probe_photo()], text=text, padding=True, return_tensors="pt")
+            image_token_id = self.processor.tokenizer.convert_tokens_to_ids(token)
+            self._image_tokens = int((ref["input_ids"] == image_token_id).sum())
+            mine = self._tokens(text)
+        except Exception as exc:  # noqa: BLE001 - only decides between the two paths; hf is the processor's own
+            return None, f"the processor failed on a probe photo ({type(exc).__name__}: {str(exc)[:200]})"
         if set(ref) != {"input_ids", "attention_mask", "pixel_values"} or not all(
                 self.torch.equal(mine[k], ref[k]) for k in ("input_ids", "attention_mask")):
             return None, f"its inputs ({', '.join(sorted(ref))}) are not pixels and the image token repeated"
