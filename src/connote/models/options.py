@@ -29,6 +29,7 @@ OPTION_HELP: dict[str, str] = {
     "cache": "KV cache while decoding: auto (static on CUDA where the model supports it), dynamic, static",
     "compile": "compile the decoding step with torch.compile: auto (on CUDA with a static cache), true, false",
     "logits": "fp32: the LM head computes in float32 (greedy output independent of the batch); model: as loaded",
+    "attention": "sdpa (torch's fused attention, same values, less memory) or eager (transformers' own)",
     "embedder": "an encoder object (Python API only; the embedded EfficientNet-Lite0 + MiniLM when unset)",
     # the matching engine (connote.models.engine.TensorMatcher): docs/long-runs.md "Batch and memory"
     "memory_budget": "bytes the engine may hold besides the weights (image states, activations, a batch), "
