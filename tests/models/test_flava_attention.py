@@ -57,3 +57,17 @@ def test_attention_maps_asked_for_run_the_eager_code(tiny_dirs):
 def test_unknown_attention_is_refused(tiny_dirs):
     with pytest.raises(Exception, match="attention must be sdpa or eager"):
         load_model(f"hf-flava-itm:{tiny_dirs['hf-flava-itm']}?attention=flash")
+
+
+@pytest.mark.slow
+def test_scoring_peak_at_flava_base_width_stays_under_the_plan(monkeypatch):
+    """benchmarks/flava_attention.py at FLAVA-base width (one layer per encoder, 32 pairs in one batch): each side's
+    measured peak stays under the plan's bytes per pair for that many pairs, and the sides agree (~1 min)."""
+    from tests.benchmark_scripts import load
+
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    sides = load("flava_attention").main(["--images", "4", "--captions", "8", "--layers", "1"])
+    for side in sides.values():
+        assert 0 < side["peak"] <= side["pairs"] * side["plan_per_pair"]
+    assert sides["sdpa"]["peak"] < sides["eager"]["peak"]  # the fused kernel writes no score matrices
+    assert max(abs(a - b) for a, b in zip(sides["eager"]["p"], sides["sdpa"]["p"])) <= 1e-6

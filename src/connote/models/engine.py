@@ -262,12 +262,17 @@ class TensorMatcher:
         if vision is None or not getattr(vision, "image_size", None) or not getattr(vision, "patch_size", None):
             return 5 * self.image_state_bytes()
         tokens = (int(vision.image_size) // int(vision.patch_size)) ** 2 + 1
-        width, heads = int(vision.hidden_size), int(vision.num_attention_heads)
-        inner = int(getattr(vision, "intermediate_size", 4 * width))
+        return self.layer_bytes(vision, tokens) + self.image_state_bytes()
+
+    def layer_bytes(self, config: Any, tokens: int, eager: bool = True) -> int:
+        """Transient bytes of one transformer layer (``config``: its width, heads, inner size) on one sequence of
+        ``tokens``: the attention scores and probabilities (eager attention keeps both; a fused kernel none),
+        the MLP's inner activations, and a handful of residual-stream copies."""
+        width, heads = int(config.hidden_size), int(config.num_attention_heads)
+        inner = int(getattr(config, "intermediate_size", 4 * width))
         elem = self.torch.empty(0, dtype=self.dtype).element_size()
-        # attention scores and probabilities (eager attention keeps both), the MLP's inner
-        # activations, and a handful of residual-stream copies
-        return elem * (2 * heads * tokens * tokens + 2 * tokens * inner + 8 * tokens * width) + self.image_state_bytes()
+        scores = 2 * heads * tokens * tokens if eager else 0
+        return elem * (scores + 2 * tokens * inner + 8 * tokens * width)
 
     def score_bytes_per_pair(self) -> int:
         """Transient bytes per pair of a scoring batch: by default the gathered image state row."""

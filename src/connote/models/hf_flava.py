@@ -13,6 +13,8 @@ from connote.models.hf_matcher import HFMatcher
 #: The parameters of ``FlavaSelfAttention.forward`` that :func:`sdpa_flava_attention` takes over; a transformers
 #: whose forward differs keeps its eager attention.
 FLAVA_ATTENTION_PARAMETERS = ["hidden_states", "attention_mask", "output_attentions"]
+#: Caption tokens a pair is planned for (a probe caption has 10-20; a longer one that does not fit is halved).
+PLAN_CAPTION_TOKENS = 32
 
 
 def sdpa_flava_attention(self: Any, hidden_states: Any, attention_mask: Any = None,
@@ -55,6 +57,18 @@ class FlavaItmMatcher(HFMatcher):
                 if type(module).__name__ == "FlavaSelfAttention" and \
                         leading_parameters(module, 3) == FLAVA_ATTENTION_PARAMETERS:
                     module.forward = types.MethodType(sdpa_flava_attention, module)
+
+    def score_bytes_per_pair(self) -> int:
+        """A pair's multimodal-encoder input row and one layer's activations on it (the image's tokens, the
+        multimodal [CLS] and :data:`PLAN_CAPTION_TOKENS`): what a scoring batch holds per pair, far more than the
+        image state (measured at FLAVA-base width: 9.1 MiB per pair with sdpa, 10.3 eager, against a 0.6 MiB
+        state; ``benchmarks/flava_attention.py``)."""
+        cfg = self.model.config
+        image = cfg.image_config
+        tokens = (int(image.image_size) // int(image.patch_size)) ** 2 + 2 + PLAN_CAPTION_TOKENS
+        mm = cfg.multimodal_config
+        elem = self.torch.empty(0, dtype=self.dtype).element_size()
+        return tokens * int(mm.hidden_size) * elem + self.layer_bytes(mm, tokens, eager=self.attention == "eager")
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
