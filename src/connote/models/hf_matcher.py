@@ -7,7 +7,6 @@ vision tower runs once per image, and only the cross-modal part runs per pair.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,5 +85,3 @@ class HFMatcher(TensorMatcher):
 
         return tensor_game(self, image, caption, grid=grid, compat=compat)
 
-
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

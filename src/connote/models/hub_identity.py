@@ -16,6 +16,11 @@ from typing import Any
 from connote.core.files import reachable_files
 from connote.runs.store import file_sha256, file_stamp
 
+# Every backend that loads Hugging Face weights imports this module (as it imported hf_itm before the split):
+# tokenizers' own thread pool stays off, as it was for all of them (inputs are prepared on connote's threads,
+# and a process forked after the pool ran warns and may hang).
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
 #: The digest cache kept beside the weights (or under the user cache when the folder is read-only).
 DIGEST_SIDECAR = ".connote-sha256.json"
 
