@@ -19,21 +19,7 @@ from typing import Any
 
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
-from connote.report.document import RUN_KINDS, Run, Section
-
-
-def kind_object(name: str) -> Any | None:
-    """The kind object registered as ``name``; None when its module does not exist (yet)."""
-    from connote.core.registry import import_target
-
-    target = RUN_KINDS[name]
-    module = target.split(":", 1)[0]
-    try:
-        return import_target(target)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
+from connote.report.document import RUN_KINDS, Run, Section, kind_object
 
 
 def available_kinds() -> dict[str, Any]:

@@ -5,19 +5,36 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from connote.metrics.correlation import (
     EMBEDDING_SIMILARITY,
     LOCAL_METRICS,
     METEOR_COLUMNS,
+    PAIR_A_COLUMNS,
+    PAIR_B_COLUMNS,
+    PREFERENCE_COLUMNS,
     SMOOTHED_BLEU,
     STUDY_METRICS,
     MiniLMEmbedder,
+    RatingsFormat,
     SentenceEmbedder,
     embedding_similarity,
     smoothed_bleu,
 )
+
+
+def _is_preferences(path: Path, header: set[str] | None) -> bool:
+    return header is not None and all(header & set(cols) for cols in (PAIR_A_COLUMNS, PAIR_B_COLUMNS,
+                                                                        PREFERENCE_COLUMNS))
+
+
+#: The human judgements ``connote vist correlate`` reads (``connote.metrics.correlation.RATINGS``, from the plugin):
+#: VHED-style preferences between two stories (``read_preferences``), else one rating per row (``read_ratings``).
+PREFERENCES = RatingsFormat("a CSV of story_a, story_b, preferred: VHED-style preferences", _is_preferences)
+STORY_RATINGS = RatingsFormat("a CSV of story id, rating, rater: one rating per row",
+                              lambda path, header: header is not None, catch_all=True)
 
 
 def leave_one_out_scores(stories: Mapping[str, tuple[tuple[str, ...], str]], *,

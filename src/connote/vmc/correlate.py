@@ -8,6 +8,16 @@ from pathlib import Path
 
 from connote.core.errors import InputError
 from connote.core.jsonio import read_text
+from connote.metrics.correlation import RatingsFormat
+
+
+def _is_labels(path: Path, header: set[str] | None) -> bool:
+    return (path / "labels.csv").is_file() if header is None else {"item_id", "criterion", "label"} <= header
+
+
+#: The evaluation study's labels among the human judgements (``connote.metrics.correlation.RATINGS``, from the
+#: plugin): ``connote vmc correlate`` reads them (:func:`read_vmc_labels`).
+LABELS = RatingsFormat("labels.csv of the VMC evaluation study (connote collect import), or its folder", _is_labels)
 
 
 def read_vmc_labels(path: str | Path) -> dict[str, dict[str, list[float]]]:

@@ -79,6 +79,20 @@ class CaptionRunKind:
     """The ``vmc-captioning`` run kind of ``connote report``."""
 
     name = CAPTIONS_KIND
+    #: Columns VMC's published tables print on 0-1 that the report shows x 100, as its own Table 1.
+    published_x100 = ("BERT-F1", "ACS", "ACD")
+
+    def published_values(self, table: Any, run: Run) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A scored run's Table 1 columns and intervals (:mod:`connote.report.published`); None when not scored."""
+        stored = run.results.get("scores")
+        if not stored:
+            return None
+        return dict(stored.get("table") or {}), {k: v for k, v in (stored.get("intervals") or {}).items() if v}
+
+    def why_not_published(self, table: Any, run: Run) -> str:
+        if not run.results.get("scores"):
+            return f"it has no stored scores (score the run first: connote vmc score {run.folder})"
+        return f"it has no values for {table.id}"
 
     def recognise(self, folder: Path) -> Run | None:
         """A caption run folder with its most recent stored scores (None: not a caption run)."""
