@@ -35,7 +35,7 @@ from typing import Any
 from PIL import Image
 
 from connote.core.registry import require
-from connote.models.memory import halve_on_oom
+from connote.models.memory import halve_on_oom, layer_bytes
 
 
 def resolve_device(device: str | None) -> str:
@@ -246,11 +246,8 @@ class TensorMatcher:
 
     def score_text_rows(self, image_states: Any, image_rows: Any, text_states: Any, text_rows: Any,
                         input_ids: Any, attention_mask: Any) -> Any:
-        """p(match) of ``image_states[image_rows]`` against captions ``text_rows`` (a backend that
-        ``caches_text``): ``text_states``, ``input_ids`` and ``attention_mask`` are those of a batch of distinct
-        captions, each scored against several images. By default the rows are gathered (a copy per row); CLIP
-        and FLAVA read each image's and each caption's state once (:mod:`connote.models.hf_clip`,
-        :mod:`connote.models.hf_flava`)."""
+        """p(match) of ``image_states[image_rows]`` against captions ``text_rows`` of a batch of distinct encoded
+        captions (``caches_text``); by default gathered per row (CLIP and FLAVA read each state in place)."""
         return self.score_rows(image_states, image_rows, input_ids.index_select(0, text_rows),
                                attention_mask.index_select(0, text_rows), index_states(text_states, text_rows))
 
@@ -262,17 +259,8 @@ class TensorMatcher:
         if vision is None or not getattr(vision, "image_size", None) or not getattr(vision, "patch_size", None):
             return 5 * self.image_state_bytes()
         tokens = (int(vision.image_size) // int(vision.patch_size)) ** 2 + 1
-        return self.layer_bytes(vision, tokens) + self.image_state_bytes()
-
-    def layer_bytes(self, config: Any, tokens: int, eager: bool = True) -> int:
-        """Transient bytes of one transformer layer (``config``: its width, heads, inner size) on one sequence of
-        ``tokens``: the attention scores and probabilities (eager attention keeps both; a fused kernel none),
-        the MLP's inner activations, and a handful of residual-stream copies."""
-        width, heads = int(config.hidden_size), int(config.num_attention_heads)
-        inner = int(getattr(config, "intermediate_size", 4 * width))
         elem = self.torch.empty(0, dtype=self.dtype).element_size()
-        scores = 2 * heads * tokens * tokens if eager else 0
-        return elem * (scores + 2 * tokens * inner + 8 * tokens * width)
+        return layer_bytes(vision, tokens, elem) + self.image_state_bytes()
 
     def score_bytes_per_pair(self) -> int:
         """Transient bytes per pair of a scoring batch: by default the gathered image state row."""
@@ -426,9 +414,8 @@ class TensorMatcher:
         return out
 
     def _in_batches(self, rows: Sequence[Any], batch: int, run: Any) -> Iterator[Any]:
-        """``run`` on consecutive slices of ``rows`` of at most ``batch`` (or the size an out-of-memory error
-        lowered it to), each through :func:`~connote.models.memory.halve_on_oom`; their results in order, one
-        slice at a time (a slice is run when the caller asks for its results)."""
+        """``run`` on slices of ``rows`` of at most ``batch`` (or as lowered), each through :func:`halve_on_oom`;
+        their results in order, a slice run when the caller asks for its results."""
         lower = self.lower_batch("score_batch")
         start = 0
         while start < len(rows):

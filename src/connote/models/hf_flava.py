@@ -9,6 +9,7 @@ from connote.core.registry import require
 from connote.models.blip_attention import leading_parameters
 from connote.models.grouped import RowGroups
 from connote.models.hf_matcher import HFMatcher
+from connote.models.memory import layer_bytes
 
 #: The parameters of ``FlavaSelfAttention.forward`` that :func:`sdpa_flava_attention` takes over; a transformers
 #: whose forward differs keeps its eager attention.
@@ -68,7 +69,7 @@ class FlavaItmMatcher(HFMatcher):
         tokens = (int(image.image_size) // int(image.patch_size)) ** 2 + 2 + PLAN_CAPTION_TOKENS
         mm = cfg.multimodal_config
         elem = self.torch.empty(0, dtype=self.dtype).element_size()
-        return tokens * int(mm.hidden_size) * elem + self.layer_bytes(mm, tokens, eager=self.attention == "eager")
+        return tokens * int(mm.hidden_size) * elem + layer_bytes(mm, tokens, elem, eager=self.attention == "eager")
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
