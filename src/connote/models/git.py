@@ -10,7 +10,7 @@ from typing import Any
 
 from connote.core.errors import InputError
 from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.protocols import GenerationRequest
 
 

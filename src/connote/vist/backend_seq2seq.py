@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import ItemError
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.protocols import GenerationRequest
 
 

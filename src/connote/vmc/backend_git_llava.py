@@ -88,7 +88,7 @@ class GitLlavaGenerator:
     def describe(self) -> dict[str, Any]:
 
         from connote.core.files import file_sha256
-        from connote.models.hf_itm import weights_identity
+        from connote.models.hub_identity import weights_identity
 
         folder = Path(self.weights)
         digest = file_sha256(folder / "projector.safetensors")[:16]
