@@ -7,7 +7,8 @@ training clips an index holds). So after a build the run store remembers the des
 *identity* (:func:`model_identity`): a hash of everything the built model is made from, computed without
 loading anything:
 
-* the spec as resolved by :func:`~connote.models.registry.check_spec` (backend, its factory, weights, options),
+* the spec as resolved by :func:`~connote.models.registry.check_spec`, once per run (a
+  :class:`~connote.models.registry.ResolvedSpec`: backend, its factory, weights, options),
 * every local file or folder the spec names, by content, through links (:mod:`connote.models.reads`, the same
   rule that puts them into ``describe()``),
 * the commit in the local cache of every hub id the weights or an option names (``?llm=org/lm``, a default
@@ -36,9 +37,12 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connote.models.reads import Sources
+
+if TYPE_CHECKING:
+    from connote.models.registry import ResolvedSpec
 
 #: Attributes tasks read from a model before they compute; remembered beside the description.
 MEMO_ATTRS = ("backend", "inputs", "needs_images", "frame_spec", "frame_sampling", "default_prompt")
@@ -134,19 +138,18 @@ def spec_identity(spec: Any) -> tuple[str | None, Sources]:
     """:func:`model_identity` and the sources it covers (:func:`connote.models.reads.spec_sources`), against
     which the built model's description is checked before it is remembered."""
     from connote.models.reads import spec_sources
-    from connote.models.registry import check_spec, looks_local
+    from connote.models.registry import resolved
     from connote.runs.store import canonical_json
 
-    backend, parsed, options = check_spec(spec)
+    checked = resolved(spec)
+    backend, weights, options = checked.backend, checked.weights, checked.options
     if backend.weights == "name":
         return None, Sources(unknown="a service's model name")
-    weights = parsed.weights
-    local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(weights or ""))
-    sources = spec_sources(backend, weights, options, local_weights=local,
+    sources = spec_sources(backend, weights, options, local_weights=checked.local,
                            defaults=_constructor_defaults(backend.factory()))
     if sources.unknown is not None:
         return None, sources
-    ident: dict[str, Any] = {"backend": parsed.backend, "factory": _target_identity(backend.target),
+    ident: dict[str, Any] = {"backend": checked.name, "factory": _target_identity(backend.target),
                              "weights": weights, "options": {k: str(v) for k, v in sorted(options.items())},
                              "reads": sources.reads, "hubs": sources.hubs, "code": code_digest(),
                              "libraries": library_versions()}
@@ -172,15 +175,16 @@ class LazyModel:
     (seeding); ``announce`` prints ``loading model SPEC…`` on stderr (rank 0) before the build's imports.
     """
 
-    def __init__(self, spec: str, out: str | Path, *, before_load: Callable[[], None] | None = None,
+    def __init__(self, spec: str | ResolvedSpec, out: str | Path, *, before_load: Callable[[], None] | None = None,
                  announce: bool = True) -> None:
-        from connote.models.registry import check_spec
+        from connote.models.registry import resolved
 
-        entry, parsed, _ = check_spec(spec)  # a bad spec stops here, before anything loads
+        self.resolved = resolved(spec)  # a bad spec stops here, before anything loads; checked once for the run
+        entry = self.resolved.backend
         self.spec = str(spec)
         self.capabilities = entry.capabilities
         self._connote_backend = entry  # its registration: what it takes and wants, read without building it
-        self._name = parsed.backend
+        self._name = self.resolved.name
         self._out = Path(out)
         self._before_load, self._announce = before_load, announce
         self._model: Any = None
@@ -249,7 +253,7 @@ class LazyModel:
 
     def identity(self) -> str | None:
         if self._identity is _MISSING:
-            self._identity, self._sources = spec_identity(self.spec)
+            self._identity, self._sources = spec_identity(self.resolved)
         return self._identity
 
     def close(self) -> None:
@@ -276,7 +280,7 @@ class LazyModel:
             from connote.models import registry
 
             quiet_transformers()
-            self._model = registry.load_model(self.spec)
+            self._model = registry.load_model(self.resolved)
         return self._model
 
     def _deferred(self, method: str) -> Callable[..., Any]:
@@ -333,7 +337,7 @@ class LazyModel:
             return set()
 
 
-def lazy_model(spec: str, out: str | Path, *, before_load: Callable[[], None] | None = None,
+def lazy_model(spec: str | ResolvedSpec, out: str | Path, *, before_load: Callable[[], None] | None = None,
                announce: bool = True) -> LazyModel:
     """A :class:`LazyModel` for ``spec`` that remembers its description in ``out``'s run store."""
     return LazyModel(spec, out, before_load=before_load, announce=announce)

@@ -326,8 +326,42 @@ def check_weights(backend: Backend, weights: str | None) -> None:
               "(HF_HUB_OFFLINE=1 for this run)", file=sys.stderr)
 
 
-def check_spec(spec: str | ModelSpec) -> tuple[Backend, ModelSpec, dict[str, Any]]:
-    """Resolve and check a spec without loading anything; returns (backend, spec, constructor options)."""
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A model spec checked once (:func:`check_spec`): what the lazy loader, the model's identity and the factory
+    share, so that a run checks its spec one time.
+
+    ``text`` is the spec as given; ``spec`` its parts; ``backend`` the registration; ``options`` the constructor's
+    options (an alias's defaults, then the spec's own), each checked against the constructor's annotation.
+    """
+
+    text: str
+    spec: ModelSpec
+    backend: Backend
+    options: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.spec.backend
+
+    @property
+    def weights(self) -> str | None:
+        return self.spec.weights
+
+    @property
+    def local(self) -> bool:
+        """The weights name a local file or folder (not a hub id or a service's model name)."""
+        return self.backend.weights in ("folder", "file") or (self.backend.weights == "hf"
+                                                              and looks_local(self.weights or ""))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_spec(spec: str | ModelSpec) -> ResolvedSpec:
+    """Resolve and check a spec without loading anything (exit 2 on an unknown backend or option, a value of the
+    wrong type, weights that cannot load)."""
+    text = spec if isinstance(spec, str) else str(spec)
     if isinstance(spec, str):
         spec = parse_spec(spec)
     backend = MODELS.get(spec.backend)
@@ -342,28 +376,33 @@ def check_spec(spec: str | ModelSpec) -> tuple[Backend, ModelSpec, dict[str, Any
             raise InputError(f"unknown option {name!r} for model backend {spec.backend}; valid options: {valid}")
         options[name] = _convert(spec.backend, name, value, params[name])
     check_weights(backend, spec.weights)
-    return backend, spec, options
+    return ResolvedSpec(text, spec, backend, options)
 
 
-def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
-    """Build a model from its spec after :func:`check_spec`; load failures become one-line errors (exit 2)."""
-    backend, spec, options = check_spec(spec)
-    options.update(overrides)
+def resolved(spec: str | ModelSpec | ResolvedSpec) -> ResolvedSpec:
+    """``spec`` checked (:func:`check_spec`), or as it is when it was checked already."""
+    return spec if isinstance(spec, ResolvedSpec) else check_spec(spec)
+
+
+def load_model(spec: str | ModelSpec | ResolvedSpec, **overrides: Any) -> Any:
+    """Build a model from its spec (checked by :func:`check_spec` unless it is a :class:`ResolvedSpec`); load
+    failures become one-line errors (exit 2)."""
+    checked = resolved(spec)
+    backend, options = checked.backend, {**checked.options, **overrides}
     try:
-        model = backend.factory()(spec.weights, **options)
+        model = backend.factory()(checked.weights, **options)
     except InputError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(f"could not load model {spec}: {type(exc).__name__}: {first}") from None
+        raise InputError(f"could not load model {checked.spec}: {type(exc).__name__}: {first}") from None
     from connote.models.reads import spec_reads, with_reads
 
     try:
         model._connote_backend = backend
     except AttributeError:  # a backend with __slots__ is found by its class
         pass
-    local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(spec.weights or ""))
-    return with_reads(model, spec_reads(spec.weights, options, local_weights=local))
+    return with_reads(model, spec_reads(checked.weights, options, local_weights=checked.local))
 
 
 def registration_of(model: Any) -> Backend | None:

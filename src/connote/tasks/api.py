@@ -101,12 +101,15 @@ def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None
     """Run ``task`` with ``model`` into the run folder ``out``: the one entry point of every task's command.
 
     ``model`` is a spec (``backend[:weights][?k=v]``: checked before anything loads, then loaded after
-    seeding) or a built model. ``seed`` seeds torch (0 when None) and is recorded in the run's metadata
-    as given. ``extra_results`` are added to the results file (e.g. the model spec as typed).
+    seeding; a :class:`~connote.models.registry.ResolvedSpec` is not checked again) or a built model.
+    ``seed`` seeds torch (0 when None) and is recorded in the run's metadata as given. ``extra_results`` are
+    added to the results file (e.g. the model spec as typed).
     ``check_invariance`` N > 0 reruns the first N items one per model call and records how many outputs
     changed (``batch_invariance`` in the results; :mod:`connote.tasks.invariance`).
     """
-    if isinstance(model, str):
+    from connote.models.registry import ResolvedSpec
+
+    if isinstance(model, (str, ResolvedSpec)):
         from connote.models.lazy import lazy_model
 
         # the spec is checked here (option and weights errors before the seed and any loading); the model is
