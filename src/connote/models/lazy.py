@@ -16,8 +16,10 @@ loading anything:
   captioner), only when that is the commit a build would load (the hub offline, or a full commit hash asked
   for; otherwise there is no identity and the model is always built),
 * the device an unspecified ``device`` would resolve to (CUDA or CPU: the dtype follows it),
-* the bytes of connote's own code and the versions of the libraries that run the models, so a new connote or
-  torch builds the model once again and takes the description it gives then.
+* the bytes of the code the backend runs (its module and the modules it imports, transitively, within connote
+  and its own package: :func:`connote.core.code.code_digest`) and the versions of the libraries that run the
+  models, so a change to that code or a new torch builds the model once again and takes the description it gives
+  then, while an edit elsewhere in connote (a command, a report) keeps the memory.
 
 :class:`LazyModel` describes itself from that memory when it holds one. :meth:`LazyModel.settle`, called by
 :meth:`connote.tasks.api.Task.run` before the run, then keeps it unbuilt only when every item to compute is
@@ -39,6 +41,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connote.core.code import code_digest
 from connote.models.reads import Sources
 
 if TYPE_CHECKING:
@@ -57,19 +60,6 @@ _MISSING = object()
 
 
 @functools.lru_cache(maxsize=1)
-def code_digest() -> str:
-    """sha256 over the files of the installed connote package (``__pycache__`` and hidden files excepted)."""
-    import connote
-    from connote.runs.store import canonical_json, file_sha256
-
-    root = Path(connote.__file__).resolve().parent
-    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
-    listing = [[p.relative_to(root).as_posix(), file_sha256(p)] for p in files]
-    return hashlib.sha256(canonical_json(listing).encode()).hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
 def library_versions() -> dict[str, str | None]:
     from importlib import metadata
 
@@ -80,6 +70,11 @@ def library_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
+
+
+def target_module(target: Any) -> str:
+    """The module a registered factory lives in (``"module:attr"`` or the object's ``__module__``)."""
+    return target.partition(":")[0] if isinstance(target, str) else str(getattr(target, "__module__", ""))
 
 
 def _target_identity(target: Any) -> Any:
@@ -151,7 +146,8 @@ def spec_identity(spec: Any) -> tuple[str | None, Sources]:
         return None, sources
     ident: dict[str, Any] = {"backend": checked.name, "factory": _target_identity(backend.target),
                              "weights": weights, "options": {k: str(v) for k, v in sorted(options.items())},
-                             "reads": sources.reads, "hubs": sources.hubs, "code": code_digest(),
+                             "reads": sources.reads, "hubs": sources.hubs,
+                             "code": code_digest(target_module(backend.target)),
                              "libraries": library_versions()}
     if _unresolved_device(backend.factory(), options):
         from connote.models.engine import resolve_device
