@@ -69,3 +69,23 @@ def test_the_resolved_spec_is_what_the_factory_and_the_identity_get(clip_dir, mo
     lazy = LazyModel(resolved, clip_dir.parent / "run")
     assert lazy.resolved is resolved and lazy.identity() == model_identity(resolved)
     assert lazy.model.threshold == pytest.approx(0.2)
+
+
+def test_spec_options_are_converted_by_the_one_checker():
+    resolved = registry.check_spec("openai:m?adaptive=no&top_logprobs=5&backoff=0.5&prompt=x")
+    assert resolved.options == {"adaptive": False, "top_logprobs": 5, "backoff": 0.5, "prompt": "x"}
+    assert registry.check_spec("openai-video:m").options == {"max_side": 512, "text_first": True}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("adaptive=maybe", "model option adaptive='maybe' of openai: expected true/false"),
+    ("top_logprobs=1.5", "model option top_logprobs='1.5' of openai: expected an integer"),
+    ("backoff=nan", "model option backoff='nan' of openai: expected a finite number"),
+    ("backoff=soon", "model option backoff='soon' of openai: expected a number"),
+])
+def test_a_bad_option_is_one_line_naming_it_and_what_is_accepted(query, message):
+    from connote.core.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        registry.check_spec(f"openai:m?{query}")
+    assert str(caught.value) == message

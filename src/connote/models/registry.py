@@ -239,36 +239,23 @@ def _option_types(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
     return {name: annotation for name, (annotation, _) in params.items()}, var_kw
 
 
-def _convert(backend: str, name: str, value: str, annotation: Any) -> str:
-    """Check that an option's text fits the constructor's annotation; the text itself is passed on
-    (backends take ``int | str`` and friends because specs are text, and convert it themselves)."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation) if origin is typing.Union or isinstance(annotation, types.UnionType) \
-        else (annotation,)
-    kinds = [k for k in (int, float, bool) if k in args]
-    if not kinds or (value == "auto" and str in args):  # "auto": the backend picks (batch sizes, budgets)
+def _convert(backend: str, name: str, value: str, annotation: Any) -> Any:
+    """An option's text as the constructor's annotation takes it, converted and checked by the one typed-value
+    checker (:func:`connote.core.checking.check_text`, pydantic; the same as task and metric options). A
+    constructor annotates ``int | str``, ``float | str``, ``bool | str`` because a spec is text: the number or the
+    yes/no word is what it takes (``auto`` too, where the annotation has ``str``); an option typed ``str`` alone
+    keeps its text."""
+    from connote.core.checking import Invalid, check_text
+
+    members = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union or \
+        isinstance(annotation, types.UnionType) else (annotation,)
+    kinds = tuple(k for k in (bool, int, float) if k in members)
+    if not kinds or (value == "auto" and str in members):  # "auto": the backend picks (batch sizes, budgets)
         return value
-    checks = {int: _is_int, float: _is_float, bool: lambda v: v.lower() in ("true", "false", "1", "0", "yes", "no")}
-    if any(checks[k](value) for k in kinds):
-        return value
-    expected = " or ".join({int: "an integer", float: "a number", bool: "true or false"}[k] for k in kinds)
-    raise InputError(f"model option {name}={value!r} of {backend}: expected {expected}")
-
-
-def _is_int(v: str) -> bool:
     try:
-        int(v)
-        return True
-    except ValueError:
-        return False
-
-
-def _is_float(v: str) -> bool:
-    try:
-        float(v)
-        return v.lower() not in ("nan", "inf", "-inf", "infinity")
-    except ValueError:
-        return False
+        return check_text(value, kinds[0] if len(kinds) == 1 else typing.Union[kinds])  # noqa: UP007 - at run time
+    except Invalid as exc:
+        raise InputError(f"model option {name}={value!r} of {backend}: expected {exc.expected}") from None
 
 
 def looks_local(weights: str) -> bool:
@@ -368,7 +355,7 @@ def check_spec(spec: str | ModelSpec) -> ResolvedSpec:
     factory = backend.factory()
     params, var_kw = _option_types(factory)
     options: dict[str, Any] = {**backend.defaults, **spec.options}
-    for name, value in spec.options.items():
+    for name, value in options.items():
         if name not in params:
             if var_kw:
                 continue

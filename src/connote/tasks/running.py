@@ -84,8 +84,6 @@ def check_options(cls: type[Task], values: Mapping[str, Any]) -> dict[str, Any]:
     return {f.name: getattr(parsed, f.name) for f in option_fields(cls)}
 
 
-#: How ``--set`` spells a yes/no option's value (anything else is refused by the checker, naming it).
-_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
 def _bools(cls: type[Task]) -> set[str]:
@@ -96,7 +94,10 @@ def _bools(cls: type[Task]) -> set[str]:
 
 
 def _bool_text(value: Any) -> Any:
-    return _BOOL_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
+    """How ``--set`` spells a yes/no option's value (anything else is refused by the checker, naming it)."""
+    from connote.core.checking import BOOL_WORDS
+
+    return BOOL_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
 
 
 def run_registered(name: str | type[Task], *, model: str | None, out: str | Path, data: str | Path | None = None,
