@@ -15,6 +15,8 @@ backend's constructor before anything loads (unknown option, wrong type, missing
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import types
 import typing
@@ -314,6 +316,23 @@ def check_weights(backend: Backend, weights: str | None) -> None:
 
 
 @dataclass(frozen=True)
+class Needs:
+    """What a task gives a model and takes from it before any item is computed, known without building it.
+
+    ``inputs``: what it works from (:data:`INPUTS`); ``images``: whether it reads the photos themselves (False for a
+    backend working from photo ids alone); ``frames``: the video frames it wants, ``(strategy, k, per_clip)``;
+    ``frame_sampling``: how they are drawn (``fixed``, or ``random`` with its seed); ``prompt``: its own generation
+    prompt (None: the task's).
+    """
+
+    inputs: str
+    images: bool
+    frames: tuple[str, int, int]
+    frame_sampling: tuple[str, int] = ("fixed", 0)
+    prompt: str | None = None
+
+
+@dataclass(frozen=True)
 class ResolvedSpec:
     """A model spec checked once (:func:`check_spec`): what the lazy loader, the model's identity and the factory
     share, so that a run checks its spec one time.
@@ -343,6 +362,27 @@ class ResolvedSpec:
 
     def __str__(self) -> str:
         return self.text
+
+    @functools.cached_property
+    def needs(self) -> Needs:
+        """What a task takes from this model before it computes (:class:`Needs`), without building it: what the
+        registration declares, updated by the backend's ``spec_needs(weights, options)`` where its options or its
+        weights' configuration decide (frames, whether photos are read, its own prompt); computed once."""
+        backend = self.backend
+        declared = Needs(backend.inputs, backend.inputs != "photo-ids", backend.frames)
+        factory = backend.factory()
+        hook = getattr(getattr(factory, "__self__", factory), "spec_needs", None)
+        if not callable(hook):
+            return declared
+        params, _ = _option_parameters(factory)
+        values = {name: default for name, (_, default) in params.items() if default is not inspect.Parameter.empty}
+        try:
+            found = hook(self.weights, {**values, **self.options})
+        except InputError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # as a build would fail on the same weights
+            raise InputError(f"could not load model {self.spec}: {type(exc).__name__}: {exc}") from None
+        return dataclasses.replace(declared, **found)
 
 
 def check_spec(spec: str | ModelSpec) -> ResolvedSpec:
@@ -430,22 +470,32 @@ def inputs_of(model: Any) -> str:
     return backend.inputs if backend is not None else getattr(model, "inputs", "images")
 
 
-def frames_of(model: Any) -> tuple[str, int, int]:
-    """The video frames a built model wants: its instance's ``frame_spec`` where its options or weights decide
-    them, else what its registration declares."""
-    spec = getattr(model, "frame_spec", None)
-    if spec:
-        return tuple(spec)  # type: ignore[return-value]
+def needs_of(model: Any) -> Needs:
+    """What ``model`` needs and decides for a task (:class:`Needs`). A model not built yet
+    (:class:`~connote.models.lazy.LazyModel`) answers from its resolved spec and stays unbuilt; a built one from its
+    registration and what its instance says (``frame_spec``, ``needs_images``, ``frame_sampling``,
+    ``default_prompt``)."""
+    spec = getattr(model, "resolved", None)
+    if isinstance(spec, ResolvedSpec):
+        return spec.needs
     backend = registration_of(model)
-    return backend.frames if backend is not None else DEFAULT_FRAMES
+    inputs = backend.inputs if backend is not None else getattr(model, "inputs", "images")
+    frames = getattr(model, "frame_spec", None) or (backend.frames if backend is not None else DEFAULT_FRAMES)
+    sampling = getattr(model, "frame_sampling", None) or ("fixed", 0)
+    return Needs(inputs, inputs != "photo-ids" or bool(getattr(model, "needs_images", False)),
+                 tuple(frames), tuple(sampling), getattr(model, "default_prompt", None))  # type: ignore[arg-type]
+
+
+def frames_of(model: Any) -> tuple[str, int, int]:
+    """The video frames a model wants (:func:`needs_of`): where its options or weights decide them, its
+    ``spec_needs`` (or, built, its ``frame_spec``) says so; else what its registration declares."""
+    return needs_of(model).frames
 
 
 def needs_images(model: Any) -> bool:
-    """Whether a built model needs the photos themselves: every backend but one working from photo ids, unless
-    its options make it read them too (``needs_images`` on the instance, e.g. seq2seq grounded on objects)."""
-    if inputs_of(model) != "photo-ids":
-        return True
-    return bool(getattr(model, "needs_images", False))
+    """Whether a model needs the photos themselves (:func:`needs_of`): every backend but one working from photo
+    ids, unless its options make it read them too (seq2seq grounded on objects)."""
+    return needs_of(model).images
 
 
 def backends_with(capability: str, inputs: tuple[str, ...] | None = None) -> list[str]:
