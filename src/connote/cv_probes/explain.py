@@ -103,7 +103,7 @@ class ExplainTask(Task):
         if as_json:
             return super().print_result(result, as_json=True)
         results = result.results
-        print((result.out / "results.md").read_text(encoding="utf-8"))
+        print(result.text)
         print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors, "
               f"{results['n_no_verb']} without a verb, {results['n_verb_not_found']} whose manifest verb is not in "
               f"the caption (in the T-SHAP means, not the verb means); run folder: {result.out}")
@@ -191,7 +191,6 @@ class ExplainTask(Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_jsonl(out / "explanations.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
         write_json(out / "results.json", results)
-        write_text(out / "results.md", self.render(results))
         if self.figures is not None:
             _figures(rows, out, self.figures, self.allow_network, results)
 

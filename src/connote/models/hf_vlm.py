@@ -241,9 +241,15 @@ class ChatVlm(YesNoVlmMatcher):
     def from_spec(cls, weights: str | None = None, **options: Any) -> ChatVlm:
         return cls(weights, **options)
 
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """The frames it samples per clip: ``frames`` of them, uniformly."""
+        frames = int(options["frames"])
+        return {"frames": ("uniform", frames, frames)}
+
     @property
     def frame_spec(self) -> tuple[str, int, int]:
-        return ("uniform", self.frames, self.frames)
+        return self.spec_needs(self.weights, {"frames": self.frames})["frames"]
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

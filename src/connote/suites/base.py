@@ -26,7 +26,7 @@ from connote.explain.options import MmshapOptions
 from connote.media.images import is_url, load_image
 from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
-from connote.runs.store import content_key, write_json, write_jsonl, write_text
+from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Sample, Task
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
@@ -335,7 +335,6 @@ class PairSuiteTask(SuiteRunning, Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_json(out / "results.json", results)
         write_jsonl(out / "items.jsonl", rows)
-        write_text(out / "results.md", self.render(results))
 
 
 def headline_value(results: dict[str, Any], path: Sequence[str]) -> float | None:
@@ -437,7 +436,7 @@ class SuiteExplainTask(SuiteRunning, Task):
         if as_json:
             return super().print_result(result, as_json=True)
         results = result.results
-        print((result.out / "results.md").read_text(encoding="utf-8"))
+        print(result.text)
         print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors; "
               f"run folder: {result.out}")
         return 0
@@ -498,7 +497,6 @@ class SuiteExplainTask(SuiteRunning, Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_jsonl(out / "explanations.jsonl", rows)
         write_json(out / "results.json", results)
-        write_text(out / "results.md", self.render(results))
 
 
 def _shap_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -64,6 +64,13 @@ class Seq2SeqStoryGenerator:
             raise ValueError("greedy-dups-grounded needs a grounding source: grounding_dii=TRAIN_DII.json&"
                              "grounding_sis=TRAIN_SIS.json&captioner=DIR (the paper's), or grounding=objects")
 
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """Photos are read only to ground on the embedded classifier's labels (``grounding=objects`` without the
+        paper's grounding); otherwise the photo ids are all it takes."""
+        paper = any(options.get(k) for k in ("grounding_dii", "grounding_sis", "captioner"))
+        return {"images": not paper and options.get("grounding") == "objects"}
+
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> Seq2SeqStoryGenerator:
         return cls(weights, **options)

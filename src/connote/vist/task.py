@@ -162,7 +162,6 @@ class StorytellingTask(Task):
         self.batch_size, self.prompt, self.max_new_tokens = int(batch_size), prompt, int(max_new_tokens)
         self.team_name, self.progress, self.meta = team_name, progress, dict(meta or {})
         self.needs_images = True
-        self._backend = ""
 
     def settings(self) -> dict[str, Any]:
         return {"prompt_version": STORY_PROMPT_VERSION,
@@ -227,12 +226,12 @@ class StorytellingTask(Task):
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
 
     def bind(self, model: Any) -> None:
-        """The capability check, then whether the model reads photos and its backend's name (for the submission)."""
+        """The capability check, then whether the model reads photos (its registration and spec say so: nothing is
+        built here)."""
         from connote.models.registry import needs_images
 
         super().bind(model)
         self.needs_images = needs_images(model)
-        self._backend = str(model.describe().get("backend"))
 
     @classmethod
     def score(cls, out: str | Path, references: str | Path, *, protocol: str = "challenge",
@@ -264,7 +263,8 @@ class StorytellingTask(Task):
 
         write_jsonl(out / "stories.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
         sub = submission_dict(((r["album_id"], r["photo_sequence"], r["story"]) for r in rows),
-                              team_name=self.team_name, description=f"connote vist generate, {self._backend}")
+                              team_name=self.team_name,
+                              description=f"connote vist generate, {results['model_fingerprint'].get('backend')}")
         for entry, r in zip(sub["output_stories"], rows, strict=True):
             if r.get("error"):
                 entry["error"] = r["error"]

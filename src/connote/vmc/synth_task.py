@@ -264,11 +264,10 @@ class MetaphorSynthTask(Task):
 def synthesize(captions: str | Path, model: str | Any, out: str | Path, **options: Any) -> dict[str, Any]:
     """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``results.json``."""
     from connote.models.openai_batch import OpenAIBatchAnswers
-    from connote.models.registry import check_spec, load_model
+    from connote.models.registry import load_model
 
     task = MetaphorSynthTask(captions, **options)
     if isinstance(model, str):
-        check_spec(model)
         model = load_model(model)
     extra: dict[str, Any] = {}
     if isinstance(model, OpenAIBatchAnswers):  # answers no request of this run takes: counted, never used

@@ -27,11 +27,6 @@ VIDEO_PROMPT = ("Describe the metaphor in this video in one sentence of the form
                 "'<primary concept> is as <property> as <secondary concept>'.")
 
 
-def default_prompt(generator: Any) -> str:
-    """The prompt a generator is asked with: its own (GIT-LLaVA's training instruction), else :data:`VIDEO_PROMPT`."""
-    return getattr(generator, "default_prompt", None) or VIDEO_PROMPT
-
-
 @dataclass(frozen=True)
 class CaptionOptions:
     """The options of ``vmc-captioning`` (``connote vmc caption``'s flags; ``connote run --set``)."""
@@ -114,17 +109,18 @@ class MetaphorCaptionTask(Task):
     def bind(self, model: Any) -> None:
         """The capability check, then the sampling and prompt the model asks for (the command line overrides them)."""
         from connote.media.frames import STRATEGIES
-        from connote.models.registry import frames_of
+        from connote.models.registry import needs_of
 
         super().bind(model)
-        m_strategy, m_k, m_per_clip = frames_of(model)
+        needs = needs_of(model)  # from the registration and the spec: nothing is built here
+        m_strategy, m_k, m_per_clip = needs.frames
         self.strategy = self.strategy or m_strategy
         if self.strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {self.strategy!r}; valid: {', '.join(STRATEGIES)}")
         self.k = self.k or m_k
         self.per_clip = self.per_clip or m_per_clip
-        self.prompt = self.prompt or default_prompt(model)
-        m_frames, m_seed = getattr(model, "frame_sampling", ("fixed", 0))
+        self.prompt = self.prompt or needs.prompt or VIDEO_PROMPT
+        m_frames, m_seed = needs.frame_sampling
         self.frames = self.frames or m_frames
         if self.frames not in ("fixed", "random"):
             raise InputError(f"unknown --frames {self.frames!r}; valid: fixed, random")
