@@ -331,4 +331,4 @@ def compute(inp: Any, options: BERTScoreOptions):
            for i, p, r, f in zip(inp.ids, res.precision, res.recall, res.f1)}
     m = res.mean
     return MetricOutput({"BERTScore_P": m["P"], "BERTScore_R": m["R"], "BERTScore_F1": m["F1"]}, per,
-                        scorer.signature(), [])
+                        f"{scorer.signature()}|tok:{inp.tok_tag()}", [])

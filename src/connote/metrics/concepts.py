@@ -194,5 +194,5 @@ def compute(inp: Any, options: ConceptOptions):
         bsig = scorer.signature()
     out = acs_acd(inp.hyps, list(f1), encoder, split=split)
     per = {i: {"CS": c} for i, c in zip(inp.ids, out["CS"])}
-    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, f"{signature(encoder, split)}|f1:[{bsig}]",
-                        [])
+    sig = f"{signature(encoder, split)}|tok:{inp.tok_tag()}|f1:[{bsig}]"
+    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, sig, [])
