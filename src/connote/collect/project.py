@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from connote.core.errors import InputError, ItemError
+from connote.runs.store import write_jsonl
 
 MANIFEST = "connote-study.json"
 CONFIG = "config.yaml"
@@ -272,12 +273,8 @@ def write_project(study: Study, out: str | Path, *, completion: str | None = Non
             raise InputError(f"media name {name!r} would leave the study folder")
         _copy_media(source, target)
     code = completion or completion_code(study)
-    with open(out / DATA, "w", encoding="utf-8") as fh:
-        for item in study.items:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
-    with open(out / ATTENTION, "w", encoding="utf-8") as fh:
-        for item in study.attention:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+    write_jsonl(out / DATA, study.items)
+    write_jsonl(out / ATTENTION, study.attention)
     (out / INSTRUCTIONS).write_text(_instructions_page(study, code), encoding="utf-8")
     config: dict[str, Any] = {
         "annotation_task_name": study.title,

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
-from connote.core.jsonio import read_json_entries as top_level_entries  # noqa: F401 - the suites' reader
 from connote.explain.options import MmshapOptions
 from connote.media.images import is_url, load_image
 from connote.metrics.options import opt
@@ -68,22 +67,20 @@ def require_fields(entry: Any, names: Sequence[str], *, path: Path, line: int, k
     return entry
 
 
-def find_image(name: str, roots: Sequence[Path]) -> str:
-    """An image named in a suite file: a URL as is; else the first root holding it (with or without a suffix).
+def suite_image(name: str, roots: Sequence[Path]) -> str:
+    """An image named in a suite file: a URL as is; else its file in the first root holding it (with or without
+    a suffix; :func:`connote.media.photos.find_image`).
 
     A name found nowhere resolves under the first root, so loading it becomes the item's error.
     """
+    from connote.media.photos import find_image
+
     if is_url(name):
         return name
-    for root in roots:
-        candidate = root / name
-        if candidate.is_file():
-            return str(candidate.resolve())
-        if not Path(name).suffix:
-            for suffix in IMAGE_SUFFIXES:
-                if (root / f"{name}{suffix}").is_file():
-                    return str((root / f"{name}{suffix}").resolve())
-    return str((roots[0] / name).resolve()) if roots else name
+    try:
+        return str(find_image(roots, name, photo_id=False, extensions=IMAGE_SUFFIXES).resolve())
+    except ItemError:
+        return str((roots[0] / name).resolve()) if roots else name
 
 
 _WORDS = re.compile(r"[\w']+")
