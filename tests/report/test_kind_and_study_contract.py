@@ -140,9 +140,10 @@ def task_of_kind() -> dict[str, str]:
 def _task_run(task: str, root: Path) -> Path:
     """``connote run TASK`` on the task's own sample: the test's writer, or a tiny BLIP for the MM-SHAP tasks
     (one pair, a small call budget)."""
-    from connote.tasks.running import option_fields, task_class
+    from connote.tasks import TASKS
+    from connote.tasks.running import option_fields
 
-    cls = task_class(task)
+    cls = TASKS.get(task)
     fields = {f.name for f in option_fields(cls)}
     small = {"sample": "1", "budget": "40", "grid": "2"}
     sets = [arg for key, value in small.items() if key in fields for arg in ("--set", f"{key}={value}")]

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
 from connote.explain.options import MmshapOptions
-from connote.media.images import is_url, load_image
+from connote.media.images import image_identity, is_url, load_image
 from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl, write_text
@@ -106,16 +106,12 @@ def ratio(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
-def wilson(k: int, n: int) -> list[float] | None:
-    from connote.metrics.statistics import accuracy_interval
-
-    return accuracy_interval(k, n)
-
-
 def accuracy_block(flags: Sequence[bool]) -> dict[str, Any]:
     """Accuracy of a list of right/wrong decisions, with n and its 95% Wilson interval."""
+    from connote.metrics.statistics import accuracy_interval
+
     k, n = sum(bool(f) for f in flags), len(flags)
-    return {"accuracy": ratio(k, n), "n": n, "correct": k, "interval": wilson(k, n)}
+    return {"accuracy": ratio(k, n), "n": n, "correct": k, "interval": accuracy_interval(k, n)}
 
 
 def pct(v: float | None) -> str:
@@ -142,12 +138,6 @@ def _load(path: str, crop: tuple[float, float, float, float] | None, allow_netwo
     image = image.crop((x, y, x + w, y + h))
     image.thumbnail((DEFAULT_MAX_SIDE, DEFAULT_MAX_SIDE))
     return image
-
-
-def image_identity(path: str) -> dict[str, Any]:
-    from connote.media.images import image_identity as identity
-
-    return identity(path)
 
 
 def item_key(item: SuiteItem) -> str:

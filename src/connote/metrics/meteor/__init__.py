@@ -25,7 +25,6 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from connote.metrics._gc import gc_paused
@@ -551,6 +550,3 @@ class _PendingCorpus:
             self._work.cancel()
 
 
-def default_meteor_dir() -> Path | None:
-    """Where the jar's data files were found (``None`` if nowhere)."""
-    return _resources.find_meteor_dir()

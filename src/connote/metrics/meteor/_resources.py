@@ -242,7 +242,7 @@ def _jar_synonym_tables(meteor_dir: Path | None) -> SynonymTables | None:
 
 def cache_dir() -> Path:
     """Where the paraphrase index is cached (see :mod:`connote.metrics.cache`)."""
-    from connote.metrics.cache import cache_root
+    from connote.core.cachedir import cache_root
 
     return cache_root() / "meteor"
 
