@@ -115,6 +115,22 @@ class MediaFolder:
             self.study.left_out.append(f"{what}: {exc}")
             return None
 
+    def add_item(self, item: dict[str, Any], source: dict[str, Any], path: Path, *, media: str, what: str,
+                 hint: str = "") -> bool:
+        """Add a study item shown with one file: ``item`` (its ``id`` new to the study) with the file's URL under
+        ``item[media]``, and what it was made from. False, with the reason in ``left_out`` as ``what: why``, where
+        another item has the id or the file is refused."""
+        iid = item["id"]
+        if iid in self.study.sources:
+            self.study.left_out.append(f"{what}: another file already has id {iid!r}")
+            return False
+        url = self.admit(path, hint or iid, what=what)
+        if url is None:
+            return False
+        self.study.items.append({**item, media: url})
+        self.study.sources[iid] = source
+        return True
+
 
 #: Container formats a study's video may have (FFmpeg also "decodes" text files as video, by its tty demuxer).
 VIDEO_CONTAINERS = frozenset({"mov", "mp4", "m4a", "3gp", "matroska", "webm", "avi", "mpeg", "mpegts", "flv",
