@@ -139,23 +139,22 @@ def stand(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Stand:
     return Stand(tiny_bert, tmp_path_factory.mktemp("metric-contract"))
 
 
-def _score(name: str, stand: Stand, hyps: dict[str, str], refs: dict[str, list[str]], **extra: Any):
-    settings = {**CASES[name].settings(stand), **extra}
-    return compute_scores(hyps, refs, [name], per_item=True, **settings)
+def _score(name: str, case: Case, stand: Stand, hyps: dict[str, str], refs: dict[str, list[str]], **extra: Any):
+    return compute_scores(hyps, refs, [name], per_item=True, **{**case.settings(stand), **extra})
 
 
 def _close(a: float, b: float) -> bool:
     return a == pytest.approx(b, rel=1e-6, abs=1e-9)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_permuting_items_permutes_per_item_scores_and_keeps_the_corpus_scores(name: str, stand: Stand) -> None:
+def keeps_order(name: str, case: Case, stand: Stand) -> None:
+    """Permuting the items permutes the per-item scores and keeps the corpus scores and the signature."""
     hyps, refs = CORPUS
-    base = _score(name, stand, hyps, refs)
+    base = _score(name, case, stand, hyps, refs)
     order = list(refs)
     random.Random(7).shuffle(order)
     assert order != list(refs)
-    moved = _score(name, stand, {k: hyps[k] for k in reversed(order)}, {k: refs[k] for k in order})
+    moved = _score(name, case, stand, {k: hyps[k] for k in reversed(order)}, {k: refs[k] for k in order})
     assert moved.signatures == base.signatures
     assert set(moved.scores) == set(base.scores)
     for key, value in base.scores.items():
@@ -167,37 +166,46 @@ def test_permuting_items_permutes_per_item_scores_and_keeps_the_corpus_scores(na
             assert _close(moved.per_item[item][key], value), (item, key, moved.per_item[item][key], value)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_a_corpus_of_one_item_scores_as_that_item_and_means_are_means(name: str, stand: Stand) -> None:
+def items_agree_with_the_corpus(name: str, case: Case, stand: Stand) -> None:
+    """A corpus of one item scores as that item; a corpus score declared a mean is the mean of its item scores."""
     hyps, refs = CORPUS
-    whole = _score(name, stand, hyps, refs)
-    for corpus_key, item_key in CASES[name].means.items():
+    whole = _score(name, case, stand, hyps, refs)
+    for corpus_key, item_key in case.means.items():
         mean = sum(v[item_key] for v in whole.per_item.values()) / len(whole.per_item)
         assert _close(whole.scores[corpus_key], mean), (corpus_key, whole.scores[corpus_key], mean)
     for item in ("m1", "g2"):
-        one = _score(name, stand, {item: hyps[item]}, {item: refs[item]})
+        one = _score(name, case, stand, {item: hyps[item]}, {item: refs[item]})
         shared = set(one.scores) & set(one.per_item[item])
-        shared |= {c for c, i in CASES[name].means.items() if i in one.per_item[item]}
+        shared |= {c for c, i in case.means.items() if i in one.per_item[item]}
         assert shared, f"{name}: no corpus score to compare with a per-item one"
         for key in shared:
-            per = one.per_item[item][CASES[name].means.get(key, key)]
+            per = one.per_item[item][case.means.get(key, key)]
             assert _close(one.scores[key], per), (item, key, one.scores[key], per)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_the_signature_carries_the_version_the_tokenization_and_every_option(name: str, stand: Stand) -> None:
+def signature_carries_its_settings(name: str, case: Case, stand: Stand) -> None:
+    """The signature names the connote version, the tokenization and every option that changes a number."""
     hyps, refs = CORPUS
-    case = CASES[name]
     options = set(option_names(METRICS.get(name).options_class()))
     assert set(case.varied) | set(case.unvaried) == options, "vary each option of the metric or say why not"
     assert not set(case.varied) & set(case.unvaried)
-    base = _score(name, stand, hyps, refs).signatures[name]
+    base = _score(name, case, stand, hyps, refs).signatures[name]
     assert version_tag() in base
-    tokenized = _score(name, stand, hyps, refs, tokenize="ptb").signatures[name]
+    tokenized = _score(name, case, stand, hyps, refs, tokenize="ptb").signatures[name]
     assert tokenized != base and "tok:ptb-connote" in tokenized and "tok:none" in base
     for option, value in case.varied.items():
-        other = _score(name, stand, hyps, refs, **{option: value(stand)}).signatures[name]
+        other = _score(name, case, stand, hyps, refs, **{option: value(stand)}).signatures[name]
         assert other != base, f"{name}: option {option} changes the numbers but not the signature {base!r}"
+
+
+#: The checks every metric passes (the recipe's metric too: tests/metrics/test_metric_recipe.py).
+CHECKS = (keeps_order, items_agree_with_the_corpus, signature_carries_its_settings)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_metric_contract(name: str, check: Callable[[str, Case, Stand], None], stand: Stand) -> None:
+    check(name, CASES[name], stand)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -210,7 +218,7 @@ def test_the_signature_carries_the_version_the_tokenization_and_every_option(nam
 ])
 def test_empty_and_unaligned_input_is_refused_with_one_line(name, hyps, refs, expected, stand) -> None:
     with pytest.raises(InputError) as err:
-        _score(name, stand, hyps, refs)
+        _score(name, CASES[name], stand, hyps, refs)
     assert expected in str(err.value) and len(str(err.value).splitlines()) == 1, str(err.value)
 
 
