@@ -275,8 +275,8 @@ def _figures_key(rows: list[dict[str, Any]], n: int, results: dict[str, Any]) ->
     hold the images' sha256), how many pairs get a figure, and the plotting code and library."""
     from importlib import metadata
 
+    from connote.core.files import file_sha256
     from connote.explain import plots
-    from connote.runs.store import file_sha256
 
     try:
         mpl = metadata.version("matplotlib")
