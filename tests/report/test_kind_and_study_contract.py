@@ -223,6 +223,38 @@ def test_a_run_kind_recognises_its_folder_and_no_other(name: str, folders: dict[
             assert recognise(folder).kind == other
 
 
+def _damaged(root: Path) -> dict[str, Path]:
+    """Folders no kind may claim: empty, unreadable JSON, another task's results, the wrong JSON shapes, a file."""
+    folders = {name: root / name for name in ("empty", "malformed", "other-task", "wrong-shapes")}
+    for folder in folders.values():
+        folder.mkdir()
+    for name in ("results.json", "run.json", "correlation.json", "reliability.json"):
+        (folders["malformed"] / name).write_text('{"task": ', encoding="utf-8")
+        (folders["wrong-shapes"] / name).write_text("[1, 2]", encoding="utf-8")
+    (folders["other-task"] / "results.json").write_text(json.dumps({"task": "no-such-task", "task_version": 1}))
+    (folders["other-task"] / "run.json").write_text(json.dumps({"task": "no-such-task"}))
+    (folders["wrong-shapes"] / "labels.csv").write_text("", encoding="utf-8")
+    folders["a file"] = root / "notes.txt"
+    folders["a file"].write_text("not a run", encoding="utf-8")
+    return folders
+
+
+@pytest.mark.parametrize("name", kind_names())
+def test_a_run_kind_claims_no_damaged_or_foreign_folder(name: str, tmp_path: Path) -> None:
+    """Each kind returns None for such a folder, or refuses it with one line naming the file (InputError);
+    through the registry the folder is an InputError, never another exception."""
+    from connote.core.errors import InputError
+
+    kind = available_kinds()[name]
+    for what, folder in _damaged(tmp_path).items():
+        try:
+            assert kind.recognise(folder) is None, f"{name} claims the {what} folder"
+        except InputError as exc:
+            assert len(str(exc).splitlines()) == 1 and str(tmp_path) in str(exc), (what, str(exc))
+        with pytest.raises(InputError):
+            recognise(folder)
+
+
 # ---- studies --------------------------------------------------------------------------------------------
 
 #: Study -> the `connote collect make` arguments from the sample inputs (docs/collect.md's runnable example).
