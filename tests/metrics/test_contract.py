@@ -110,7 +110,7 @@ CASES: dict[str, Case] = {
     "acs_acd": Case(
         settings=lambda s: {"bertscore_model": str(s.tiny_bert), "concept_encoder": HashEmbedder()},
         varied={"concept_encoder": _value(OtherEmbedder()), "concept_split": _value("improved"),
-                "bertscore_f1": lambda s: [0.5] * len(CORPUS[0])},
+                "bertscore_f1": lambda s: {k: 0.5 + 0.01 * n for n, k in enumerate(CORPUS[1])}},
         means={"ACS": "CS"}),
 }
 
