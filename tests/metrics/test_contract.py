@@ -242,9 +242,15 @@ def _meteor_corpus():
     return Meteor().corpus
 
 
-@pytest.mark.parametrize("core", [lambda: connote.metrics.corpus_bleu, lambda: connote.metrics.corpus_rouge_l,
-                                  lambda: connote.metrics.corpus_cider, _meteor_corpus],
-                         ids=["corpus_bleu", "corpus_rouge_l", "corpus_cider", "Meteor.corpus"])
-def test_the_functional_cores_refuse_unaligned_lists(core: Callable[[], Callable]) -> None:
+def _bertscore(tiny_bert: Path) -> Callable:
+    from connote.metrics.bertscore import BERTScorer
+
+    return BERTScorer(str(tiny_bert)).score
+
+
+@pytest.mark.parametrize("core", [lambda _: connote.metrics.corpus_bleu, lambda _: connote.metrics.corpus_rouge_l,
+                                  lambda _: connote.metrics.corpus_cider, lambda _: _meteor_corpus(), _bertscore],
+                         ids=["corpus_bleu", "corpus_rouge_l", "corpus_cider", "Meteor.corpus", "BERTScorer.score"])
+def test_the_functional_cores_refuse_unaligned_lists(core: Callable[[Path], Callable], tiny_bert: Path) -> None:
     with pytest.raises(ValueError, match="2 hypotheses and 1 reference lists: they must be aligned"):
-        core()(["a dog runs", "a cat"], [["a dog runs"]])
+        core(tiny_bert)(["a dog runs", "a cat"], [["a dog runs"]])

@@ -263,6 +263,9 @@ class BERTScorer:
 
     def score(self, cands: Sequence[str], refs: Sequence[Sequence[str] | str]) -> BERTScoreResult:
         """BERTScore of each candidate against its reference(s) (max over references)."""
+        from connote.metrics._inputs import check_aligned
+
+        check_aligned(cands, refs)
         torch = require("torch", "bertscore")
         flat_c: list[str] = []
         flat_r: list[str] = []
