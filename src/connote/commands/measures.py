@@ -104,8 +104,9 @@ def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[s
     or per pair for preferences) and the signatures."""
     import numpy as np
 
+    from connote.core.files import file_sha256
     from connote.runs.scores import finite_json
-    from connote.runs.store import file_sha256, run_metadata, write_json
+    from connote.runs.store import run_metadata, write_json
 
     names = sorted({m for row in scores.values() for m in row})
     means = {m: float(np.mean([row[m] for row in scores.values() if m in row])) for m in names}

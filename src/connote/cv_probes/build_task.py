@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError, ItemError
+from connote.core.files import file_sha256
 from connote.cv_probes.build import (
     MANIFEST_COLUMNS,
     PoolImage,
@@ -42,7 +43,7 @@ from connote.cv_probes.build import (
 )
 from connote.media.images import is_url, load_image
 from connote.runs.runner import WorkItem, error_message, run_items
-from connote.runs.store import content_key, file_sha256, write_json
+from connote.runs.store import content_key, write_json
 
 VERSION = 1
 

@@ -22,7 +22,7 @@ from connote.core.errors import InputError, ItemError
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.cv_probes.task import write_sample
 from connote.explain import mmshap
-from connote.explain.mmshap import DEFAULT_ESTIMATORS, default_estimator  # noqa: F401
+from connote.explain.mmshap import default_estimator
 from connote.explain.options import MmshapOptions
 from connote.explain.shapley import ADAPTIVE_CAP_PERMUTATIONS, ADAPTIVE_SAMPLING
 from connote.media.images import load_image
@@ -274,8 +274,8 @@ def _figures_key(rows: list[dict[str, Any]], n: int, results: dict[str, Any]) ->
     hold the images' sha256), how many pairs get a figure, and the plotting code and library."""
     from importlib import metadata
 
+    from connote.core.files import file_sha256
     from connote.explain import plots
-    from connote.runs.store import file_sha256
 
     try:
         mpl = metadata.version("matplotlib")

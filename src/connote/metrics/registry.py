@@ -147,6 +147,16 @@ class MetricInput:
     per_item: bool
     settings: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """No metric sees an empty or unaligned input (a zip would score a truncated corpus in silence)."""
+        from connote.core.errors import InputError
+
+        if not len(self.ids) == len(self.hyps) == len(self.refs):
+            raise InputError(f"metric input: {len(self.ids)} ids, {len(self.hyps)} hypotheses and {len(self.refs)} "
+                             "reference lists; they must be aligned, one of each per item")
+        if not self.ids:
+            raise InputError("metric input: no items to score")
+
     def tok_tag(self) -> str:
         """The tokenization as signatures write it."""
         return "ptb-connote" if self.tokenize == "ptb" else "none"

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.core.files import NotRegularFileError, file_sha256, file_stamp, open_regular, read_blocks  # noqa: F401
+
+# still imported from here by models/hf_itm.py, lazy.py and reads.py (reworked on other branches); home: core.files
+from connote.core.files import file_sha256, file_stamp  # noqa: F401
 
 #: Bumped when the layout of ``store.sqlite`` changes; rows of an older layout are never reused.
 SCHEMA_VERSION = 2

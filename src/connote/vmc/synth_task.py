@@ -179,7 +179,7 @@ class MetaphorSynthTask(Task):
                 "images": str(self.images.resolve()) if self.images else None, "batch_size": self.batch_size}
 
     def work_items(self) -> list[WorkItem]:
-        from connote.runs.store import file_sha256
+        from connote.core.files import file_sha256
 
         items = []
         for row in self.rows:
