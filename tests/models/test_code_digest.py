@@ -47,7 +47,7 @@ def test_an_edit_outside_the_backends_code_keeps_its_identity(package, blip_dir,
     spec = f"hf-blip-itm:{blip_dir}"
     before = model_identity(spec)
     assert before is not None
-    for outside in ("vist/cli.py", "cv_probes/report.py", "tasks/running.py"):
+    for outside in ("vist/cli/generate.py", "cv_probes/report.py", "tasks/running.py"):
         _edit(package / outside)
         _forget()
         assert model_identity(spec) == before, outside

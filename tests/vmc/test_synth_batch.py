@@ -150,7 +150,7 @@ def test_answers_from_the_output_file_are_filtered_and_failures_recorded(
     assert [(r["id"], r["image"], r["source_caption"]) for r in table_rows] == [
         ("r1", "a.jpg", "A clock on a tower."), ("r2", "b.jpg", "A man riding a bicycle.")]
     describe = json.loads((run / "results.json").read_text())["model_fingerprint"]
-    from connote.runs.store import file_sha256
+    from connote.core.files import file_sha256
 
     assert describe["files"] == {"batch_out.jsonl": file_sha256(output)}
     assert describe["models"] == ["gpt-3.5-turbo-0125"]

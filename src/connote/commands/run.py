@@ -79,9 +79,10 @@ def write_task_options(name: str, formatter: Any) -> None:
     """The help section of task ``name``: what it does and reads, and each ``--set`` option with its type,
     default and help, read from the task's declaration (:attr:`connote.tasks.api.Task.options`). An unknown
     name is refused as the run refuses it (exit 2, listing the tasks)."""
-    from connote.tasks.running import has_sample, task_class
+    from connote.tasks import TASKS
+    from connote.tasks.running import has_sample
 
-    cls = task_class(name)
+    cls = TASKS.get(name)
     with formatter.section(f"Task {cls.name} (version {cls.version}, model capability {cls.capability})"):
         formatter.write_text(f"{cls.title} Reads {cls.reads}."
                              + ("" if has_sample(cls) else " It has no sample data: --data is needed."))

@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from connote.core.files import reachable_files
-from connote.runs.store import file_sha256, file_stamp
+from connote.core.files import file_sha256, file_stamp, reachable_files
 
 # Every backend that loads Hugging Face weights imports this module (as it imported hf_itm before the split):
 # tokenizers' own thread pool stays off, as it was for all of them (inputs are prepared on connote's threads,

@@ -83,7 +83,7 @@ def _target_identity(target: Any) -> Any:
         return target
     name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
     try:
-        from connote.runs.store import file_sha256
+        from connote.core.files import file_sha256
 
         return [name, file_sha256(inspect.getfile(target))]
     except (TypeError, OSError):

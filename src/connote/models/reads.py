@@ -33,8 +33,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 
 
 def _identity_and_real(path: str | Path) -> tuple[dict[str, Any], set[str]]:
+    from connote.core.files import file_sha256
     from connote.models.hub_identity import folder_digests
-    from connote.runs.store import canonical_json, file_sha256
+    from connote.runs.store import canonical_json
 
     p = Path(path).expanduser()
     if p.is_dir():

@@ -32,9 +32,6 @@ from typing import Any
 
 from connote.core.errors import InputError
 
-# still imported from here by models/hf_itm.py, lazy.py and reads.py (reworked on other branches); home: core.files
-from connote.core.files import file_sha256, file_stamp  # noqa: F401
-
 #: Bumped when the layout of ``store.sqlite`` changes; rows of an older layout are never reused.
 SCHEMA_VERSION = 2
 

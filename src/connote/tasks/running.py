@@ -23,13 +23,6 @@ from connote.core.errors import InputError
 from connote.tasks.api import Sample, Task
 
 
-def task_class(name: str) -> type[Task]:
-    """The registered task ``name`` (exit 2 on an unknown name, listing the valid ones)."""
-    from connote.tasks import TASKS
-
-    return TASKS.get(name)
-
-
 def option_fields(cls: type[Task]) -> list[dataclasses.Field]:
     """The fields of the task's options dataclass (none when it declares no options)."""
     return list(dataclasses.fields(cls.options)) if cls.options is not None else []
@@ -107,7 +100,9 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
     """Run task ``name`` (a registered name or a task class) with ``model`` into ``out`` and print its result;
     returns the exit status. ``data`` None: the task's sample, written into ``OUT/sample`` (``data_flag`` names the
     data in the notice, as the command spells it). ``seed`` None: seeded 0, recorded as not given."""
-    cls = task_class(name) if isinstance(name, str) else name
+    from connote.tasks import TASKS
+
+    cls = TASKS.get(name) if isinstance(name, str) else name
     checked = check_options(cls, options or {})
     out = Path(out)
     if model is None and data is not None and cls.default_model is None:
