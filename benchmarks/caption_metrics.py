@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_corpus(vist: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    from connote.vist.data import album_story_pairs
+    from connote.vist.challenge import album_story_pairs
 
     return album_story_pairs(vist / "example-submission-file.test.json")
 

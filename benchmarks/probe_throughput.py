@@ -154,7 +154,7 @@ def run_naive(folder: Path, images, captions, pairs, device: str):
 
 
 def run_connote(folder: Path, images, captions, pairs, device: str, options: dict[str, str]):
-    from connote.models.hf_itm import BlipItmMatcher
+    from connote.models.hf_blip import BlipItmMatcher
 
     matcher = BlipItmMatcher(str(folder), device=device, **options)
 

@@ -494,7 +494,7 @@ def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, t
         rows = [json.loads(x) for x in (run / "items.jsonl").read_text().splitlines()]
         assert [r["item_id"] for r in rows if r.get("error") and expect in r["error"]] == ["b"]
     else:  # metaphor caption
-        assert expect in json.loads((run / "run.json").read_text())["errors"]["b"]
+        assert expect in json.loads((run / "results.json").read_text())["errors"]["b"]
         assert [json.loads(x)["video_id"] for x in (run / "captions.jsonl").read_text().splitlines()] == ["ok"]
 
 

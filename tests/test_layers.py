@@ -11,6 +11,8 @@ import ast
 from functools import cache, lru_cache
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "connote"
 
 #: The paper packages (and the field's probe suites): one layer, and none may import another.
@@ -101,15 +103,21 @@ def _top(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> dependency`` for every import above the module's layer; entry points (``__main__``) included."""
+    return sorted(f"{mod} -> {dep}" for mod, deps in graph.items() for dep in deps
+                  if _layer(_top(dep)) > _layer(_top(mod)))
+
+
 def test_no_module_imports_a_layer_above_its_own() -> None:
-    upward = []
-    for mod, deps in _graph().items():
-        if mod.endswith("__main__"):
-            continue  # entry points (``python -m connote.vmc.train``) may call the CLI
-        for dep in deps:
-            if _layer(_top(dep)) > _layer(_top(mod)):
-                upward.append(f"{mod} -> {dep}")
-    assert not upward, "imports above their layer:\n" + "\n".join(sorted(upward))
+    upward = upward_imports(_graph())
+    assert not upward, "imports above their layer:\n" + "\n".join(upward)
+
+
+def test_an_entry_point_is_not_exempt() -> None:
+    """``python -m connote.vmc.train`` is VMC's module: it may not call ``connote.cli`` (the layer above)."""
+    planted = {"connote.vmc.train.__main__": {"connote.cli", "connote.commands.entry"}}
+    assert upward_imports(planted) == ["connote.vmc.train.__main__ -> connote.cli"]
 
 
 def test_no_paper_package_imports_another() -> None:
@@ -123,8 +131,6 @@ def _packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The package graph: ``connote.a.b -> connote.c.d`` is the edge ``a -> c`` (a package's own edges dropped)."""
     edges: dict[str, set[str]] = {}
     for mod, deps in graph.items():
-        if mod.endswith("__main__"):
-            continue  # an entry point (``python -m connote.vmc.train``) calls the CLI
         edges.setdefault(_top(mod), set()).update(_top(d) for d in deps if _top(d) != _top(mod))
     return edges
 
@@ -220,3 +226,62 @@ def test_every_paper_package_has_a_light_plugin_module() -> None:
         tree = ast.parse((SRC / paper / "plugin.py").read_text(encoding="utf-8"))
         imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert not imports, f"connote/{paper}/plugin.py imports {ast.dump(imports[0])}"
+
+
+#: The plugin tables whose names are a paper's own: its tasks, report run kinds and judge rubrics.
+NAMED = ("TASKS", "RUN_KINDS", "RUBRICS")
+#: Literals below the papers that equal a paper's name as an ordinary word, each with what it is.
+ORDINARY_WORDS = {
+    ("explain/mmshap.py", "share"): "the header of Table 6's column of the verb's share",
+    ("metrics/wordnet.py", "share"): "the folder <prefix>/share/nltk_data where nltk's data is installed",
+}
+
+
+def paper_names() -> dict[str, str]:
+    """Every task, run kind and rubric name the built-in papers register -> the plugin table declaring it (read
+    from the plugin modules, which import nothing)."""
+    import importlib
+
+    names = {}
+    for paper in PAPERS:
+        mod = importlib.import_module(f"connote.{paper}.plugin")
+        for attr in NAMED:
+            names.update({name: f"connote.{paper}.plugin {attr}" for name in getattr(mod, attr, None) or {}})
+    return names
+
+
+def paper_literals(path: Path, names: dict[str, str], shown: str) -> list[str]:
+    """``FILE:LINE: 'name' (declared by)`` for every string literal of ``path`` that is one of ``names``
+    (docstrings and comments aside; an ordinary word of :data:`ORDINARY_WORDS` allowed)."""
+    return [f"{shown}:{line}: {text!r} ({names[text]})" for line, text in _code_strings(path)
+            if text in names and (shown, text) not in ORDINARY_WORDS]
+
+
+def test_below_the_papers_no_literal_is_a_papers_task_run_kind_or_rubric_name() -> None:
+    """What a paper registers is the paper's: below the paper layer no module branches on a task's, run kind's or
+    rubric's name (``if table.kind == "vist-storytelling"``); it asks the registered object instead."""
+    names = paper_names()
+    assert {"cv-probes", "vist-storytelling", "vmc-captioning", "share", "vmc-a7"} <= set(names)
+    below = {top for layer in LAYERS[:LAYERS.index(set(PAPERS))] for top in layer}
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if _top(_module_name(path)) in below:
+            found += paper_literals(path, names, path.relative_to(SRC).as_posix())
+    assert not found, "paper names below the papers:\n" + "\n".join(found)
+    for (shown, word), why in ORDINARY_WORDS.items():  # an allowance whose literal is gone goes too
+        assert word in {text for _, text in _code_strings(SRC / shown)}, f"{shown}: no {word!r} ({why}) any more"
+
+
+@pytest.mark.parametrize("code,found", [
+    ('def measured(table):\n    if table.kind == "vist-storytelling":\n        return 1\n', [2]),
+    ('RUBRICS = {"vmc-a7": None}\n', [1]),
+    ('def f():\n    """Reads vist-storytelling runs."""\n    return "vist-storytelling runs"\n', []),
+    ('"""vist-storytelling"""\nx = 1\n', []),
+    ('x = "share"\n', [1]),
+])
+def test_the_paper_name_scanner_finds_a_planted_literal(tmp_path: Path, code: str, found: list[int]) -> None:
+    path = tmp_path / "planted.py"
+    path.write_text(code, encoding="utf-8")
+    _tree.cache_clear()
+    hits = paper_literals(path, paper_names(), "report/planted.py")
+    assert [int(h.split(":")[1]) for h in hits] == found, hits

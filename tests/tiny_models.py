@@ -231,7 +231,8 @@ def tiny_albef(folder: Path, seed: int = 0, *, layout: str = "pretrain", grid: i
     """
     import torch
 
-    from connote.models.albef import AlbefShape, build_module
+    from connote.models.albef import build_module
+    from connote.models.albef_checkpoint import AlbefShape
 
     torch.manual_seed(seed)
     tok_dir = folder / "tokenizer"

@@ -139,7 +139,7 @@ def test_check_reports_a_count_that_differs_and_a_file_the_reader_refuses(tmp_pa
 
 
 def test_a_checksum_mismatch_is_reported(tmp_path, capsys):
-    from connote.vist.data import submission_dict
+    from connote.vist.challenge import submission_dict
 
     entries = [(str(1000 + n // 2), [str(10 * n + k) for k in range(5)], "") for n in range(1938)]
     template = tmp_path / "vist-challenge-template.json"

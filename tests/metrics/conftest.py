@@ -117,7 +117,7 @@ def jar_meteor(java: str, pycoco: Path):
 def vist_album_corpus(vist_dir: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Real stories: for each album one story as the hypothesis, the album's other story and the next
     album's first story as references (COCO-style res/gts dicts)."""
-    from connote.vist.data import album_story_pairs
+    from connote.vist.challenge import album_story_pairs
 
     return album_story_pairs(vist_dir / "example-submission-file.test.json")
 

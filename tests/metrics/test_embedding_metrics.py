@@ -115,9 +115,25 @@ def test_acs_acd_through_compute_scores_with_given_f1():
 
     hyps = {"a": "the car is as power - packed as a rocket", "b": "the ox is as strong as an ox"}
     refs = {"a": ["the car is as fast as a jet"], "b": ["the man is as strong as an ox"]}
-    public = compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1=[0.5, 0.5],
-                            per_item=True)
-    improved = compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1=[0.5, 0.5],
+    f1 = {"a": 0.5, "b": 0.5}
+    public = compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1=f1, per_item=True)
+    improved = compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1=f1,
                               concept_split="improved", per_item=True)
     assert public.per_item["a"]["CS"] == 1.0 and improved.per_item["a"]["CS"] < 1.0
     assert "split:improved" in improved.signatures["acs_acd"]
+
+
+def test_precomputed_f1_goes_by_id_and_a_list_is_refused():
+    from connote.metrics import compute_scores
+    from connote.metrics.options import OptionError
+
+    hyps = {"a": "the ox is as strong as an ox", "b": "the car is as fast as a rocket"}
+    refs = {"b": ["the car is as quick as a jet"], "a": ["the man is as strong as an ox"]}
+    f1 = {"a": 0.9, "b": 0.2}
+    out = compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1=f1, per_item=True)
+    cs = out.per_item
+    assert out.scores["ACD"] == pytest.approx((0.9 * (1 - cs["a"]["CS"]) + 0.2 * (1 - cs["b"]["CS"])) / 2)
+    with pytest.raises(OptionError, match="expected {id: BERTScore-F1} for every item, got list"):
+        compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1=[0.9, 0.2])
+    with pytest.raises(OptionError, match="no value for id\\(s\\) 'b'"):
+        compute_scores(hyps, refs, ["acs_acd"], concept_encoder=HashEmbedder(), bertscore_f1={"a": 0.9})

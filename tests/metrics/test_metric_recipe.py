@@ -93,3 +93,12 @@ def test_the_new_option_is_documented_and_checked_from_its_declaration(recipe_me
     err = capsys.readouterr().err
     assert "--my-alpha (option my_alpha): '2': must be a finite number >= 0 and <= 1" in err
     assert "Traceback" not in err
+
+
+def test_the_recipe_metric_keeps_the_metric_contract(recipe_metric, tmp_path) -> None:
+    """The recipe's metric passes what tests/metrics/test_contract.py asks of every registered metric."""
+    from tests.metrics import test_contract as contract
+
+    case = contract.Case(varied={"my_alpha": lambda stand: 0.3}, means={"MY": "MY"})
+    for check in contract.CHECKS:
+        check("my", case, contract.Stand(tmp_path, tmp_path))

@@ -153,7 +153,7 @@ def test_fingerprint_hashes_content_not_stamps(tiny_dirs, tmp_path):
     import os
     import shutil
 
-    from connote.models.hf_itm import DIGEST_SIDECAR, weights_identity
+    from connote.models.hub_identity import DIGEST_SIDECAR, weights_identity
 
     folder = _copy_model(tiny_dirs["hf-blip-itm"], tmp_path / "blip")
     first = weights_identity(str(folder), None, None)
@@ -182,18 +182,18 @@ def test_fingerprint_hashes_content_not_stamps(tiny_dirs, tmp_path):
 
 
 def test_fingerprint_digest_sidecar_is_reused_and_survives_a_read_only_folder(tiny_dirs, tmp_path, monkeypatch):
-    from connote.models import hf_itm
+    from connote.models import hub_identity
 
     folder = _copy_model(tiny_dirs["hf-clip"], tmp_path / "clip")
-    first = hf_itm.content_digests(folder)
+    first = hub_identity.content_digests(folder)
     hashed: list[str] = []
-    real = hf_itm.file_sha256
-    monkeypatch.setattr(hf_itm, "file_sha256", lambda p: hashed.append(p.name) or real(p))
-    assert hf_itm.content_digests(folder) == first and hashed == []  # unchanged: no file read
+    real = hub_identity.file_sha256
+    monkeypatch.setattr(hub_identity, "file_sha256", lambda p: hashed.append(p.name) or real(p))
+    assert hub_identity.content_digests(folder) == first and hashed == []  # unchanged: no file read
     (folder / "config.json").write_text((folder / "config.json").read_text())  # rewritten, same bytes
-    assert hf_itm.content_digests(folder) == first and hashed == ["config.json"]
-    (folder / hf_itm.DIGEST_SIDECAR).write_text("{not json")  # a damaged sidecar is only a cache miss
-    assert hf_itm.content_digests(folder) == first
+    assert hub_identity.content_digests(folder) == first and hashed == ["config.json"]
+    (folder / hub_identity.DIGEST_SIDECAR).write_text("{not json")  # a damaged sidecar is only a cache miss
+    assert hub_identity.content_digests(folder) == first
 
 
 def test_hub_id_fingerprint_has_the_resolved_commit(tiny_dirs, tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import torch
 
 from connote.core.errors import InputError
 from connote.models import load_model
-from connote.models.hf_itm import _sdpa_text_attention, _sdpa_vision_attention
+from connote.models.blip_attention import sdpa_text_attention, sdpa_vision_attention
 from tests.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
@@ -31,9 +31,9 @@ def test_sdpa_is_the_default_and_matches_eager_transformers(tiny_blip_dir):
     matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}?batch_size=3&image_batch_size=2")
     vision = matcher.model.vision_model.encoder.layers[0].self_attn
     text = matcher.model.text_encoder.encoder.layer[0]
-    assert vision.forward.__func__ is _sdpa_vision_attention
-    assert text.attention.self.forward.__func__ is _sdpa_text_attention
-    assert text.crossattention.self.forward.__func__ is _sdpa_text_attention
+    assert vision.forward.__func__ is sdpa_vision_attention
+    assert text.attention.self.forward.__func__ is sdpa_text_attention
+    assert text.crossattention.self.forward.__func__ is sdpa_text_attention
     assert "attention" not in matcher.describe()
     probs = matcher.match_probability(IMAGES, CAPTIONS, PAIRS)  # padded batches of mixed caption lengths
     ref = eager_reference(tiny_blip_dir, PAIRS)
@@ -64,15 +64,15 @@ def test_attention_maps_requested_fall_back_to_eager(tiny_blip_dir):
 def test_rows_of_shared_images_score_as_eager_transformers(tiny_blip_dir, options):
     """Rows naming images out of order and repeatedly, from one state tensor or one tensor per image: the
     grouped cross-attention (sdpa) and the per-row gather (eager) both give transformers' eager p(match)."""
+    from connote.models.blip_attention import CrossSide
     from connote.models.engine import ImageStates
-    from connote.models.hf_itm import _CrossSide
 
     matcher = load_model(f"hf-blip-itm:{tiny_blip_dir}?{options}")
     grouped = "eager" not in options
     assert bool(matcher._sides) == grouped
     if grouped:
         side = matcher.model.text_encoder.encoder.layer[0].crossattention.self.__dict__["_connote_side"]
-        assert isinstance(side, _CrossSide) and (side.offset is None) == ("false" in options)
+        assert isinstance(side, CrossSide) and (side.offset is None) == ("false" in options)
     per_image = matcher.image_states(IMAGES)
     assert isinstance(per_image, ImageStates) and len(per_image) == len(IMAGES)  # not copied into one tensor
     states = torch.cat(list(per_image))

@@ -22,7 +22,7 @@ def albef_spec(tmp_path_factory):
     return f"albef-itm:{ckpt}?tokenizer={tok}&image_size=32"
 
 
-@pytest.mark.parametrize("backend", ["hf-blip-itm", "hf-blip2-itm", "hf-flava-itm", "albef-itm"])
+@pytest.mark.parametrize("backend", ["hf-blip-itm", "hf-blip2-itm", "hf-flava-itm", "hf-clip", "albef-itm"])
 def test_grouped_rows_give_each_pair_alone(tiny_dirs, albef_spec, backend):
     spec = albef_spec if backend == "albef-itm" else f"{backend}:{tiny_dirs[backend]}"
     matcher = load_model(f"{spec}{'&' if '?' in spec else '?'}batch_size=64")
@@ -78,6 +78,55 @@ def test_a_batch_that_runs_out_of_memory_is_halved_retried_and_reported(tiny_dir
     err = capsys.readouterr().err
     assert "score_batch is now" in err and "image_batch is now 1" in err
     assert len(matcher.memory_events) == err.count("ran out of memory")
+
+
+@pytest.mark.parametrize("backend", ["hf-flava-itm", "hf-clip"])
+def test_cached_text_backends_halve_caption_and_pair_batches_that_run_out_of_memory(tiny_dirs, backend, capsys):
+    """FLAVA and CLIP encode each caption once and score its pairs: both batches go through halve_on_oom."""
+    matcher = load_model(f"{backend}:{tiny_dirs[backend]}?batch_size=8")
+    want = matcher.match_probability(IMAGES, CAPTIONS, PAIRS)
+    sizes = {"texts": [], "rows": []}
+    encode, score = matcher.encode_texts, matcher.score_text_rows
+
+    def tight_encode(ids, mask):  # noqa: ANN001
+        sizes["texts"].append(len(ids))
+        if len(ids) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+        return encode(ids, mask)
+
+    def tight_score(states, image_rows, *a):  # noqa: ANN001, ANN002
+        sizes["rows"].append(len(image_rows))
+        if len(image_rows) > 1:
+            raise MemoryError
+        return score(states, image_rows, *a)
+
+    matcher.encode_texts, matcher.score_text_rows = tight_encode, tight_score
+    assert matcher.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(want, abs=1e-6)
+    assert sum(n for n in sizes["texts"] if n <= 2) == len(CAPTIONS)  # each caption encoded once, in batches that fit
+    assert sum(n for n in sizes["rows"] if n == 1) == len(PAIRS)
+    assert matcher.work_plan()["score_batch"] == 1
+    assert "score_batch is now" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ["hf-flava-itm", "hf-clip"])
+def test_cached_text_backends_gather_no_state_per_row(tiny_dirs, backend, monkeypatch):
+    """A caption's encoded state and an image's state are read in place for all of their rows: the engine's
+    per-row gather (``index_states``) is never called, in a probe call or in a masking game's."""
+    from connote.models import engine
+    from connote.models.masking import tensor_game
+
+    matcher = load_model(f"{backend}:{tiny_dirs[backend]}?batch_size=64")
+    want = [matcher.match_probability(IMAGES, CAPTIONS, [pair])[0] for pair in PAIRS]
+    game = tensor_game(matcher, IMAGES[0], CAPTIONS[3], compat="connote")
+    masks = np.random.default_rng(0).random((12, game.n_text + game.n_patches)) < 0.5
+    values = game.value_fn(masks)
+
+    def gathered(*a):  # noqa: ANN002
+        raise AssertionError("a state was gathered per row")
+
+    monkeypatch.setattr(engine, "index_states", gathered)
+    assert matcher.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(want, abs=1e-6)
+    assert game.value_fn(masks) == pytest.approx(values, abs=1e-6)
 
 
 @pytest.mark.slow

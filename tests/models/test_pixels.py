@@ -6,7 +6,9 @@ back. Stated tolerances (docs/performance.md has the measured figures):
 * BLIP, BLIP-2, FLAVA, CLIP (transformers' processors at their real sizes): max |Δ pixel| <= 1e-5 and
   max |Δ p(match)| <= 1e-5 — the same resize, crop and fused normalisation in float32;
 * ALBEF (the release's PIL bicubic resize, kept as its default): max |Δ pixel| <= 0.05 (about two of 255
-  levels after normalisation) and max |Δ p(match)| <= 0.02 on the tiny model.
+  levels after normalisation) and max |Δ p(match)| <= 0.02 on the tiny model;
+* a chat VLM (hf-vlm, LLaVA): the processor's token ids exactly, max |Δ pixel| <= 1e-5 and
+  max |Δ p(yes)| <= 1e-5.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 import torch
 from PIL import Image
 
+from connote.core.errors import InputError
 from connote.models import load_model
 from connote.models.pixels import PixelSpec, pixel_batch, to_device
 from tests import tiny_models
@@ -50,12 +53,15 @@ def opened(paths) -> list[Image.Image]:
 
 
 def processors():
-    from transformers import BlipImageProcessor, CLIPImageProcessor, FlavaImageProcessor
+    from transformers import BlipImageProcessor, CLIPImageProcessor, FlavaImageProcessor, LlavaImageProcessor
 
     return {"blip": BlipImageProcessor(), "blip2": BlipImageProcessor(size={"height": 224, "width": 224}),
             "clip": CLIPImageProcessor(), "clip-336": CLIPImageProcessor(size={"shortest_edge": 336},
                                                                         crop_size={"height": 336, "width": 336}),
-            "flava": FlavaImageProcessor()}
+            "flava": FlavaImageProcessor(),
+            # LLaVA-1.5's (llava-hf/llava-1.5-7b-hf ships a CLIPImageProcessor at 336 px; LlavaImageProcessor is the
+            # class transformers gives the llava models with do_pad off)
+            "llava": LlavaImageProcessor(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336})}
 
 
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
@@ -160,9 +166,61 @@ def test_albef_device_path_is_near_the_releases_pil_resize(tmp_path, photo_files
         assert max(abs(x - y) for x, y in zip(a, b)) <= ALBEF_P_TOL
 
 
-def test_unknown_preprocess_is_refused(tiny_dirs) -> None:
+def test_chat_vlm_device_path_equals_the_processor_path(tiny_dirs, photo_files) -> None:
+    """A chat VLM's Yes/No scoring (hf-vlm, LLaVA): pixels made on the device with its processor's config and the
+    token ids with the image token expanded as the processor expands it, against the processor's own inputs."""
+    folder = tiny_dirs["hf-vlm-yesno"]
+    device = load_model(f"hf-vlm:{folder}")
+    hf = load_model(f"hf-vlm:{folder}?preprocess=hf")
+    assert device.preprocess == "device" and hf.preprocess == "hf"  # auto: the processor passed the load check
+    assert "preprocess" not in device.describe() and hf.describe()["preprocess"] == "hf"  # in the fingerprint
+    for fmt in ("JPEG", "PNG"):
+        images = opened(photo_files[fmt])
+        rows = [images[0], images[1], images[0], images[3]]  # an image twice: its pixels made once
+        a, b = device.inputs(rows, CAPTIONS[:4]), hf.inputs(rows, CAPTIONS[:4])
+        assert set(a) == set(b) == {"input_ids", "attention_mask", "pixel_values"}
+        assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["attention_mask"], b["attention_mask"])
+        assert (a["pixel_values"] - b["pixel_values"]).abs().max().item() <= PIXEL_TOL
+        p_device = device.match_probability(images, CAPTIONS, PAIRS)
+        p_hf = hf.match_probability(images, CAPTIONS, PAIRS)
+        assert max(abs(x - y) for x, y in zip(p_device, p_hf)) <= P_TOL
+        assert len({round(x, 3) for x in p_hf}) > 2, "the tiny model must tell pairs apart for this test to mean much"
+
+
+def test_chat_vlm_processor_the_device_path_does_not_reproduce_stays_on_hf(tiny_dirs, tmp_path) -> None:
+    """LLaVA-NeXT's tiles and LLaVA's pad-to-square are found at load: auto keeps the processor, device is refused."""
+    from transformers import AutoProcessor, LlavaImageProcessor, LlavaNextImageProcessor
+
+    from connote.models.pixels import checked_spec
+
+    spec, why = checked_spec(LlavaNextImageProcessor())
+    assert spec is None and "image_sizes" in why
+    padded = LlavaImageProcessor(do_pad=True, size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    spec, why = checked_spec(padded)
+    assert spec is None and "differ" in why
+    import shutil
+
+    folder = tmp_path / "llava-pad"
+    shutil.copytree(tiny_dirs["hf-vlm-yesno"], folder)
+    processor = AutoProcessor.from_pretrained(folder)
+    processor.image_processor = padded
+    processor.save_pretrained(folder)
+    auto = load_model(f"hf-vlm:{folder}")
+    assert auto.preprocess == "hf" and "preprocess" not in auto.describe()
+    with pytest.raises(InputError, match="preprocess=device: the processor of .* differ"):
+        load_model(f"hf-vlm:{folder}?preprocess=device")
+    # a processor the probe fails on (here: no chat template) still loads, on its own processor
+    bare = tmp_path / "llava-bare"
+    shutil.copytree(tiny_dirs["hf-vlm-yesno"], bare)
+    (bare / "chat_template.jinja").unlink()
+    assert load_model(f"hf-vlm:{bare}").preprocess == "hf"
+
+
+@pytest.mark.parametrize("backend", ["hf-clip", "hf-vlm"])
+def test_unknown_preprocess_is_refused(tiny_dirs, backend) -> None:
+    folder = tiny_dirs["hf-vlm-yesno" if backend == "hf-vlm" else backend]
     with pytest.raises(Exception, match="preprocess"):
-        load_model(f"hf-clip:{tiny_dirs['hf-clip']}?preprocess=gpu")
+        load_model(f"{backend}:{folder}?preprocess=gpu")
 
 
 def _jpeg_bytes(image: Image.Image) -> bytes:

@@ -71,7 +71,7 @@ def test_vllm_spec_starts_the_server_runs_the_task_and_stops_it(stub: Path, tmp_
     assert f"serve {SERVED} --limit-mm-per-prompt" in text and "--host 127.0.0.1 --port" in text
     (pid,) = pids(tmp_path)
     assert gone(pid)  # stopped and reaped when the run ended
-    model = json.loads((out / "run.json").read_text())["model_fingerprint"]
+    model = json.loads((out / "results.json").read_text())["model_fingerprint"]
     assert model["engine"] == "vllm" and model["engine_version"] == "0.0.0+stub"
     assert model["decoding"] == "greedy (temperature 0)" and "base_url" not in model  # the port changes per run
     # a rerun resumes every story: the same fingerprint although the server got another port, and no server

@@ -1,11 +1,14 @@
 """Every registered report run kind and every registered study, through the public commands (registry-wide).
 
 As ``tests/models/test_backend_contract.py`` does for backends, this module is parametrised over the registries
-the plugins fill (:data:`connote.report.document.RUN_KINDS`, :data:`connote.collect.STUDIES`): a new run kind
-or study without a builder here fails ``test_every_*_has_a_builder``. Each run kind must recognise the folder
-its task's command wrote and return None for every other kind's folder (where two kinds can read one folder,
-the recognition order must give it to the right one); each study must be made from the sample inputs by
-``connote collect make`` and read back by ``connote collect import``.
+the plugins fill, as their public listings give them: every run kind a report can recognise
+(:func:`connote.report.load.available_kinds`: the kinds of :data:`~connote.report.document.RUN_KINDS` and the
+kinds the registered tasks declare through the task contract) and :data:`connote.collect.STUDIES`. A run kind
+that no registered task makes needs a builder here (a new one fails ``test_every_run_kind_has_a_builder``); a
+task's kind without one gets its folder from ``connote run TASK`` on the task's sample. Each run kind must
+recognise the folder its task's command wrote and return None for every other kind's folder (where two kinds
+can read one folder, the recognition order must give it to the right one); each study must be made from the
+sample inputs by ``connote collect make`` and read back by ``connote collect import``.
 """
 
 from __future__ import annotations
@@ -18,10 +21,9 @@ import pytest
 
 from connote.cli import main
 from connote.collect import STUDIES
-from connote.core.registry import import_target
 from connote.models.registry import MODELS, register_model
 from connote.report.document import RUN_KINDS
-from connote.report.load import recognise
+from connote.report.load import available_kinds, recognise
 from tests.potato_state import potato_state
 
 
@@ -123,16 +125,50 @@ BUILDERS: dict[str, Callable[[Path, dict[str, Path]], Path]] = {
 }
 
 
+def kind_names() -> list[str]:
+    """Every run kind a report recognises, in recognition order (the public listing)."""
+    return list(available_kinds())
+
+
+def task_of_kind() -> dict[str, str]:
+    """Run kind -> the registered task that makes its folders (the task's ``report_kind``, else its name)."""
+    from connote.tasks import TASKS
+
+    return {getattr(TASKS.get(name), "report_kind", None) or name: name for name in TASKS.names()}
+
+
+def _task_run(task: str, root: Path) -> Path:
+    """``connote run TASK`` on the task's own sample: the test's writer, or a tiny BLIP for the MM-SHAP tasks
+    (one pair, a small call budget)."""
+    from connote.tasks import TASKS
+    from connote.tasks.running import option_fields
+
+    cls = TASKS.get(task)
+    fields = {f.name for f in option_fields(cls)}
+    small = {"sample": "1", "budget": "40", "grid": "2"}
+    sets = [arg for key, value in small.items() if key in fields for arg in ("--set", f"{key}={value}")]
+    model = "hf-blip-itm:" + _blip(root) if cls.capability == "mask" else "contract-kinds"
+    return _cmd(["run", task, "--model", model, "--no-progress", *sets], root / task)
+
+
+def builder(kind: str) -> Callable[[Path, dict[str, Path]], Path] | None:
+    """The builder of a kind's folder: its own in BUILDERS, else a run of the task that declares it."""
+    if kind in BUILDERS:
+        return BUILDERS[kind]
+    task = task_of_kind().get(kind)
+    return None if task is None else (lambda root, _: _task_run(task, root))
+
+
 def _cmd(args: list[str], out: Path) -> Path:
     assert main([*args, "--out", str(out)]) == 0, args
     return out
 
 
 def _blip(root: Path) -> str:
-
     from tests import tiny_models
 
-    return str(tiny_models.tiny_blip(root / "tiny-blip"))
+    folder = root / "tiny-blip"
+    return str(folder if (folder / "config.json").is_file() else tiny_models.tiny_blip(folder))
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +179,10 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("kinds")
     built: dict[str, Path] = {}
     try:
-        for name in BUILDERS:  # in order: a builder may use an earlier folder
-            built[name] = BUILDERS[name](root, built)
+        for name in [*BUILDERS, *(k for k in kind_names() if k not in BUILDERS)]:  # a builder may use an earlier
+            made = builder(name)                                                    # builder's folder
+            assert made is not None, f"no builder for run kind {name}"
+            built[name] = made(root, built)
     finally:
         MODELS._entries.pop("contract-kinds", None)
         MODELS._help.pop("contract-kinds", None)
@@ -152,13 +190,21 @@ def folders(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_every_run_kind_has_a_builder() -> None:
-    assert sorted(RUN_KINDS) == sorted(BUILDERS)
+    """A kind of the report's table without a builder here, or a builder for a kind no longer listed, fails; the
+    kinds the tasks declare are built by ``connote run`` unless they have a builder of their own."""
+    assert set(RUN_KINDS) <= set(kind_names())
+    assert [k for k in kind_names() if builder(k) is None] == []
+    assert sorted(set(BUILDERS) - set(kind_names())) == []
+
+
+def test_every_registered_task_declares_a_kind_a_report_recognises() -> None:
+    assert sorted(set(task_of_kind()) - set(kind_names())) == []
 
 
 @pytest.mark.slow  # builds a run folder of every kind (a tiny BLIP explained, clips captioned): minutes here
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("name", kind_names())
 def test_a_run_kind_recognises_its_folder_and_no_other(name: str, folders: dict[str, Path]) -> None:
-    kind = import_target(RUN_KINDS[name])
+    kind = available_kinds()[name]
     mine = kind.recognise(folders[name])
     assert mine is not None and mine.kind == name
     assert recognise(folders[name]).kind == name  # in recognition order, through the registry
@@ -172,9 +218,41 @@ def test_a_run_kind_recognises_its_folder_and_no_other(name: str, folders: dict[
         except Exception as exc:  # noqa: BLE001 - a kind may refuse a folder it half-recognises, never crash
             pytest.fail(f"{name} on a {other} folder raised {type(exc).__name__}: {exc}")
         if theirs is not None:  # two kinds read one folder: the recognition order must settle it
-            order = list(RUN_KINDS)
+            order = kind_names()
             assert order.index(other) < order.index(name), f"{name} takes {other}'s folder before {other} does"
             assert recognise(folder).kind == other
+
+
+def _damaged(root: Path) -> dict[str, Path]:
+    """Folders no kind may claim: empty, unreadable JSON, another task's results, the wrong JSON shapes, a file."""
+    folders = {name: root / name for name in ("empty", "malformed", "other-task", "wrong-shapes")}
+    for folder in folders.values():
+        folder.mkdir()
+    for name in ("results.json", "run.json", "correlation.json", "reliability.json"):
+        (folders["malformed"] / name).write_text('{"task": ', encoding="utf-8")
+        (folders["wrong-shapes"] / name).write_text("[1, 2]", encoding="utf-8")
+    (folders["other-task"] / "results.json").write_text(json.dumps({"task": "no-such-task", "task_version": 1}))
+    (folders["other-task"] / "run.json").write_text(json.dumps({"task": "no-such-task"}))
+    (folders["wrong-shapes"] / "labels.csv").write_text("", encoding="utf-8")
+    folders["a file"] = root / "notes.txt"
+    folders["a file"].write_text("not a run", encoding="utf-8")
+    return folders
+
+
+@pytest.mark.parametrize("name", kind_names())
+def test_a_run_kind_claims_no_damaged_or_foreign_folder(name: str, tmp_path: Path) -> None:
+    """Each kind returns None for such a folder, or refuses it with one line naming the file (InputError);
+    through the registry the folder is an InputError, never another exception."""
+    from connote.core.errors import InputError
+
+    kind = available_kinds()[name]
+    for what, folder in _damaged(tmp_path).items():
+        try:
+            assert kind.recognise(folder) is None, f"{name} claims the {what} folder"
+        except InputError as exc:
+            assert len(str(exc).splitlines()) == 1 and str(tmp_path) in str(exc), (what, str(exc))
+        with pytest.raises(InputError):
+            recognise(folder)
 
 
 # ---- studies --------------------------------------------------------------------------------------------

@@ -32,6 +32,21 @@ def test_every_table_has_its_source_setting_and_needs() -> None:
     assert table("vmc/table3").row("Fleiss").values == {"kappa": 0.653}
 
 
+def test_the_papers_run_kinds_read_runs_onto_their_published_tables() -> None:
+    """The matching of runs to published rows is each paper's run kind's (``published_values``, with
+    ``why_not_published``), not the report's. Which kinds have it is listed here: Table 6 (MM-SHAP runs), VIST's
+    dataset statistics and VMC's agreement table are shown with no run beside them."""
+    from connote.report.document import RUN_KINDS, kind_object
+
+    reading = set()
+    for t in tables():
+        kind = kind_object(t.kind) if t.kind in RUN_KINDS else None
+        if callable(getattr(kind, "published_values", None)):
+            assert callable(getattr(kind, "why_not_published", None)), t.kind
+            reading.add(t.kind)
+    assert reading == {"cv-probes", "vist-storytelling", "vmc-captioning"}
+
+
 def test_values_are_the_seeds_numbers() -> None:
     """Every CV-Probes and VMC number in the data occurs in the seed paper's text (where the seeds are here)."""
     if not SEEDS.is_dir():

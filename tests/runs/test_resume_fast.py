@@ -27,7 +27,7 @@ def clip_dir(tmp_path_factory) -> Path:
 @pytest.fixture()
 def builds(monkeypatch) -> list[str]:
     """Every construction of the CLIP backend, by weights."""
-    from connote.models.hf_itm import ClipMatcher
+    from connote.models.hf_clip import ClipMatcher
 
     made: list[str] = []
     original = ClipMatcher.__init__

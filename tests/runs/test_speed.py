@@ -41,14 +41,14 @@ def test_a_tiny_vlm_story_run_records_tokens_and_first_token(tmp_path: Path,
     out = tmp_path / "story"
     assert main(["vist", "generate", "--model", f"hf-vlm:{llava}?max_new_tokens=6", "--out", str(out),
                  "--no-progress"]) == 0
-    speed = json.loads((out / "run.json").read_text())["speed"]
+    speed = json.loads((out / "results.json").read_text())["speed"]
     assert speed["items"] == 3 and speed["reused"] == 0 and speed["items_per_s"] > 0
     assert 3 <= speed["tokens"] <= 3 * 6  # each story at most max_new_tokens, at least its one token
     assert speed["tokens_per_s"] > 0 and 0 < speed["time_to_first_token_s"] <= speed["seconds"]
     # a resumed run computes nothing: no rate, the reused rows counted apart
     assert main(["vist", "generate", "--model", f"hf-vlm:{llava}?max_new_tokens=6", "--out", str(out),
                  "--no-progress"]) == 0
-    again = json.loads((out / "run.json").read_text())["speed"]
+    again = json.loads((out / "results.json").read_text())["speed"]
     assert (again["items"], again["reused"], again["items_per_s"]) == (0, 3, None)
     assert "tokens" not in again  # nothing generated in this run
     capsys.readouterr()

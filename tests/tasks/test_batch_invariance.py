@@ -87,7 +87,7 @@ def test_a_tiny_vlm_changes_nothing_in_fp32_and_reports_bf16(dtype: str, tmp_pat
     out = tmp_path / "story"
     assert main(["vist", "generate", "--model", f"hf-vlm:{llava}?dtype={dtype}", "--out", str(out),
                  "--check-invariance", "3", "--no-progress"]) == 0
-    figures = json.loads((out / "run.json").read_text())["batch_invariance"]
+    figures = json.loads((out / "results.json").read_text())["batch_invariance"]
     assert figures["items"] == 3 and figures["failed_at_batch_1"] == 0
     if dtype == "float32":
         assert figures["changed"] == 0  # fp32: batching changes no story

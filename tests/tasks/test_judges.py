@@ -13,8 +13,10 @@ pytest.importorskip("openai")
 
 from connote.cli import main  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
-from connote.tasks.judge import SHARE, VMC_A7, JudgeInput, parse_a7, parse_pairwise, parse_share, run_judges  # noqa: E402
+from connote.tasks.judge import JudgeInput, run_judges  # noqa: E402
+from connote.vist.rubrics import SHARE, parse_pairwise, parse_share  # noqa: E402
 from connote.vist.sample import write_sample_vist  # noqa: E402
+from connote.vmc.rubrics import VMC_A7, parse_a7  # noqa: E402
 from tests.openai_server import Server, send_json, status  # noqa: E402
 
 STORIES = {"s1": "the red ball rolled . we laughed .", "s2": "a long day at the beach . the sun was hot .",
@@ -66,7 +68,8 @@ def test_cache_hits_prompt_invalidation_and_parse_failures(serve, tmp_path: Path
     rows = [json.loads(x) for x in (out / "judgements.jsonl").read_text().splitlines()]
     bad = next(r for r in rows if r["item_id"] == "share:s3")
     assert bad["answer"] == "I would rather not rate this." and bad["error"] is None and bad["scores"] is None
-    assert json.loads((out / "judge.json").read_text())["rubrics"]["share"]["n_parse_failed"] == 1
+    assert json.loads((out / "results.json").read_text())["rubrics"]["share"]["n_parse_failed"] == 1
+    assert not (out / "judge.json").exists()  # the results file every task writes (judge.json before 2026-12)
     assert server.requests[0]["body"]["temperature"] == 0 and "seed" not in server.requests[0]["body"]
 
     # a rerun costs nothing: every call (the parse failure too) comes from the store

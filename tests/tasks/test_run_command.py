@@ -14,12 +14,12 @@ import pytest
 
 from connote.cli import main
 from connote.tasks import TASKS
-from connote.tasks.running import option_fields, task_class
+from connote.tasks.running import option_fields
 
 
 def _settings(name: str) -> list[str]:
     """A small run: one explained pair for the MM-SHAP tasks."""
-    fields = {f.name for f in option_fields(task_class(name))}
+    fields = {f.name for f in option_fields(TASKS.get(name))}
     return ["--set", "sample=1"] if "sample" in fields else []
 
 
@@ -30,7 +30,7 @@ def test_every_registered_task_runs_on_its_sample(name, tmp_path, capsys) -> Non
     out = tmp_path / name
     code = main(["run", name, "--out", str(out), "--no-progress", "--json", *_settings(name)])
     printed = capsys.readouterr()
-    cls = task_class(name)
+    cls = TASKS.get(name)
     results = json.loads((out / cls.results_file).read_text(encoding="utf-8"))
     assert results["task"] == name and results["task_version"] == cls.version and results["fingerprint"]
     assert code == (1 if results["n_failed"] else 0), printed.err  # a failed item: exit 1, the run goes on
@@ -81,10 +81,10 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_is_written(argv, expec
 def test_boolean_and_numeric_settings_are_typed(tmp_path) -> None:
     from connote.tasks.running import check_options, parse_settings
 
-    cls = task_class("cv-probes")
+    cls = TASKS.get("cv-probes")
     checked = check_options(cls, parse_settings(["allow-network=true", "pairs_per_chunk=16"]))
     assert checked == {"captions": "original", "pairs_per_chunk": 16, "allow_network": True}
-    assert check_options(task_class("vmc-captioning"), {"temperature": "0.2"})["temperature"] == 0.2
+    assert check_options(TASKS.get("vmc-captioning"), {"temperature": "0.2"})["temperature"] == 0.2
 
 
 def test_a_config_file_gives_the_settings(tmp_path, capsys) -> None:
@@ -102,7 +102,32 @@ def test_every_task_declares_options_that_check(tmp_path) -> None:
     from connote.tasks.running import check_options, has_sample
 
     for name in TASKS.names():
-        cls = task_class(name)
+        cls = TASKS.get(name)
         defaults = check_options(cls, {})
         assert set(defaults) == {f.name for f in option_fields(cls)}, name
         assert has_sample(cls), f"{name} has no sample: `connote run {name}` needs --data"
+
+
+def test_run_task_help_lists_the_tasks_options_from_its_declaration(tmp_path, capsys) -> None:
+    """``connote run TASK --help``: the command's help, then every option the task declares with its type,
+    default and help (from ``Task.options``); nothing is run or written."""
+    for name in TASKS.names():
+        cls = TASKS.get(name)
+        out = tmp_path / name
+        assert main(["run", name, "--out", str(out), "--help"]) == 0
+        text = "".join(capsys.readouterr().out.split())  # the help wraps at the terminal's width (and at hyphens)
+        assert "--setKEY=VALUE" in text and f"Optionsoftask{name}(--setKEY=VALUE):" in text, name
+        assert "".join(cls.title.split()) in text and not out.exists()
+        for field in option_fields(cls):
+            assert f"{field.name}=" in text, (name, field.name)
+            assert f"[default:{field.default!r}]".replace(" ", "") in text, (name, field.name)
+            assert "".join(field.metadata["help"].split()) in text, (name, field.name)
+    # the option types as the checker names them; -h and a TASK after other options work the same
+    assert main(["run", "--out", str(tmp_path / "x"), "cv-probes-mmshap", "-h"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sample=an integer or null" in text and "compat=a string" in text
+    # without a task, the command's help alone; an unknown task is refused as the run refuses it
+    assert main(["run", "--help"]) == 0
+    assert "Options of task" not in capsys.readouterr().out
+    assert main(["run", "no-such-task", "--help"]) == 2
+    assert "unknown task 'no-such-task'; valid tasks: " in capsys.readouterr().err

@@ -185,7 +185,7 @@ def test_a_task_without_a_scoring_stage_says_so() -> None:
 def test_the_storytelling_task_scores_under_its_one_version(tmp_path: Path) -> None:
     """``vist-storytelling`` is scored by the task, and the stored signature carries the task's version."""
     import connote.vist
-    from connote.vist.data import read_gold, read_submission
+    from connote.vist.challenge import read_gold, read_submission
     from connote.vist.protocols import score
     from connote.vist.sample import sample_retrieval_spec, write_sample_vist
     from connote.vist.task import StorytellingTask, load_sequences

@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from connote.core.errors import InputError
-from connote.vist.data import (
-    order_photos,
-    read_gold,
-    read_official,
-    read_submission,
-    seq_id,
-    submission_dict,
-)
+from connote.vist.challenge import read_gold, read_submission, submission_dict
+from connote.vist.data import order_photos, read_official, seq_id
 from tests.vist.vist_fixtures import DATES, official, story_anns, write
 
 

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from connote.cli import main
-from connote.vist.data import read_gold, read_official
+from connote.vist.challenge import read_gold
+from connote.vist.data import read_official
 from connote.vist.sample import TRAIN, write_sample_vist
 
 

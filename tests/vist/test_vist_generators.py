@@ -15,7 +15,8 @@ from connote.models.protocols import GenerationRequest
 from connote.models.registry import backends_with
 from connote.models.registry import load_model as load_generator
 from connote.vist.backend_retrieval import RetrievalStoryGenerator
-from connote.vist.data import read_official, read_submission
+from connote.vist.challenge import read_submission
+from connote.vist.data import read_official
 from connote.vist.task import STORY_PROMPT, load_sequences, normalize_story, run_generation
 from tests import openai_server, tiny_models
 

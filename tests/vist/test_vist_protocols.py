@@ -10,7 +10,7 @@ import pytest
 
 from connote.cli import main
 from connote.vist import protocols
-from connote.vist.data import read_gold, read_submission
+from connote.vist.challenge import read_gold, read_submission
 from connote.vist.protocols import (
     bootstrap_ci,
     compare,

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from connote.core.errors import InputError
+from connote.runs import write_jsonl
 from connote.vmc.data import (
     LITERAL_PROMPT,
     METAPHOR_PROMPT,
@@ -21,7 +22,6 @@ from connote.vmc.data import (
     read_questions,
     read_split,
     read_video_list,
-    write_jsonl,
 )
 
 

@@ -95,7 +95,7 @@ def test_caption_run_resumes_and_records_errors(trained: Path, colour_set, tmp_p
     assert main(args) == 1  # one video failed
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["captioned"] == 3 and summary["errors"] == 1
-    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    meta = json.loads((tmp_path / "run" / "results.json").read_text())
     assert "broken.mp4" in meta["errors"]["broken"]
     lines = (tmp_path / "run" / "captions.jsonl").read_text().splitlines()
     assert [json.loads(x)["video_id"] for x in lines] == colour_set.test_ids[:3]
@@ -197,7 +197,7 @@ def test_generation_failures_are_recorded_per_video(colour_set, tmp_path: Path) 
     caps = read_run_captions(tmp_path / "run")
     assert summary["errors"] == 6 and summary["captioned"] == 18
     assert caps["blue0"] is None and caps["red0"] == "ok"
-    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    meta = json.loads((tmp_path / "run" / "results.json").read_text())
     assert "server said no" in meta["errors"]["blue0"]
 
 

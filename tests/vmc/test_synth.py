@@ -130,7 +130,7 @@ def test_synth_keeps_exactly_the_template_answers_and_resumes(server: Server, tm
     assert summary["n_resumed"] == 3 and summary["n_computed_this_run"] == 3
     assert len(server.prompts) == 6  # nothing asked twice; the caption without an image was never sent
     assert sorted(server.prompts) == sorted(synth_prompt(c) for c in ANSWERS)  # each caption once
-    run = json.loads((out / "run.json").read_text())
+    run = json.loads((out / "results.json").read_text())
     assert (run["captions"], run["kept"], run["dropped"], run["failed"]) == (7, 3, 2, 2)
     assert run["dropped_by_reason"] == {"not in the template": 2}
     assert run["failed_by_reason"] == {"no image": 1, "no text": 1}
@@ -154,7 +154,7 @@ def test_send_image_sends_each_image_and_an_unreadable_one_is_that_rows_error(se
     assert main(["metaphor", "synth", str(captions), "--model", server.spec, "--images", str(images), "--send-image",
                  "--out", str(out), "--quiet"]) == 1
     assert len(server.prompts) == 4 and server.images == 4  # one image with each prompt
-    run = json.loads((out / "run.json").read_text())
+    run = json.loads((out / "results.json").read_text())
     assert run["failed_by_reason"] == {"no image": 1, "no text": 1, "unreadable image": 2}
     assert run["kept"] == 2 and run["config"]["send_image"] is True
 
@@ -271,7 +271,7 @@ def test_a_killed_run_resumes_with_nothing_asked_again(tmp_path: Path) -> None:
         again.close()
     asked = {p.split("Input: ", 1)[1] for p in again.prompts}
     assert len(again.prompts) == 4 and not asked & first  # 6 sendable captions, 2 answered before the kill
-    assert json.loads((out / "run.json").read_text())["n_resumed"] == 2
+    assert json.loads((out / "results.json").read_text())["n_resumed"] == 2
 
 
 @pytest.mark.slow
@@ -286,7 +286,7 @@ def test_an_hf_chat_vlm_converts_with_the_image(tmp_path: Path) -> None:
     out = tmp_path / "synth"
     code = main(["metaphor", "synth", str(captions), "--model", f"hf-vlm:{vlm}?dtype=float32", "--images",
                  str(images), "--send-image", "--max-new-tokens", "6", "--out", str(out), "--quiet"])
-    run = json.loads((out / "run.json").read_text())
+    run = json.loads((out / "results.json").read_text())
     assert code == (1 if run["failed"] else 0)
     assert run["captions"] == 7 and run["failed_by_reason"].get("no image") == 1
     assert run["kept"] + run["dropped"] + run["failed_by_reason"].get("no text", 0) == 6

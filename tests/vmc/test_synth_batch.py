@@ -149,8 +149,8 @@ def test_answers_from_the_output_file_are_filtered_and_failures_recorded(
     table_rows = json.loads((run / "metaphors.json").read_text())
     assert [(r["id"], r["image"], r["source_caption"]) for r in table_rows] == [
         ("r1", "a.jpg", "A clock on a tower."), ("r2", "b.jpg", "A man riding a bicycle.")]
-    describe = json.loads((run / "run.json").read_text())["model_fingerprint"]
-    from connote.runs.store import file_sha256
+    describe = json.loads((run / "results.json").read_text())["model_fingerprint"]
+    from connote.core.files import file_sha256
 
     assert describe["files"] == {"batch_out.jsonl": file_sha256(output)}
     assert describe["models"] == ["gpt-3.5-turbo-0125"]
@@ -347,7 +347,7 @@ def test_an_answer_goes_to_the_request_it_answers_when_a_table_without_ids_is_re
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["unmatched_answers"] == 1 and "1 answer(s) in the Batch API output match no request" in err
     assert "stray#0123456789ab" in err
-    assert json.loads((run / "run.json").read_text())["unmatched_custom_ids"] == ["stray#0123456789ab"]
+    assert json.loads((run / "results.json").read_text())["unmatched_custom_ids"] == ["stray#0123456789ab"]
 
     # ids without a digest (written by hand or by an older connote): row 0 is now the cat, not the clock
     legacy = write_lines(tmp_path / "legacy.jsonl", [ok(str(k), answers[c]) for k, c in enumerate(captions)])

@@ -143,6 +143,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_the_module_entry_point_runs_the_command_behind_the_same_error_boundary(tmp_path: Path) -> None:
+    """``python -m connote.vmc.train`` (what torchrun and accelerate launch) runs ``connote vmc train`` without
+    importing the ``connote`` entry point: bad input is one line and exit 2, as from ``connote``."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    code = ("import runpy, sys; sys.argv = ['x', '--config', 'no-such-recipe.yaml']\n"
+            "try:\n    runpy.run_module('connote.vmc.train', run_name='__main__')\n"
+            "finally:\n    print(sorted(m for m in sys.modules if m == 'connote.cli'), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("error: no-such-recipe.yaml: no such file") and lines[-1] == "[]"
+
+
 @pytest.mark.slow
 def test_two_processes_match_one(stage2_config, tmp_path: Path) -> None:  # noqa: ANN001
     one = train(config_from_dict(stage2_config(tmp_path / "one", max_steps=3)))

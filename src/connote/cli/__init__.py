@@ -19,9 +19,8 @@ from typing import NamedTuple
 import typer
 import typer.core
 import typer.main
-from typer.exceptions import TyperException
 
-from connote.core.errors import ConnoteError
+from connote.commands.entry import build_module_commands, known_error, run_app  # noqa: F401 (known_error: tests)
 
 
 class CommandEntry(NamedTuple):
@@ -113,19 +112,6 @@ def entry_module(entry: CommandEntry) -> str | None:
     return entry.module if module_available(entry.module) else None
 
 
-def build_module_commands(module: str) -> dict:
-    """Import ``module``, let it register on a fresh app and build its click commands, by name."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    importlib.import_module(module).register(app)
-    _plain_help(app)
-    commands = dict(typer.main.get_group(app).commands)
-    from connote.commands.vocabulary import accept_aliases
-
-    for command in commands.values():
-        accept_aliases(command)  # old flag spellings still accepted, not shown
-    return commands
-
-
 class LazyGroup(typer.core.TyperGroup):
     """The top-level group: lists ``COMMANDS`` without importing them, builds a module on first use."""
 
@@ -198,109 +184,9 @@ def build_app() -> typer.Typer:
     return app
 
 
-def _plain_help(app: typer.Typer) -> None:
-    """Click's plain help for every command group: typer's rich help imports rich's markdown and syntax
-    highlighting (most of ``connote --help``'s start-up time) for boxes around the same text."""
-    app.rich_markup_mode = None
-    for group in app.registered_groups:
-        if group.typer_instance is not None:
-            _plain_help(group.typer_instance)
-
-
-def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
-    """(Exit, Abort, ClickException) classes of typer's click and, when something imported it, plain click's.
-
-    Recent typer ships its own copy of click; plain click (~60 ms to import) is only caught, never imported.
-    """
-    exits: list[type] = [typer.Exit]
-    aborts: list[type] = [typer.Abort]
-    errors: list[type] = [TyperException]
-    errors += [c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"]
-    click = sys.modules.get("click")
-    if click is not None:
-        exits.append(click.exceptions.Exit)
-        aborts.append(click.exceptions.Abort)
-        errors.append(click.ClickException)
-    return tuple(exits), tuple(aborts), tuple(errors)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 findings/errors, 2 bad input/usage)."""
-    app = build_app()
-    try:
-        result = app(args=argv, prog_name="connote", standalone_mode=False)
-    except Exception as exc:  # noqa: BLE001 - sorted below; anything else propagates unchanged
-        exits, aborts, errors = _click_exceptions()
-        if isinstance(exc, exits):
-            return int(getattr(exc, "exit_code", 0))
-        if isinstance(exc, aborts):
-            print("Aborted.", file=sys.stderr)
-            return 130
-        if isinstance(exc, errors):
-            show = getattr(exc, "show", None)
-            if callable(show):
-                show()
-            else:
-                print(f"error: {exc}", file=sys.stderr)
-            return int(getattr(exc, "exit_code", 2))
-        if isinstance(exc, ConnoteError):
-            print(f"error: {exc}", file=sys.stderr)
-            return exc.exit_code
-        known = known_error(exc)
-        if known is None:
-            raise
-        command = " ".join(a for a in (argv if argv is not None else sys.argv[1:])[:2] if not a.startswith("-"))
-        print(f"error: connote {command}: {known}", file=sys.stderr)
-        return 2
-    return int(result) if isinstance(result, int) else 0
-
-
-def known_error(exc: BaseException) -> str | None:
-    """The one-line message of an exception every command may meet (None: not one of them, let it raise).
-
-    The error boundary of every command: bytes that are not UTF-8, a missing or unreadable file, a full
-    disk, a damaged SQLite file, a weights file that is a pickle with code in it (``torch.load(...,
-    weights_only=True)`` refuses it), a torchrun peer rank that died.
-    """
-    import errno
-    import pickle
-    import sqlite3
-
-    if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in str(exc):
-        return (f"refused: not a safe weights file (loading it would run code from it: "
-                f"{str(exc).strip().splitlines()[0][:160]})")
-    if isinstance(exc, UnicodeDecodeError):
-        return f"an input is not UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return f"the disk is full ({exc.filename or exc}); free space and run the same command again to resume"
-    if isinstance(exc, OSError) and exc.filename is not None:
-        return f"{exc.filename}: {exc.strerror or exc}"
-    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc).lower():
-        return f"the disk is full ({exc}); free space and run the same command again to resume"
-    if isinstance(exc, sqlite3.DatabaseError):
-        return f"a SQLite file is damaged or of another program ({exc})"
-    rank = _distributed_rank()
-    if rank is not None and (type(exc).__name__ in ("DistError", "DistBackendError", "DistNetworkError")
-                             or (isinstance(exc, RuntimeError) and any(
-                                 w in str(exc).lower() for w in ("gloo", "nccl", "connection closed by peer",
-                                                                  "connection reset by peer")))):
-        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-        return (f"rank {rank}: another rank of the torchrun job stopped ({first}); every batch committed is kept, "
-                "run the same command again to resume")
-    return None
-
-
-def _distributed_rank() -> int | None:
-    """This process's rank when it runs under torchrun (None otherwise); never imports torch itself."""
-    import os
-
-    rank = os.environ.get("RANK")
-    if rank is None or "torch" not in sys.modules:
-        return None
-    try:
-        return int(rank)
-    except ValueError:
-        return None
+    return run_app(build_app(), argv, "connote")
 
 
 if __name__ == "__main__":  # pragma: no cover

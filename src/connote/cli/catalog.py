@@ -105,7 +105,7 @@ def convert(
 
     if kind != "albef":
         raise InputError(f"connote models convert: unknown kind {kind!r}; valid: albef")
-    from connote.models.albef import convert_checkpoint
+    from connote.models.albef_checkpoint import convert_checkpoint
 
     path, report = convert_checkpoint(file, out)
     if json_out:

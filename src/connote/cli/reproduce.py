@@ -38,23 +38,42 @@ def reproduce(
 ) -> None:
     """List the papers' published tables, or measure runs against one: measured | published | difference."""
     from connote.core.published import table as get_table
-    from connote.core.published import tables
 
     if list_tables or table_id is None:
-        listed = [{"table": t.id, "title": t.title, "source": t.source, "rows": len(t.rows),
-                   "recomputable": t.recomputable, "needs": t.needs, "note": t.note} for t in tables()]
-        if as_json:
-            typer.echo(json.dumps(listed, indent=2))
-            return
-        for t in listed:
-            flag = "" if t["recomputable"] else "  [not recomputable from the seed]"
-            typer.echo(f"{t['table']}: {t['title']} ({t['source']}; {t['rows']} rows){flag}")
-            typer.echo(f"    needs: {t['needs']}")
+        _list_tables(as_json)
         return
     table = get_table(table_id)
+    entries = measure(table, inputs or [], gold)
+    if as_json:
+        typer.echo(json.dumps({"table": table.id, "source": table.source, "setting": table.setting,
+                               "published": [{"row": r.row, "values": r.values} for r in table.rows],
+                               "runs": entries}, indent=2, default=str))
+        return
+    print_comparison(table, entries)
+
+
+def _list_tables(as_json: bool) -> None:
+    """``--list``: every published table, what it needs and whether it can be recomputed from the seed."""
+    from connote.core.published import tables
+
+    listed = [{"table": t.id, "title": t.title, "source": t.source, "rows": len(t.rows),
+               "recomputable": t.recomputable, "needs": t.needs, "note": t.note} for t in tables()]
+    if as_json:
+        typer.echo(json.dumps(listed, indent=2))
+        return
+    for t in listed:
+        flag = "" if t["recomputable"] else "  [not recomputable from the seed]"
+        typer.echo(f"{t['table']}: {t['title']} ({t['source']}; {t['rows']} rows){flag}")
+        typer.echo(f"    needs: {t['needs']}")
+
+
+def measure(table: Any, inputs: list[Path], gold: Path | None) -> list[dict[str, Any]]:
+    """One entry per run or output file measured against ``table``: released output files scored by their paper's
+    scorer, result folders of the table's run kind compared with its rows (a run outside the table's setting is
+    left out with a note saying why; none left: exit 2)."""
     entries: list[dict[str, Any]] = []
-    folders = [p for p in inputs or [] if p.is_dir()]
-    for p in inputs or []:
+    folders = [p for p in inputs if p.is_dir()]
+    for p in inputs:
         if not p.exists():
             raise InputError("no such file or folder", path=p)
         if p.is_file():
@@ -74,11 +93,12 @@ def reproduce(
                 f"{name}: {why}" for name, why in skipped.items()), path=folders[0] if len(folders) == 1 else None)
         for name, why in skipped.items():
             typer.echo(f"note: {name} is not compared with {table.id}: {why}", err=True)
-    if as_json:
-        typer.echo(json.dumps({"table": table.id, "source": table.source, "setting": table.setting,
-                               "published": [{"row": r.row, "values": r.values} for r in table.rows],
-                               "runs": entries}, indent=2, default=str))
-        return
+    return entries
+
+
+def print_comparison(table: Any, entries: list[dict[str, Any]]) -> None:
+    """The table's setting, then per run and column: measured [interval] | published | difference | inside the
+    interval; without runs, the published rows and what the table needs."""
     typer.echo(f"{table.id}: {table.title} — {table.source}")
     typer.echo(f"setting: {table.setting}")
     if not table.recomputable:

@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from connote.core.errors import InputError, ItemError
+from connote.runs.store import write_jsonl
 
 MANIFEST = "connote-study.json"
 CONFIG = "config.yaml"
@@ -113,6 +114,22 @@ class MediaFolder:
         except ItemError as exc:
             self.study.left_out.append(f"{what}: {exc}")
             return None
+
+    def add_item(self, item: dict[str, Any], source: dict[str, Any], path: Path, *, media: str, what: str,
+                 hint: str = "") -> bool:
+        """Add a study item shown with one file: ``item`` (its ``id`` new to the study) with the file's URL under
+        ``item[media]``, and what it was made from. False, with the reason in ``left_out`` as ``what: why``, where
+        another item has the id or the file is refused."""
+        iid = item["id"]
+        if iid in self.study.sources:
+            self.study.left_out.append(f"{what}: another file already has id {iid!r}")
+            return False
+        url = self.admit(path, hint or iid, what=what)
+        if url is None:
+            return False
+        self.study.items.append({**item, media: url})
+        self.study.sources[iid] = source
+        return True
 
 
 #: Container formats a study's video may have (FFmpeg also "decodes" text files as video, by its tty demuxer).
@@ -272,12 +289,8 @@ def write_project(study: Study, out: str | Path, *, completion: str | None = Non
             raise InputError(f"media name {name!r} would leave the study folder")
         _copy_media(source, target)
     code = completion or completion_code(study)
-    with open(out / DATA, "w", encoding="utf-8") as fh:
-        for item in study.items:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
-    with open(out / ATTENTION, "w", encoding="utf-8") as fh:
-        for item in study.attention:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+    write_jsonl(out / DATA, study.items)
+    write_jsonl(out / ATTENTION, study.attention)
     (out / INSTRUCTIONS).write_text(_instructions_page(study, code), encoding="utf-8")
     config: dict[str, Any] = {
         "annotation_task_name": study.title,

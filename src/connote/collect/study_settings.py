@@ -25,6 +25,7 @@ import yaml
 from connote.collect.project import CONFIG, DATA, MANIFEST, read_manifest
 from connote.collect.quality import DEFAULT_RULE, questions
 from connote.core.errors import InputError
+from connote.runs.store import write_jsonl
 
 GOLD = "gold.jsonl"
 GOLD_COLUMNS = ("item_id", "question", "answer")
@@ -127,5 +128,5 @@ def _move_gold_items(folder: Path, gold: dict[str, dict[str, str]]) -> None:
             moved.append({**item, "gold_label": gold[item["id"]]})
         else:
             kept.append(item)
-    (folder / DATA).write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in kept), encoding="utf-8")
-    (folder / GOLD).write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in moved), encoding="utf-8")
+    write_jsonl(folder / DATA, kept)
+    write_jsonl(folder / GOLD, moved)

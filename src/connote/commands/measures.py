@@ -1,14 +1,25 @@
 """What ``vist correlate`` and ``vmc correlate`` add to precomputed scores: judges, the paired test
-between metrics, and pairwise / VMC-label human judgements. No command lives here."""
+between metrics, and pairwise / VMC-label human judgements; the options both commands declare. No command
+lives here."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import typer
+
+# the options of both correlate commands, declared once
+NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: no intervals).")]
+BootSeed = Annotated[int, typer.Option(help="Bootstrap seed.")]
+JudgeOut = Annotated[Path, typer.Option("--judge-out", help="Run folder caching the judge calls.")]
+JudgeTemperature = Annotated[float, typer.Option("--temperature", help="Judge sampling temperature.")]
+JudgeSeed = Annotated[int | None, typer.Option("--judge-seed", help="Judge sampling seed.")]
+Paired = Annotated[bool, typer.Option("--paired/--no-paired", help="Paired tests between metrics.")]
+SaveTo = Annotated[Path | None, typer.Option("--out", "-o", help="Also write OUT/correlation.json (for "
+                                             "connote report).")]
 
 
 class JudgeScores(NamedTuple):
@@ -93,8 +104,9 @@ def save_correlation(out: Path, *, ratings: Path, kind: str, criteria: Mapping[s
     or per pair for preferences) and the signatures."""
     import numpy as np
 
+    from connote.core.files import file_sha256
     from connote.runs.scores import finite_json
-    from connote.runs.store import file_sha256, run_metadata, write_json
+    from connote.runs.store import run_metadata, write_json
 
     names = sorted({m for row in scores.values() for m in row})
     means = {m: float(np.mean([row[m] for row in scores.values() if m in row])) for m in names}

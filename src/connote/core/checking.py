@@ -104,6 +104,23 @@ def _prepare(value: Any, tp: Any) -> Any:
     return value
 
 
+#: How text spells a yes/no value (a model spec's ``?flag=no``, ``connote run --set flag=off``).
+BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def check_text(value: str, tp: Any, *, gt: float | None = None, ge: float | None = None,
+               le: float | None = None) -> Any:
+    """``value`` as typed on a command line or in a model spec, as type ``tp``: a yes/no word (:data:`BOOL_WORDS`)
+    is a bool where ``tp`` takes one; then :func:`check`.
+
+    >>> check_text("no", bool), check_text("8", int | bool)
+    (False, 8)
+    """
+    if bool in _members(tp):
+        value = BOOL_WORDS.get(value.strip().lower(), value)  # type: ignore[assignment]
+    return check(value, tp, gt=gt, ge=ge, le=le)
+
+
 def check(value: Any, tp: Any, *, gt: float | None = None, ge: float | None = None,
           le: float | None = None) -> Any:
     """``value`` as type ``tp`` (lossless conversions only), within the bounds; raises :class:`Invalid`."""

@@ -16,6 +16,10 @@ imports none of the paper's code:
 ``PUBLISHED``  paper -> file name of its published tables, relative to the plugin's package
 ``REPRODUCE``  run kind -> target of ``score_file(table, path, gold)`` (``connote reproduce`` on a file)
 ``SUITES``     probe suite -> (matching task, MM-SHAP task, sample writer) targets (``connote suite run``)
+``RUBRICS``    name -> ``(target, help)``: judge rubrics (:class:`connote.tasks.judge.Rubric`)
+``RATINGS``    name -> target of a :class:`connote.metrics.correlation.RatingsFormat` (human-judgement files)
+``METRICS``    name -> ``{"compute", "options", "help", "start"}`` targets: metrics (:mod:`connote.metrics.registry`)
+``SCORE_NAMES`` engine key -> ``{"display", "metric", "scale", "aliases"}``: printed names of the papers' scores
 ============== ==========================================================================================
 
 Discovery, once per process and only on a registry's first lookup or listing (:func:`plugins`):
@@ -129,6 +133,21 @@ def declared(attr: str) -> Iterator[tuple[ModuleType, Any]]:
         value = getattr(mod, attr, None)
         if value is not None:
             yield mod, value
+
+
+def named_targets(attr: str) -> Callable[[Any], None]:
+    """A :class:`~connote.core.registry.Registry`'s ``plugins`` loader for tables of name -> ``(target, help)``
+    (``TASKS``, ``RUBRICS``): registers every plugin's entries; a name registered twice names the plugin."""
+
+    def load(registry: Any) -> None:
+        for mod, table in declared(attr):
+            for name, (target, help) in table.items():
+                try:
+                    registry.register(name, target, help=help)
+                except ValueError as exc:
+                    raise PluginError(f"connote plugin {mod.__name__}: {exc}") from None
+
+    return load
 
 
 def plugin_dir(mod: ModuleType) -> Any:

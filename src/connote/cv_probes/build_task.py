@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError, ItemError
+from connote.core.files import file_sha256
 from connote.cv_probes.build import (
     MANIFEST_COLUMNS,
     PoolImage,
@@ -42,7 +43,7 @@ from connote.cv_probes.build import (
 )
 from connote.media.images import is_url, load_image
 from connote.runs.runner import WorkItem, error_message, run_items
-from connote.runs.store import content_key, file_sha256, write_json
+from connote.runs.store import content_key, write_json
 
 VERSION = 1
 
@@ -367,6 +368,19 @@ def check_settings(settings: BuildSettings) -> None:
         settings.prompt.format(caption="", verb="")
     except (KeyError, IndexError, ValueError) as exc:
         raise InputError(f"the rewording prompt has a slot other than {{caption}} and {{verb}}: {exc}") from None
+
+
+def settings_from_options(prompt_file: Path | None, **options: Any) -> BuildSettings:
+    """``cv-probes build``'s settings from its options (``prompt_file``: the rewording prompt's file, else
+    connote's prompt), checked before anything loads (exit 2)."""
+    text = REWORD_PROMPT
+    if prompt_file is not None:
+        from connote.core.jsonio import read_text
+
+        text = read_text(prompt_file, what="prompt file")
+    settings = BuildSettings(prompt=text, **options)
+    check_settings(settings)
+    return settings
 
 
 def build(verbs: str | Path, pool: str | Path, out: str | Path, settings: BuildSettings | None = None, *,

@@ -22,7 +22,7 @@ from connote.core.errors import InputError, ItemError
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.cv_probes.task import write_sample
 from connote.explain import mmshap
-from connote.explain.mmshap import DEFAULT_ESTIMATORS, default_estimator  # noqa: F401
+from connote.explain.mmshap import default_estimator
 from connote.explain.options import MmshapOptions
 from connote.explain.shapley import ADAPTIVE_CAP_PERMUTATIONS, ADAPTIVE_SAMPLING
 from connote.media.images import load_image
@@ -103,7 +103,7 @@ class ExplainTask(Task):
         if as_json:
             return super().print_result(result, as_json=True)
         results = result.results
-        print((result.out / "results.md").read_text(encoding="utf-8"))
+        print(result.text)
         print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors, "
               f"{results['n_no_verb']} without a verb, {results['n_verb_not_found']} whose manifest verb is not in "
               f"the caption (in the T-SHAP means, not the verb means); run folder: {result.out}")
@@ -191,7 +191,6 @@ class ExplainTask(Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_jsonl(out / "explanations.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
         write_json(out / "results.json", results)
-        write_text(out / "results.md", self.render(results))
         if self.figures is not None:
             _figures(rows, out, self.figures, self.allow_network, results)
 
@@ -275,8 +274,8 @@ def _figures_key(rows: list[dict[str, Any]], n: int, results: dict[str, Any]) ->
     hold the images' sha256), how many pairs get a figure, and the plotting code and library."""
     from importlib import metadata
 
+    from connote.core.files import file_sha256
     from connote.explain import plots
-    from connote.runs.store import file_sha256
 
     try:
         mpl = metadata.version("matplotlib")

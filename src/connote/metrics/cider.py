@@ -25,6 +25,7 @@ import numpy as np
 
 from connote.metrics import _arrays, _ngrams
 from connote.metrics._gc import gc_paused
+from connote.metrics._inputs import check_aligned
 from connote.metrics.bleu import ngram_counts
 from connote.metrics.options import opt
 
@@ -111,6 +112,7 @@ def corpus_cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], *, n: int =
 
     ``document_frequencies=None`` takes them from ``refs`` (as pycocoevalcap does).
     """
+    check_aligned(hyps, refs)
     with gc_paused():
         return _corpus_cider(hyps, refs, n, sigma, document_frequencies)
 

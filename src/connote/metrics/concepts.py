@@ -173,7 +173,25 @@ class ConceptOptions:
     concept_split: Literal["notebook", "public", "improved"] = opt(
         "notebook", "notebook (the authors' evaluation notebook, quirks included), public (connote's earlier "
                     "token split) or improved")
-    bertscore_f1: Any = opt(None, "precomputed BERTScore-F1 per caption (else computed with bertscore_model)")
+    bertscore_f1: Any = opt(None, "precomputed BERTScore-F1 of each caption, {id: F1} (else computed with "
+                                  "bertscore_model)")
+
+
+def _given_f1(given: Any, ids: Sequence[str]) -> list[float]:
+    """The precomputed F1 of each item, by id: a list would pair values with items by position, which nothing
+    can check (the items come in the references' order)."""
+    from collections.abc import Mapping
+
+    from connote.metrics.options import OptionError
+
+    if not isinstance(given, Mapping):
+        raise OptionError(f"option bertscore_f1: expected {{id: BERTScore-F1}} for every item, got "
+                          f"{type(given).__name__} (values by position cannot be matched to the items)")
+    by_id = {str(k): v for k, v in given.items()}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise OptionError(f"option bertscore_f1: no value for id(s) {', '.join(repr(i) for i in missing[:10])}")
+    return [float(by_id[i]) for i in ids]
 
 
 def compute(inp: Any, options: ConceptOptions):
@@ -186,13 +204,12 @@ def compute(inp: Any, options: ConceptOptions):
     if encoder is None:
         raise ValueError("ACS/ACD need concept_encoder=<Embedder or sentence-transformers model>")
     split = options.concept_split
-    f1 = options.bertscore_f1
-    bsig = "given"
-    if f1 is None:
+    if options.bertscore_f1 is not None:
+        f1, bsig = _given_f1(options.bertscore_f1, inp.ids), "given"
+    else:
         scorer = scorer_from_settings(parse_options(BERTScoreOptions, inp.settings))
-        f1 = scorer.score(inp.hyps, inp.refs).f1
-        bsig = scorer.signature()
+        f1, bsig = scorer.score(inp.hyps, inp.refs).f1, scorer.signature()
     out = acs_acd(inp.hyps, list(f1), encoder, split=split)
     per = {i: {"CS": c} for i, c in zip(inp.ids, out["CS"])}
-    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, f"{signature(encoder, split)}|f1:[{bsig}]",
-                        [])
+    sig = f"{signature(encoder, split)}|tok:{inp.tok_tag()}|f1:[{bsig}]"
+    return MetricOutput({"ACS": out["ACS"], "ACD": out["ACD"]}, per, sig, [])

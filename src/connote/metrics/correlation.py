@@ -20,7 +20,8 @@ import csv
 import math
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from connote.core.errors import InputError
 from connote.core.jsonio import parse_json, read_text, text_lines
+from connote.core.plugins import PluginTable
 
 ID_COLUMNS = ("story_id", "id", "story", "item_id", "sequence")
 RATING_COLUMNS = ("rating", "score", "human", "value")
@@ -352,23 +354,40 @@ PAIR_B_COLUMNS = ("story_b", "b", "story2", "story_2", "right", "second")
 PREFERENCE_COLUMNS = ("preferred", "winner", "choice", "preference", "better", "label")
 
 
+@dataclass(frozen=True)
+class RatingsFormat:
+    """A kind of human-judgement file, as its paper declares it (:data:`RATINGS`): what it is, in words, and how it
+    is recognised from its path and its header (the lower-cased column names of a file's first line; None for a
+    folder). A ``catch_all`` format is tried after every other (the plain CSV of ratings)."""
+
+    expects: str
+    recognise: Callable[[Path, set[str] | None], bool]
+    catch_all: bool = False
+
+
+#: The kinds of human-judgement file that ``ratings_kind`` tells apart, by name: each paper's, declared by its
+#: plugin module (``RATINGS`` in ``connote/<paper>/plugin.py``: name -> ``"module:attr"`` of a
+#: :class:`RatingsFormat`), tried in that order, catch-all formats last.
+RATINGS: PluginTable = PluginTable("ratings kind", "RATINGS")
+
+
 def ratings_kind(path: str | Path) -> str:
-    """What a human-judgement file holds, from its header: ``vist`` (story, rating, rater), ``pairwise``
-    (VHED-style preferences between two stories) or ``vmc-labels`` (``connote collect import``'s
-    ``labels.csv`` of the VMC evaluation study, or its folder)."""
+    """What a human-judgement file (or folder) holds: the name of the first :data:`RATINGS` format that recognises
+    it (e.g. story ratings, pairwise preferences, a study's labels); an InputError lists the formats otherwise."""
+    from connote.core.registry import import_target
+
     path = Path(path)
-    if path.is_dir():
-        if (path / "labels.csv").is_file():
-            return "vmc-labels"
-        raise InputError("a folder of human judgements must hold labels.csv (connote collect import)", path=path)
-    text = read_text(path, what="ratings file")
-    first = next(csv.reader(text_lines(text)[:1]), [])
-    header = {c.strip().lower() for c in first}
-    if {"item_id", "criterion", "label"} <= header:
-        return "vmc-labels"
-    if header & set(PAIR_A_COLUMNS) and header & set(PAIR_B_COLUMNS) and header & set(PREFERENCE_COLUMNS):
-        return "pairwise"
-    return "vist"
+    header = None
+    if not path.is_dir():
+        text = read_text(path, what="ratings file")
+        header = {c.strip().lower() for c in next(csv.reader(text_lines(text)[:1]), [])}
+    formats = [(name, import_target(target)) for name, target in RATINGS.items()]
+    for name, fmt in sorted(formats, key=lambda nf: nf[1].catch_all):  # stable: declared order, catch-alls last
+        if fmt.recognise(path, header):
+            return name
+    what = "a folder" if path.is_dir() else "a file"
+    raise InputError(f"{what} of human judgements that no format recognises; expected one of: "
+                     + "; ".join(f"{name} ({fmt.expects})" for name, fmt in formats), path=path)
 
 
 def read_preferences(path: str | Path) -> list[tuple[str, str, str, float]]:

@@ -10,7 +10,6 @@ Return values have pycocoevalcap's shapes: BLEU gives ``([b1..b4], [[per item]..
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,10 +20,6 @@ from connote.metrics.cider import DocumentFrequencies, corpus_cider
 from connote.metrics.rouge import corpus_rouge_l
 
 
-def _unpack(gts: Mapping[str, Sequence[str]], res: Mapping[str, Sequence[str]]):
-    return check_inputs(res, gts)
-
-
 class Bleu:
     """pycocoevalcap ``Bleu(n)``."""
 
@@ -32,7 +27,7 @@ class Bleu:
         self._n = n
 
     def compute_score(self, gts, res, verbose: int = 0) -> tuple[list[float], list[list[float]]]:
-        _, hyps, refs = _unpack(gts, res)
+        _, hyps, refs = check_inputs(res, gts)
         corpus, items = corpus_bleu(hyps, refs, self._n)
         return corpus, [[it[k] for it in items] for k in range(self._n)]
 
@@ -44,7 +39,7 @@ class Rouge:
     """pycocoevalcap ``Rouge()`` (ROUGE-L)."""
 
     def compute_score(self, gts, res) -> tuple[float, np.ndarray]:
-        _, hyps, refs = _unpack(gts, res)
+        _, hyps, refs = check_inputs(res, gts)
         mean, items = corpus_rouge_l(hyps, refs)
         return mean, np.array(items)
 
@@ -59,7 +54,7 @@ class Cider:
         self._n, self._sigma, self._df = n, sigma, document_frequencies
 
     def compute_score(self, gts, res) -> tuple[float, np.ndarray]:
-        _, hyps, refs = _unpack(gts, res)
+        _, hyps, refs = check_inputs(res, gts)
         mean, items = corpus_cider(hyps, refs, n=self._n, sigma=self._sigma, document_frequencies=self._df)
         return mean, np.array(items)
 
@@ -79,7 +74,7 @@ class Meteor:
     def compute_score(self, gts, res) -> tuple[float, list[float]]:
         from connote.metrics.meteor.metric import pycoco_meteor_inputs
 
-        _, hyps, refs = _unpack(gts, res)
+        _, hyps, refs = check_inputs(res, gts)
         return self._m.corpus(*pycoco_meteor_inputs(hyps, refs))
 
     def method(self) -> str:

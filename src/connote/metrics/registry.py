@@ -1,6 +1,8 @@
 """The metric registry and the one table of score names.
 
-Adding a metric is one module plus one registration here. The module defines
+Adding a metric is one module plus one registration: here for a generic metric, or, for a paper's own metric,
+in the ``METRICS`` table of its plugin module (:mod:`connote.core.plugins`; VMC's ACS/ACD is declared there,
+with its printed names in the plugin's ``SCORE_NAMES``). The module defines
 
 * an options dataclass (fields typed, with defaults; see :mod:`connote.metrics.options`), and
 * ``compute(inp: MetricInput, options) -> MetricOutput``;
@@ -12,8 +14,10 @@ registration. Registrations name code as ``"module:attr"`` strings, so listing m
 some, imports only what those metrics need.
 
 :data:`SCORE_NAMES` is the table of score names: the engine's key (pycocoevalcap's name, as in
-``ScoreResult.scores``), the name papers print, the metric that computes it and its scale.
-:func:`display_name` and :func:`score_keys` look names up in it (used by the VIST and VMC tables).
+``ScoreResult.scores``), the name papers print, the metric that computes it and its scale; the papers add
+their own (``SCORE_NAMES`` in their plugin modules: GROOViST/RoViST, ACS/ACD), and :func:`score_names` is
+the whole table. :func:`display_name` and :func:`score_keys` look names up in it (used by the VIST and VMC
+tables).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from connote.core.plugins import PluginTable, track
 from connote.core.registry import Registry
 
 
@@ -48,13 +53,6 @@ SCORE_NAMES: tuple[ScoreName, ...] = (
     ScoreName("BERTScore_R", "BERT-R", "bertscore", "cosine, -1..1 (0-1 in practice)"),
     ScoreName("BERTScore_F1", "BERT-F1", "bertscore", "cosine, -1..1 (0-1 in practice)",
               ("BERTScore-F1", "bertscore_f1", "F1")),
-    ScoreName("ACS", "ACS", "acs_acd", "cosine, -1..1"),
-    ScoreName("ACD", "ACD", "acs_acd", "0-1"),
-    # reference-free story metrics (connote.vist.storyeval; they score a story against its photos or itself)
-    ScoreName("GROOViST", "GROOViST", "groovist", "unbounded, concreteness-weighted (tanh: -1..1)"),
-    ScoreName("RoViST-VG", "RoViST-VG", "rovist_vg", "log-sum-exp of the nouns' best cosines (x idf)"),
-    ScoreName("RoViST-C", "RoViST-C", "rovist_c", "0-1 (SOP probability; cosine for the stand-in)"),
-    ScoreName("RoViST-NR", "RoViST-NR", "rovist_nr", "0-1"),
 )
 # display name of a metric family (a registry key) where it is one printed name
 _FAMILY = {"bleu": "BLEU", "meteor": "METEOR", "rouge_l": "ROUGE-L", "cider": "CIDEr-D"}
@@ -64,20 +62,47 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def _index() -> dict[str, ScoreName]:
-    out: dict[str, ScoreName] = {}
-    for s in SCORE_NAMES:
-        for n in (s.key, s.display, *s.aliases):
-            out.setdefault(_norm(n), s)
-    return out
+def _declared_names(mod: Any, table: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, ScoreName]]:
+    return [(key, ScoreName(key, row["display"], row["metric"], row["scale"], tuple(row.get("aliases", ()))))
+            for key, row in table.items()]
 
 
-_BY_NAME = _index()
+#: The papers' score names: ``SCORE_NAMES`` in their plugin modules, engine key -> ``{"display", "metric",
+#: "scale", "aliases"}``.
+PLUGIN_SCORE_NAMES: PluginTable = PluginTable("score name", "SCORE_NAMES", entries=_declared_names)
+
+
+def score_names() -> tuple[ScoreName, ...]:
+    """Every score name: the generic ones (:data:`SCORE_NAMES`), then the papers' (:data:`PLUGIN_SCORE_NAMES`)."""
+    return (*SCORE_NAMES, *PLUGIN_SCORE_NAMES.values())
+
+
+class _Index:
+    """Score names by every spelling, built on the first lookup and again after :func:`connote.core.plugins.reset`."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, ScoreName] | None = None
+        track(self)
+
+    def _forget_plugins(self) -> None:
+        self._by_name = None
+
+    def get(self, name: str) -> ScoreName | None:
+        if self._by_name is None:
+            out: dict[str, ScoreName] = {}
+            for s in score_names():
+                for n in (s.key, s.display, *s.aliases):
+                    out.setdefault(_norm(n), s)
+            self._by_name = out
+        return self._by_name.get(_norm(name))
+
+
+_BY_NAME = _Index()
 
 
 def lookup(name: str) -> ScoreName | None:
     """The table row of a score name (engine key, printed name or alias; case and punctuation ignored)."""
-    return _BY_NAME.get(_norm(name))
+    return _BY_NAME.get(name)
 
 
 def display_name(name: str) -> str:
@@ -99,13 +124,13 @@ def score_keys(name: str) -> tuple[str, ...]:
     ``("BERTScore_F1", "BERTScore-F1", "F1")``)."""
     row = lookup(name)
     if row is None:
-        raise KeyError(f"unknown score name {name!r}; known: {', '.join(s.display for s in SCORE_NAMES)}")
+        raise KeyError(f"unknown score name {name!r}; known: {', '.join(s.display for s in score_names())}")
     return (row.key, *row.aliases)
 
 
 def display_names(metrics: Sequence[str]) -> tuple[str, ...]:
     """Printed names of every score the given metrics produce, in table order."""
-    return tuple(s.display for s in SCORE_NAMES if s.metric in metrics)
+    return tuple(s.display for s in score_names() if s.metric in metrics)
 
 
 # ---------------------------------------------------------------------------------- the registry
@@ -121,6 +146,16 @@ class MetricInput:
     tokenize: str
     per_item: bool
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """No metric sees an empty or unaligned input (a zip would score a truncated corpus in silence)."""
+        from connote.core.errors import InputError
+
+        if not len(self.ids) == len(self.hyps) == len(self.refs):
+            raise InputError(f"metric input: {len(self.ids)} ids, {len(self.hyps)} hypotheses and {len(self.refs)} "
+                             "reference lists; they must be aligned, one of each per item")
+        if not self.ids:
+            raise InputError("metric input: no items to score")
 
     def tok_tag(self) -> str:
         """The tokenization as signatures write it."""
@@ -177,7 +212,23 @@ class MetricSpec:
         return self.start is not None
 
 
-METRICS: Registry[MetricSpec] = Registry("metric")
+def _plugin_metrics(registry: Registry[MetricSpec]) -> None:
+    """The papers' metrics: ``METRICS`` in their plugin modules, name -> ``{"compute", "options", "help", "start"}``
+    (``"module:attr"`` strings, as :func:`register` takes them; nothing is imported until the metric is used)."""
+    from connote.core.plugins import PluginError, declared
+
+    for mod, table in declared("METRICS"):
+        for name, decl in table.items():
+            try:
+                spec = MetricSpec(name, decl["compute"], decl["options"], decl.get("help", ""), decl.get("start"))
+                registry.register(name, spec, help=spec.help)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PluginError(f"connote plugin {mod.__name__}: metric {name!r}: {exc}") from None
+
+
+#: The metrics: the generic ones registered below, and the papers' (read from their plugin modules on the first
+#: lookup or listing).
+METRICS: Registry[MetricSpec] = Registry("metric", plugins=_plugin_metrics)
 
 
 def register(name: str, compute: Any, options: Any, *, help: str, start: Any = None) -> MetricSpec:
@@ -198,8 +249,6 @@ register("cider", "connote.metrics.cider:compute", "connote.metrics.cider:CiderO
          help="CIDEr-D (sigma 6, clipping, length penalty, x10; pycocoevalcap 'CIDEr')")
 register("bertscore", "connote.metrics.bertscore:compute", "connote.metrics.bertscore:BERTScoreOptions",
          help="BERTScore P/R/F1 with any Hugging Face encoder (max over references)")
-register("acs_acd", "connote.metrics.concepts:compute", "connote.metrics.concepts:ConceptOptions",
-         help="ACS / ACD concept similarity and distance of metaphor captions")
 
 DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider")
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from connote.metrics._inputs import check_aligned
 from connote.metrics.options import opt
 
 BETA = 1.2
@@ -59,6 +60,7 @@ def corpus_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]], beta: flo
     """Mean ROUGE-L and per-item values (pycocoevalcap's ``Rouge().compute_score``)."""
     import numpy as np
 
+    check_aligned(hyps, refs)
     scores = [rouge_l(h, rs, beta) for h, rs in zip(hyps, refs)]
     return float(np.mean(np.array(scores))), scores
 

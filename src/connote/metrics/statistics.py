@@ -15,10 +15,6 @@ import numpy as np
 CI_METHODS = ("percentile", "BCa", "basic")
 
 
-def _mean(sample: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(sample, axis=axis)
-
-
 def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(b - a, axis=axis)
 
@@ -45,7 +41,7 @@ def bootstrap_ci(values: Sequence[float], *, n_boot: int = 1000, alpha: float = 
         return (float("nan"), float("nan"))
     if x.size == 1 or np.ptp(x) == 0:  # scipy needs two distinct values; every resample has this mean
         return (float(x.mean()), float(x.mean()))
-    res = stats.bootstrap((x,), _mean, n_resamples=n_boot, confidence_level=1 - alpha, method=method,
+    res = stats.bootstrap((x,), np.mean, n_resamples=n_boot, confidence_level=1 - alpha, method=method,
                           vectorized=True, rng=np.random.default_rng(seed))
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 

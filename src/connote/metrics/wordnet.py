@@ -87,7 +87,7 @@ def _cache_file(d: Path) -> Path:
     import hashlib
 
     tag = hashlib.sha1(f"{d.resolve()}|{stamp}".encode()).hexdigest()[:16]
-    from connote.metrics.cache import cache_root
+    from connote.core.cachedir import cache_root
 
     return cache_root() / "wordnet" / f"synonyms-v3-{tag}.json"
 

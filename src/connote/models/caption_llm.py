@@ -12,7 +12,7 @@ from PIL import Image
 from connote.core.errors import ItemError
 from connote.core.registry import require
 from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.protocols import GenerationRequest
 
 #: The default template; ``{captions}`` is replaced by the numbered captions.

@@ -22,6 +22,7 @@ Masked variants for MM-SHAP go through the same hooks (``pixel_values``, ``token
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import queue
@@ -34,7 +35,7 @@ from typing import Any
 from PIL import Image
 
 from connote.core.registry import require
-from connote.models.memory import halve_on_oom
+from connote.models.memory import halve_on_oom, layer_bytes
 
 
 def resolve_device(device: str | None) -> str:
@@ -243,6 +244,13 @@ class TensorMatcher:
         """p(match) for texts against ``image_states[rows]``; a backend may gather lazily to save memory."""
         return self.score(index_states(image_states, rows), input_ids, attention_mask, text_states)
 
+    def score_text_rows(self, image_states: Any, image_rows: Any, text_states: Any, text_rows: Any,
+                        input_ids: Any, attention_mask: Any) -> Any:
+        """p(match) of ``image_states[image_rows]`` against captions ``text_rows`` of a batch of distinct encoded
+        captions (``caches_text``); by default gathered per row (CLIP and FLAVA read each state in place)."""
+        return self.score_rows(image_states, image_rows, input_ids.index_select(0, text_rows),
+                               attention_mask.index_select(0, text_rows), index_states(text_states, text_rows))
+
     def encoder_bytes_per_image(self) -> int:
         """Peak transient bytes of the image encoder per image: its activations (an estimate from the vision
         config) and the copy its state is assembled from (:meth:`expand_states`'s parts)."""
@@ -251,12 +259,8 @@ class TensorMatcher:
         if vision is None or not getattr(vision, "image_size", None) or not getattr(vision, "patch_size", None):
             return 5 * self.image_state_bytes()
         tokens = (int(vision.image_size) // int(vision.patch_size)) ** 2 + 1
-        width, heads = int(vision.hidden_size), int(vision.num_attention_heads)
-        inner = int(getattr(vision, "intermediate_size", 4 * width))
         elem = self.torch.empty(0, dtype=self.dtype).element_size()
-        # attention scores and probabilities (eager attention keeps both), the MLP's inner
-        # activations, and a handful of residual-stream copies
-        return elem * (2 * heads * tokens * tokens + 2 * tokens * inner + 8 * tokens * width) + self.image_state_bytes()
+        return layer_bytes(vision, tokens, elem) + self.image_state_bytes()
 
     def score_bytes_per_pair(self) -> int:
         """Transient bytes per pair of a scoring batch: by default the gathered image state row."""
@@ -405,14 +409,19 @@ class TensorMatcher:
             out.index_copy_(0, torch.as_tensor(list(rows), device=device), p.float().to(device))
             return []
 
-        lower = self.lower_batch("score_batch")
         with torch.inference_mode(), self._autocast():
-            start = 0
-            while start < len(order):
-                rows = order[start:start + min(batch, self._limits.get("score_batch", batch))]
-                halve_on_oom(run, rows, lower)
-                start += len(rows)
+            list(self._in_batches(order, batch, run))
         return out
+
+    def _in_batches(self, rows: Sequence[Any], batch: int, run: Any) -> Iterator[Any]:
+        """``run`` on slices of ``rows`` of at most ``batch`` (or as lowered), each through :func:`halve_on_oom`;
+        their results in order, a slice run when the caller asks for its results."""
+        lower = self.lower_batch("score_batch")
+        start = 0
+        while start < len(rows):
+            part = rows[start:start + min(batch, self._limits.get("score_batch", batch))]
+            yield from halve_on_oom(run, part, lower)
+            start += len(part)
 
     def image_groups(self, pairs: Sequence[tuple[int, int]], plan: dict[str, int] | None = None) -> list[list[int]]:
         """Distinct images of ``pairs`` in first-use order, cut into sub-groups sized by the memory plan.
@@ -493,8 +502,10 @@ class TensorMatcher:
 
     def _score_cached_text(self, states: Any, image_rows: list[int], all_ids: list[list[int]],
                            caption_index: list[int], batch: int | None = None) -> Any:
-        """Encode each distinct caption once, then score pairs with gathered text states; the scores as a
-        float32 tensor on the device, in the order of ``image_rows``."""
+        """Encode each distinct caption once, then score its pairs against the images' states (each caption's
+        and each image's state read once per batch, :meth:`score_text_rows`); the scores as a float32 tensor on
+        the device, in the order of ``image_rows``. A batch of captions or of pairs that runs out of memory is
+        halved (:meth:`lower_batch`)."""
         torch = self.torch
         batch = batch or self.work_plan()["score_batch"]
         used = sorted(set(caption_index), key=lambda c: len(all_ids[c]))
@@ -503,19 +514,23 @@ class TensorMatcher:
         by_caption: dict[int, list[int]] = {}
         for r, c in enumerate(caption_index):
             by_caption.setdefault(c, []).append(r)
+
+        def encode(caps: Sequence[int]) -> list[Any]:  # (captions, ids, mask, text states) per batch that fits
+            input_ids, mask = self.pad([all_ids[c] for c in caps])
+            return [(list(caps), input_ids, mask, self.encode_texts(input_ids, mask))]
+
+        def run(input_ids: Any, mask: Any, text_states: Any, chunk: Sequence[tuple[int, int]]) -> list[Any]:
+            t_idx = torch.as_tensor([k for k, _ in chunk], device=mask.device)
+            i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=mask.device)
+            p = self.score_text_rows(states, i_idx, text_states, t_idx, input_ids, mask)
+            out.index_copy_(0, torch.as_tensor([r for _, r in chunk], device=device), p.float().to(device))
+            return []
+
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(used), batch):
-                caps = used[start:start + batch]
-                input_ids, mask = self.pad([all_ids[c] for c in caps])
-                text_states = self.encode_texts(input_ids, mask)
-                rows = [(k, r) for k, c in enumerate(caps) for r in by_caption[c]]
-                for s in range(0, len(rows), batch):
-                    chunk = rows[s:s + batch]
-                    t_idx = torch.as_tensor([k for k, _ in chunk], device=input_ids.device)
-                    i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=input_ids.device)
-                    p = self.score_rows(states, i_idx, input_ids.index_select(0, t_idx),
-                                        mask.index_select(0, t_idx), index_states(text_states, t_idx))
-                    out.index_copy_(0, torch.as_tensor([r for _, r in chunk], device=device), p.float().to(device))
+            # one batch of captions encoded at a time (lazily), then its pairs scored
+            for encoded, input_ids, mask, text_states in self._in_batches(used, batch, encode):
+                rows = [(k, r) for k, c in enumerate(encoded) for r in by_caption[c]]
+                list(self._in_batches(rows, batch, functools.partial(run, input_ids, mask, text_states)))
         return out
 
 

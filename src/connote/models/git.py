@@ -10,8 +10,14 @@ from typing import Any
 
 from connote.core.errors import InputError
 from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.protocols import GenerationRequest
+
+
+def _frames(n: Any) -> tuple[str, int, int]:
+    """GIT-VaTeX's six frames are two from each third of the clip; other counts are spread uniformly."""
+    n = int(n or 1)
+    return ("segments", 6, 6) if n == 6 else ("uniform", n, n)
 
 
 class GitVideoCaptioner:
@@ -37,9 +43,16 @@ class GitVideoCaptioner:
     def from_spec(cls, weights: str | None = None, **options: Any) -> GitVideoCaptioner:
         return cls(weights or "", **options)
 
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """The frames its weights take as one video (``num_image_with_embedding`` of its config.json)."""
+        from connote.models.hub import config_json
+
+        return {"frames": _frames(config_json(weights or "", options.get("revision")).get("num_image_with_embedding"))}
+
     @property
     def frame_spec(self) -> tuple[str, int, int]:
-        return ("segments", 6, 6) if self.frames == 6 else ("uniform", self.frames, self.frames)
+        return _frames(self.frames)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "git-video", **weights_identity(self.weights, self.revision, self.model),

@@ -4,12 +4,20 @@ The model is asked whether the caption matches the image; p(match) is the softma
 logits of the "Yes" and "No" answer tokens at the first answer position. Unlike the paper,
 which could only count the generated answers, this gives generative models a probability,
 so they get Pearson correlations with human votes too.
+
+Images for Yes/No scoring become pixels as the matching engine's do (``preprocess``): ``device`` makes them in
+batches on the model's device with the model's own image-processor config (:mod:`connote.models.pixels`), each
+distinct image of a batch once, while the next batch is prepared on a thread; ``hf`` calls the model's processor.
+``auto`` takes ``device`` where the processor is one the device path reproduces — checked at load on a probe
+photo, pixels and token ids (LLaVA-1.5's CLIP processor is; LLaVA-NeXT's tiles, Qwen-VL's patches are not) —
+else ``hf``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -18,8 +26,8 @@ from PIL import Image
 
 from connote.core.registry import require
 from connote.models.decoding import Decoding
-from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.hf_itm import weights_identity
+from connote.models.engine import PREPROCESS, prefetch, resolve_device, resolve_dtype
+from connote.models.hub_identity import weights_identity
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
 from connote.models.protocols import greedy_batches
 
@@ -47,9 +55,12 @@ class YesNoVlmMatcher:
 
     def __init__(self, weights: str | None = None, *, revision: str | None = None,
                  prompt: str = MATCH_PROMPT, device: str | None = None, dtype: str | None = None,
-                 batch_size: int | str = 8, logits: str = "fp32") -> None:
+                 batch_size: int | str = 8, logits: str = "fp32", preprocess: str = "auto",
+                 preprocess_workers: int | str = 4) -> None:
         if not weights:
             raise ValueError("hf-vlm-yesno needs weights: e.g. llava-hf/llava-v1.6-mistral-7b-hf or a local dir")
+        if preprocess not in PREPROCESS:
+            raise ValueError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {preprocess!r}")
         self.decoding = Decoding(cache=self._cache, compile=self._compile, logits=logits)  # checked before loading
         self.torch = require("torch", "hf")
         transformers = require("transformers", "hf")
@@ -66,6 +77,48 @@ class YesNoVlmMatcher:
         tok.padding_side = "left"  # the answer position is then the last column for every row
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
+        self.preprocess_workers = max(1, int(preprocess_workers))
+        self._pixel_spec, why = self._device_spec()
+        self._auto_preprocess = "hf" if self._pixel_spec is None else "device"
+        if preprocess == "device" and self._pixel_spec is None:
+            raise ValueError(f"preprocess=device: the processor of {weights} is not one the device path reproduces "
+                             f"({why}); use preprocess=hf (or auto)")
+        self.preprocess = self._auto_preprocess if preprocess == "auto" else preprocess
+
+    def _device_spec(self) -> tuple[Any, str]:
+        """The pixel spec of the model's image processor where ``preprocess=device`` gives the processor's inputs
+        (:func:`~connote.models.pixels.checked_spec` on the pixels; the same token ids from the image token
+        expanded here as the processor expands it), else ``(None, why)``."""
+        from connote.models.pixels import checked_spec, probe_photo
+
+        image_processor = getattr(self.processor, "image_processor", None)
+        token = getattr(self.processor, "image_token", None)
+        if image_processor is None or not isinstance(token, str):
+            return None, "it has no image processor and image token"
+        if importlib.util.find_spec("torchvision") is None:
+            return None, "torchvision is not installed (pip install 'connote[hf]')"
+        try:  # a processor that fails on the probe (one that wants videos, or has no chat template) keeps hf
+            spec, why = checked_spec(image_processor)
+            if spec is None:
+                return None, why
+            text = self._texts(["a probe"])
+            ref = self.processor(images=[probe_photo()], text=text, padding=True, return_tensors="pt")
+            image_token_id = self.processor.tokenizer.convert_tokens_to_ids(token)
+            self._image_tokens = int((ref["input_ids"] == image_token_id).sum())
+            mine = self._tokens(text)
+        except Exception as exc:  # noqa: BLE001 - only decides between the two paths; hf is the processor's own
+            return None, f"the processor failed on a probe photo ({type(exc).__name__}: {str(exc)[:200]})"
+        if set(ref) != {"input_ids", "attention_mask", "pixel_values"} or not all(
+                self.torch.equal(mine[k], ref[k]) for k in ("input_ids", "attention_mask")):
+            return None, f"its inputs ({', '.join(sorted(ref))}) are not pixels and the image token repeated"
+        return spec, ""
+
+    def _tokens(self, texts: Sequence[str]) -> Any:
+        """The processor's token ids for ``texts`` with one image each, without its image processor: the image
+        token repeated as many times as the model reads image features (the number the processor gave at load)."""
+        token = self.processor.image_token
+        return self.processor.tokenizer([t.replace(token, token * self._image_tokens) for t in texts],
+                                        padding=True, return_tensors="pt")
 
     # The answer tokens are looked up when p(match) is first asked for, so a model whose vocabulary has
     # no single "Yes"/"No" token can still generate text.
@@ -82,10 +135,13 @@ class YesNoVlmMatcher:
         return cls(weights, **options)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, **weights_identity(self.weights, self.revision, self.model),
-                "dtype": str(self.dtype).replace("torch.", ""), "prompt_version": MATCH_PROMPT_VERSION,
-                "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest()[:12],
-                "probability": "softmax over Yes/No answer-token logits", **self.decoding.describe()}
+        d = {"backend": self.backend, **weights_identity(self.weights, self.revision, self.model),
+             "dtype": str(self.dtype).replace("torch.", ""), "prompt_version": MATCH_PROMPT_VERSION,
+             "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest()[:12],
+             "probability": "softmax over Yes/No answer-token logits", **self.decoding.describe()}
+        if self.preprocess != self._auto_preprocess:  # what auto chose is left out: earlier runs resume
+            d["preprocess"] = self.preprocess
+        return d
 
     def masking_game(self, image: Image.Image, caption: str, *, grid: int | None = None,
                      compat: str | None = None) -> Any:
@@ -103,24 +159,55 @@ class YesNoVlmMatcher:
                                                             tokenize=False))
         return texts
 
-    def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
-                          pairs: Sequence[tuple[int, int]]) -> list[float]:
+    def inputs(self, images: Sequence[Any], captions: Sequence[str]) -> dict[str, Any]:
+        """The model's inputs for aligned ``images`` and ``captions`` on its device: through the model's
+        processor (``preprocess=hf``), or the pixels made on the device (each distinct image object once) and the
+        token ids by :meth:`_tokens` (``device``)."""
         torch = self.torch
-        out: list[float] = []
-        for start in range(0, len(pairs), self.batch_size):
-            batch = pairs[start:start + self.batch_size]
-            inputs = self.processor(images=[images[i] for i, _ in batch],
-                                    text=self._texts([captions[c] for _, c in batch]),
-                                    padding=True, return_tensors="pt").to(self.device)
+        texts = self._texts(captions)
+        if self.preprocess == "hf":
+            inputs = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt").to(self.device)
             if "pixel_values" in inputs and self.dtype != torch.float32:
                 inputs["pixel_values"] = inputs["pixel_values"].to(self.dtype)
-            keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the answer position's logits only
+            return dict(inputs)
+        from connote.models.pixels import pixel_batch
+
+        slot: dict[int, int] = {}  # a batch's pairs name an image by the same object
+        distinct: list[Any] = []
+        for im in images:
+            if id(im) not in slot:
+                slot[id(im)] = len(distinct)
+                distinct.append(im)
+        pixels = pixel_batch(distinct, self._pixel_spec, self.device, self.dtype, workers=self.preprocess_workers)
+        if len(distinct) < len(images):
+            pixels = pixels.index_select(0, torch.as_tensor([slot[id(im)] for im in images], device=pixels.device))
+        tokens = self._tokens(texts)
+        return {"input_ids": tokens["input_ids"].to(self.device),
+                "attention_mask": tokens["attention_mask"].to(self.device), "pixel_values": pixels}
+
+    def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
+                          pairs: Sequence[tuple[int, int]]) -> list[float]:
+        """p(match) per pair, ``batch_size`` pairs per forward; the next batch's inputs are prepared on a thread
+        while one runs, and the scores come back from the device once per call."""
+        if not pairs:
+            return []
+        torch = self.torch
+        yes_ids, no_ids = self.yes_ids, self.no_ids  # before the thread starts: one tokenizer user at a time
+        batches = [pairs[s:s + self.batch_size] for s in range(0, len(pairs), self.batch_size)]
+        keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the answer position's logits only
+
+        def prepare(batch: Sequence[tuple[int, int]]) -> dict[str, Any]:
+            with torch.inference_mode():
+                return self.inputs([images[i] for i, _ in batch], [captions[c] for _, c in batch])
+
+        scores = []
+        for _, inputs in prefetch(batches, prepare):
             with torch.inference_mode():
                 logits = self.model(**inputs, **keep).logits[:, -1, :].float()
-            yes = torch.logsumexp(logits[:, self.yes_ids], dim=-1)
-            no = torch.logsumexp(logits[:, self.no_ids], dim=-1)
-            out.extend(torch.sigmoid(yes - no).cpu().tolist())
-        return out
+            yes = torch.logsumexp(logits[:, yes_ids], dim=-1)
+            no = torch.logsumexp(logits[:, no_ids], dim=-1)
+            scores.append(torch.sigmoid(yes - no))
+        return [float(p) for p in torch.cat(scores).cpu().tolist()]
 
 
 class ChatVlm(YesNoVlmMatcher):
@@ -154,9 +241,15 @@ class ChatVlm(YesNoVlmMatcher):
     def from_spec(cls, weights: str | None = None, **options: Any) -> ChatVlm:
         return cls(weights, **options)
 
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """The frames it samples per clip: ``frames`` of them, uniformly."""
+        frames = int(options["frames"])
+        return {"frames": ("uniform", frames, frames)}
+
     @property
     def frame_spec(self) -> tuple[str, int, int]:
-        return ("uniform", self.frames, self.frames)
+        return self.spec_needs(self.weights, {"frames": self.frames})["frames"]
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

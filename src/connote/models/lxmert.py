@@ -44,7 +44,7 @@ from connote.core.errors import InputError, ItemError
 from connote.core.registry import require
 from connote.media.images import SOURCE_KEY
 from connote.models.engine import TensorMatcher
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.masking import MMSHAP_MASKED_ID, MaskGame, _span, check_compat
 
 TSV_LXMERT = ["img_id", "img_h", "img_w", "objects_id", "objects_conf", "attrs_id", "attrs_conf", "num_boxes",

@@ -4,6 +4,7 @@
   retried (``torch.OutOfMemoryError`` on an accelerator, ``MemoryError`` on a CPU), the caller told the new
   size so that later batches start from it; a batch of one that still does not fit is an error.
   Generation (``git-llava``) and the matching engine (its encoder and scoring batches) both use it.
+* :func:`layer_bytes`: a transformer layer's transient bytes on one sequence, what the plans count for activations.
 * :class:`PeakRSS`: the peak resident memory of this process over a block of code (Linux: the kernel's
   high-water mark, reset on entry), what the memory tests and ``benchmarks/`` compare the plans against.
 """
@@ -54,6 +55,18 @@ def halve_on_oom(run: Callable[[Sequence[T]], list[Any]], rows: Sequence[T],
     half = (len(rows) + 1) // 2
     lower(half, len(rows))
     return halve_on_oom(run, rows[:half], lower) + halve_on_oom(run, rows[half:], lower)
+
+
+def layer_bytes(config: Any, tokens: int, element_size: int, eager: bool = True) -> int:
+    """Transient bytes of one transformer layer (``config``: its ``hidden_size``, ``num_attention_heads``,
+    ``intermediate_size``) on one sequence of ``tokens``: the attention scores and probabilities (eager attention
+    keeps both; a fused kernel none), the MLP's inner activations, and a handful of residual-stream copies. What
+    the engine's plans count for an encoder's activations (``TensorMatcher.encoder_bytes_per_image``, FLAVA's
+    multimodal encoder per pair)."""
+    width, heads = int(config.hidden_size), int(config.num_attention_heads)
+    inner = int(getattr(config, "intermediate_size", 4 * width))
+    scores = 2 * heads * tokens * tokens if eager else 0
+    return element_size * (scores + 2 * tokens * inner + 8 * tokens * width)
 
 
 class PeakRSS:

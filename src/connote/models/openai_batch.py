@@ -273,7 +273,7 @@ class OpenAIBatchAnswers:
         if not weights:
             raise InputError("openai-batch needs the Batch API output: openai-batch:OUTPUT.jsonl (or a folder of "
                              "output files)")
-        from connote.runs.store import file_sha256
+        from connote.core.files import file_sha256
 
         self.files = output_files(weights)
         self.answers = read_output(self.files)

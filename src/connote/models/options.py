@@ -29,6 +29,7 @@ OPTION_HELP: dict[str, str] = {
     "cache": "KV cache while decoding: auto (static on CUDA where the model supports it), dynamic, static",
     "compile": "compile the decoding step with torch.compile: auto (on CUDA with a static cache), true, false",
     "logits": "fp32: the LM head computes in float32 (greedy output independent of the batch); model: as loaded",
+    "attention": "sdpa (torch's fused attention, same values, less memory) or eager (transformers' own)",
     "embedder": "an encoder object (Python API only; the embedded EfficientNet-Lite0 + MiniLM when unset)",
     # the matching engine (connote.models.engine.TensorMatcher): docs/long-runs.md "Batch and memory"
     "memory_budget": "bytes the engine may hold besides the weights (image states, activations, a batch), "
@@ -37,7 +38,8 @@ OPTION_HELP: dict[str, str] = {
                         "memory_budget)",
     "preprocess_workers": "threads preparing images while the model runs",
     "preprocess": "how images become pixels: device (batched on the model's device with torchvision), hf (the "
-                  "model's own processor, image by image); auto: device, except ALBEF (hf: the release's PIL resize)",
+                  "model's own processor, image by image); auto: device, except ALBEF (hf: the release's PIL resize) "
+                  "and chat VLMs whose processor the device path does not reproduce (checked at load)",
 }
 
 

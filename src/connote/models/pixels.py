@@ -293,3 +293,40 @@ def _center_crop(F: Any, stack: Any, crop: tuple[int, int]) -> Any:
         stack = F.pad(stack, pad, fill=0)
         height, width = stack.shape[-2:]
     return F.crop(stack, int((height - ch) / 2.0), int((width - cw) / 2.0), ch, cw)
+
+
+def probe_photo() -> Any:
+    """A small, non-square photo of seeded noise (67 x 45): what :func:`checked_spec` runs a processor on, so that
+    padding to a square, an aspect-dependent size or a resample the spec does not follow shows in the pixels."""
+    import numpy as np
+    from PIL import Image
+
+    return Image.fromarray((np.random.default_rng(35).random((45, 67, 3)) * 255).astype(np.uint8))
+
+
+def checked_spec(image_processor: Any, tolerance: float = 1e-4) -> tuple[PixelSpec | None, str]:
+    """``(spec, "")`` where :func:`pixel_batch` with ``spec`` gives ``image_processor``'s pixels, else ``(None, why)``.
+
+    For processors whose configuration :meth:`PixelSpec.from_processor` reads but whose options it may not follow
+    (a chat VLM's: LLaVA's ``do_pad``, LLaVA-NeXT's tiles, Qwen-VL's patches, Idefics' splits), the spec is run
+    against the processor on :func:`probe_photo` at load: the processor must return ``pixel_values`` alone, one
+    fixed-size ``(3, H, W)`` image per photo, equal within ``tolerance``."""
+    try:
+        spec = PixelSpec.from_processor(image_processor)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        return None, f"its configuration is not one the device path reads ({exc})"
+    if spec.size is None and spec.crop is None:
+        return None, "its output size follows each photo's (no fixed size or crop)"
+    photo = probe_photo()
+    out = image_processor(images=[photo], return_tensors="pt")
+    want = out.get("pixel_values")
+    if set(out) != {"pixel_values"} or want is None or want.dim() != 4:
+        shape = tuple(want.shape) if want is not None else None
+        return None, f"it returns {', '.join(sorted(out))} (pixel_values {shape}), not one image per photo"
+    got = pixel_batch([photo], spec, "cpu")
+    if got.shape != want.shape:
+        return None, f"its pixels are {tuple(want.shape)}, the device path's {tuple(got.shape)}"
+    diff = float((got - want.float()).abs().max())
+    if diff > tolerance:
+        return None, f"its pixels differ from the device path's by up to {diff:.3g} (a pad or resize not followed)"
+    return spec, ""

@@ -29,7 +29,7 @@ from typing import Any
 from connote.core.errors import InputError
 from connote.core.registry import require
 from connote.models.engine import resolve_device, resolve_dtype
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.registry import parse_spec
 
 SCORERS = ("lm-perplexity", "cola", "gruen", "none")

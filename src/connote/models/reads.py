@@ -33,8 +33,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 
 
 def _identity_and_real(path: str | Path) -> tuple[dict[str, Any], set[str]]:
-    from connote.models.hf_itm import folder_digests
-    from connote.runs.store import canonical_json, file_sha256
+    from connote.core.files import file_sha256
+    from connote.models.hub_identity import folder_digests
+    from connote.runs.store import canonical_json
 
     p = Path(path).expanduser()
     if p.is_dir():
@@ -119,7 +120,7 @@ class Sources:
     def uncovered(self, description: Any) -> list[str]:
         """What ``description`` (a built model's ``describe()``) names as read that these sources do not cover:
         a hub id at another commit or without one, a local folder or file outside every path hashed here.
-        Sources are named the one way :func:`connote.models.hf_itm.weights_identity` and :func:`path_identity`
+        Sources are named the one way :func:`connote.models.hub_identity.weights_identity` and :func:`path_identity`
         name them (``{"weights": ..., "commit": ...}``, ``{"weights": DIR, "files": ...}``, ``{"path": ...}``)."""
         commits = {(h["id"], h["commit"]) for h in self.hubs.values()}
         missing: list[str] = []
@@ -160,8 +161,8 @@ def _is_commit(revision: Any) -> bool:
 def _add_hub(sources: Sources, name: str, repo_id: str, revision: str | None, *, required: bool) -> None:
     """Record ``repo_id``'s cached commit under ``name``. A value that is not in the cache is a hub id only when
     ``required`` (the weights); otherwise it is a plain option value (``decode=greedy``)."""
-    from connote.models.hf_itm import hub_commit
     from connote.models.hub import hub_offline
+    from connote.models.hub_identity import hub_commit
 
     commit = hub_commit(repo_id, revision)
     if commit is None:

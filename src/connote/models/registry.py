@@ -15,6 +15,8 @@ backend's constructor before anything loads (unknown option, wrong type, missing
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import types
 import typing
@@ -239,36 +241,23 @@ def _option_types(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
     return {name: annotation for name, (annotation, _) in params.items()}, var_kw
 
 
-def _convert(backend: str, name: str, value: str, annotation: Any) -> str:
-    """Check that an option's text fits the constructor's annotation; the text itself is passed on
-    (backends take ``int | str`` and friends because specs are text, and convert it themselves)."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation) if origin is typing.Union or isinstance(annotation, types.UnionType) \
-        else (annotation,)
-    kinds = [k for k in (int, float, bool) if k in args]
-    if not kinds or (value == "auto" and str in args):  # "auto": the backend picks (batch sizes, budgets)
+def _convert(backend: str, name: str, value: str, annotation: Any) -> Any:
+    """An option's text as the constructor's annotation takes it, converted and checked by the one typed-value
+    checker (:func:`connote.core.checking.check_text`, pydantic; the same as task and metric options). A
+    constructor annotates ``int | str``, ``float | str``, ``bool | str`` because a spec is text: the number or the
+    yes/no word is what it takes (``auto`` too, where the annotation has ``str``); an option typed ``str`` alone
+    keeps its text."""
+    from connote.core.checking import Invalid, check_text
+
+    members = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union or \
+        isinstance(annotation, types.UnionType) else (annotation,)
+    kinds = tuple(k for k in (bool, int, float) if k in members)
+    if not kinds or (value == "auto" and str in members):  # "auto": the backend picks (batch sizes, budgets)
         return value
-    checks = {int: _is_int, float: _is_float, bool: lambda v: v.lower() in ("true", "false", "1", "0", "yes", "no")}
-    if any(checks[k](value) for k in kinds):
-        return value
-    expected = " or ".join({int: "an integer", float: "a number", bool: "true or false"}[k] for k in kinds)
-    raise InputError(f"model option {name}={value!r} of {backend}: expected {expected}")
-
-
-def _is_int(v: str) -> bool:
     try:
-        int(v)
-        return True
-    except ValueError:
-        return False
-
-
-def _is_float(v: str) -> bool:
-    try:
-        float(v)
-        return v.lower() not in ("nan", "inf", "-inf", "infinity")
-    except ValueError:
-        return False
+        return check_text(value, kinds[0] if len(kinds) == 1 else typing.Union[kinds])  # noqa: UP007 - at run time
+    except Invalid as exc:
+        raise InputError(f"model option {name}={value!r} of {backend}: expected {exc.expected}") from None
 
 
 def looks_local(weights: str) -> bool:
@@ -326,15 +315,87 @@ def check_weights(backend: Backend, weights: str | None) -> None:
               "(HF_HUB_OFFLINE=1 for this run)", file=sys.stderr)
 
 
-def check_spec(spec: str | ModelSpec) -> tuple[Backend, ModelSpec, dict[str, Any]]:
-    """Resolve and check a spec without loading anything; returns (backend, spec, constructor options)."""
+@dataclass(frozen=True)
+class Needs:
+    """What a task gives a model and takes from it before any item is computed, known without building it.
+
+    ``inputs``: what it works from (:data:`INPUTS`); ``images``: whether it reads the photos themselves (False for a
+    backend working from photo ids alone); ``frames``: the video frames it wants, ``(strategy, k, per_clip)``;
+    ``frame_sampling``: how they are drawn (``fixed``, or ``random`` with its seed); ``prompt``: its own generation
+    prompt (None: the task's).
+    """
+
+    inputs: str
+    images: bool
+    frames: tuple[str, int, int]
+    frame_sampling: tuple[str, int] = ("fixed", 0)
+    prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A model spec checked once (:func:`check_spec`): what the lazy loader, the model's identity and the factory
+    share, so that a run checks its spec one time.
+
+    ``text`` is the spec as given; ``spec`` its parts; ``backend`` the registration; ``options`` the constructor's
+    options (an alias's defaults, then the spec's own), each checked against the constructor's annotation.
+    """
+
+    text: str
+    spec: ModelSpec
+    backend: Backend
+    options: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.spec.backend
+
+    @property
+    def weights(self) -> str | None:
+        return self.spec.weights
+
+    @property
+    def local(self) -> bool:
+        """The weights name a local file or folder (not a hub id or a service's model name)."""
+        return self.backend.weights in ("folder", "file") or (self.backend.weights == "hf"
+                                                              and looks_local(self.weights or ""))
+
+    def __str__(self) -> str:
+        return self.text
+
+    @functools.cached_property
+    def needs(self) -> Needs:
+        """What a task takes from this model before it computes (:class:`Needs`), without building it: what the
+        registration declares, updated by the backend's ``spec_needs(weights, options)`` where its options or its
+        weights' configuration decide (frames, whether photos are read, its own prompt); computed once."""
+        backend = self.backend
+        declared = Needs(backend.inputs, backend.inputs != "photo-ids", backend.frames)
+        factory = backend.factory()
+        hook = getattr(getattr(factory, "__self__", factory), "spec_needs", None)
+        if not callable(hook):
+            return declared
+        params, _ = _option_parameters(factory)
+        values = {name: default for name, (_, default) in params.items() if default is not inspect.Parameter.empty}
+        try:
+            found = hook(self.weights, {**values, **self.options})
+        except InputError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # as a build would fail on the same weights
+            raise InputError(f"could not load model {self.spec}: {type(exc).__name__}: {exc}") from None
+        return dataclasses.replace(declared, **found)
+
+
+def check_spec(spec: str | ModelSpec) -> ResolvedSpec:
+    """Resolve and check a spec without loading anything (exit 2 on an unknown backend or option, a value of the
+    wrong type, weights that cannot load)."""
+    text = spec if isinstance(spec, str) else str(spec)
     if isinstance(spec, str):
         spec = parse_spec(spec)
     backend = MODELS.get(spec.backend)
     factory = backend.factory()
     params, var_kw = _option_types(factory)
     options: dict[str, Any] = {**backend.defaults, **spec.options}
-    for name, value in spec.options.items():
+    for name, value in options.items():
         if name not in params:
             if var_kw:
                 continue
@@ -342,28 +403,33 @@ def check_spec(spec: str | ModelSpec) -> tuple[Backend, ModelSpec, dict[str, Any
             raise InputError(f"unknown option {name!r} for model backend {spec.backend}; valid options: {valid}")
         options[name] = _convert(spec.backend, name, value, params[name])
     check_weights(backend, spec.weights)
-    return backend, spec, options
+    return ResolvedSpec(text, spec, backend, options)
 
 
-def load_model(spec: str | ModelSpec, **overrides: Any) -> Any:
-    """Build a model from its spec after :func:`check_spec`; load failures become one-line errors (exit 2)."""
-    backend, spec, options = check_spec(spec)
-    options.update(overrides)
+def resolved(spec: str | ModelSpec | ResolvedSpec) -> ResolvedSpec:
+    """``spec`` checked (:func:`check_spec`), or as it is when it was checked already."""
+    return spec if isinstance(spec, ResolvedSpec) else check_spec(spec)
+
+
+def load_model(spec: str | ModelSpec | ResolvedSpec, **overrides: Any) -> Any:
+    """Build a model from its spec (checked by :func:`check_spec` unless it is a :class:`ResolvedSpec`); load
+    failures become one-line errors (exit 2)."""
+    checked = resolved(spec)
+    backend, options = checked.backend, {**checked.options, **overrides}
     try:
-        model = backend.factory()(spec.weights, **options)
+        model = backend.factory()(checked.weights, **options)
     except InputError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(f"could not load model {spec}: {type(exc).__name__}: {first}") from None
+        raise InputError(f"could not load model {checked.spec}: {type(exc).__name__}: {first}") from None
     from connote.models.reads import spec_reads, with_reads
 
     try:
         model._connote_backend = backend
     except AttributeError:  # a backend with __slots__ is found by its class
         pass
-    local = backend.weights in ("folder", "file") or (backend.weights == "hf" and looks_local(spec.weights or ""))
-    return with_reads(model, spec_reads(spec.weights, options, local_weights=local))
+    return with_reads(model, spec_reads(checked.weights, options, local_weights=checked.local))
 
 
 def registration_of(model: Any) -> Backend | None:
@@ -404,22 +470,32 @@ def inputs_of(model: Any) -> str:
     return backend.inputs if backend is not None else getattr(model, "inputs", "images")
 
 
-def frames_of(model: Any) -> tuple[str, int, int]:
-    """The video frames a built model wants: its instance's ``frame_spec`` where its options or weights decide
-    them, else what its registration declares."""
-    spec = getattr(model, "frame_spec", None)
-    if spec:
-        return tuple(spec)  # type: ignore[return-value]
+def needs_of(model: Any) -> Needs:
+    """What ``model`` needs and decides for a task (:class:`Needs`). A model not built yet
+    (:class:`~connote.models.lazy.LazyModel`) answers from its resolved spec and stays unbuilt; a built one from its
+    registration and what its instance says (``frame_spec``, ``needs_images``, ``frame_sampling``,
+    ``default_prompt``)."""
+    spec = getattr(model, "resolved", None)
+    if isinstance(spec, ResolvedSpec):
+        return spec.needs
     backend = registration_of(model)
-    return backend.frames if backend is not None else DEFAULT_FRAMES
+    inputs = backend.inputs if backend is not None else getattr(model, "inputs", "images")
+    frames = getattr(model, "frame_spec", None) or (backend.frames if backend is not None else DEFAULT_FRAMES)
+    sampling = getattr(model, "frame_sampling", None) or ("fixed", 0)
+    return Needs(inputs, inputs != "photo-ids" or bool(getattr(model, "needs_images", False)),
+                 tuple(frames), tuple(sampling), getattr(model, "default_prompt", None))  # type: ignore[arg-type]
+
+
+def frames_of(model: Any) -> tuple[str, int, int]:
+    """The video frames a model wants (:func:`needs_of`): where its options or weights decide them, its
+    ``spec_needs`` (or, built, its ``frame_spec``) says so; else what its registration declares."""
+    return needs_of(model).frames
 
 
 def needs_images(model: Any) -> bool:
-    """Whether a built model needs the photos themselves: every backend but one working from photo ids, unless
-    its options make it read them too (``needs_images`` on the instance, e.g. seq2seq grounded on objects)."""
-    if inputs_of(model) != "photo-ids":
-        return True
-    return bool(getattr(model, "needs_images", False))
+    """Whether a model needs the photos themselves (:func:`needs_of`): every backend but one working from photo
+    ids, unless its options make it read them too (seq2seq grounded on objects)."""
+    return needs_of(model).images
 
 
 def backends_with(capability: str, inputs: tuple[str, ...] | None = None) -> list[str]:
@@ -437,111 +513,9 @@ def require_capability(model: Any, capability: str, *, task: str) -> None:
                      f"backends that can: {', '.join(backends_with(capability))}")
 
 
-#: Help for the options of the matching engine's backends that differ from connote.models.options.OPTION_HELP.
-_MATCHER_OPTIONS = {"batch_size": "image-caption pairs per scoring batch; auto: 16 on a CPU, 64 on a GPU (lowered "
-                                  "to fit memory_budget)"}
-#: Help for the options of the OpenAI-compatible API backends (openai, openai-video, vllm, sglang).
-_API_OPTIONS = {
-    "max_side": "images are resized so that their longer side is at most this many pixels before sending",
-    "temperature": "sampling temperature of generated text (0: greedy)",
-    "max_tokens": "longest answer in tokens; unset: the task's own limit",
-    "text_first": "put the prompt before the images in the message (default: images first)",
-    "prompt": "the Yes/No matching prompt; {caption} is replaced by the caption",
-    "concurrency": "requests in flight at the start; unset: 8 adaptive, 4 with adaptive=false",
-    "timeout": "seconds one HTTP attempt may take",
-    "max_retries": "retries of a failed or throttled request",
-    "backoff": "seconds before the first retry (doubling after each)",
-    "base_url": "the server's URL (…/v1); unset: OPENAI_BASE_URL, else api.openai.com",
-    "top_logprobs": "log-probabilities asked for per answer token (p(match) from the Yes/No tokens among them)",
-    "max_retry_after": "longest Retry-After (seconds) a throttled request waits; longer: it fails",
-    "deadline": "seconds one request may take in all, retries and waits included",
-    "adaptive": "raise and lower the requests in flight from the server's answers (TCP-like); false: a fixed pool",
-    "max_concurrency": "the most requests in flight with adaptive=true",
-    "latency_factor": "stop raising concurrency while latency is over this many times the fastest seen",
-}
-#: ... and those of the servers connote starts itself (vllm, sglang).
-_SERVED_OPTIONS = {
-    **_API_OPTIONS,
-    "executable": "the engine's command (default: the installed vllm / sglang)",
-    "port": "port on 127.0.0.1 for the server; unset: a free one",
-    "startup_timeout": "seconds to wait for the server to answer after it starts",
-    "max_restarts": "times a server that died is started again",
-    "images_per_prompt": "the most images one prompt may carry (the server's multimodal limit)",
-    "max_logprobs": "the most log-probabilities per token the server allows",
-    "args": "more command-line arguments for the server, as one shell-quoted string",
-    "base_url": "not accepted: the address is chosen when the server starts (use openai:MODEL?base_url=...)",
-}
-_CHAT_VLM_OPTIONS = {
-    "frames": "video frames sampled uniformly per clip for generation",
-    "frames_as": "how frames reach the model: images (one image each) or video (one video input)",
-    "batch_size": "image-caption pairs per Yes/No scoring batch, and requests per generate call",
-    "prompt": "the Yes/No matching prompt; {caption} is replaced by the caption",
-}
+from connote.models.builtin import BUILTIN  # noqa: E402 - data only; registered below
 
-# The generic built-in backends, registered lazily so that listing them imports nothing heavy (a paper's own
-# baselines are declared by its plugin module, connote/<paper>/plugin.py; see connote.core.plugins).
-_BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str], dict[str, str]]] = [
-    ("objects", "connote.models.objects:ObjectsMatcher.from_spec", ("match", "mask"), "none",
-     "Offline baseline: EfficientNet-Lite0 ImageNet labels vs caption, compared with MiniLM.", {},
-     {"device": "where the embedded models run: cpu or cuda",
-      "top_k": "ImageNet labels per image compared with the caption",
-      "threshold": "cosine similarity at which p(match) = 0.5",
-      "scale": "steepness of p(match) = sigmoid(scale * (cos - threshold))"}),
-    ("hf-blip-itm", "connote.models.hf_itm:BlipItmMatcher.from_spec", ("match", "mask"), "hf",
-     "BLIP image-text matching head (BlipForImageTextRetrieval).", {},
-     {**_MATCHER_OPTIONS,
-      "cache_cross_attention": "compute each image's cross-attention keys and values once for all its captions",
-      "attention": "sdpa (torch's fused attention, same values, less memory) or eager (transformers' own)"}),
-    ("hf-blip2-itm", "connote.models.hf_itm:Blip2ItmMatcher.from_spec", ("match", "mask"), "hf",
-     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval).", {}, _MATCHER_OPTIONS),
-    ("hf-flava-itm", "connote.models.hf_itm:FlavaItmMatcher.from_spec", ("match", "mask"), "hf",
-     "FLAVA multimodal encoder ITM head (FlavaForPreTraining).", {}, _MATCHER_OPTIONS),
-    ("hf-clip", "connote.models.hf_itm:ClipMatcher.from_spec", ("match", "mask"), "hf",
-     "CLIP cosine similarity, calibrated to p(match) by a logistic map.", {},
-     {**_MATCHER_OPTIONS, "threshold": "cosine similarity at which p(match) = 0.5",
-      "scale": "steepness of p(match) = sigmoid(scale * (cos - threshold)); unset: the model's logit scale"}),
-    ("albef-itm", "connote.models.albef:AlbefItmMatcher.from_spec", ("match", "mask"), "name",
-     "ALBEF ITM head on a released checkpoint file (ALBEF.pth, mscoco.pth, ...) or its URL in torch's cache.", {},
-     {**_MATCHER_OPTIONS, "tokenizer": "hub id or folder of the BERT tokenizer the checkpoint was trained with",
-      "image_size": "input resolution in pixels (position embeddings are interpolated to it)",
-      "vision_heads": "attention heads of the ViT; unset: read from the checkpoint's shapes",
-      "text_heads": "attention heads of the BERT encoder; unset: read from the checkpoint's shapes"}),
-    ("hf-lxmert", "connote.models.lxmert:LxmertMatcher.from_spec", ("match", "mask"), "hf",
-     "LXMERT cross_relationship_score (LxmertForPreTraining) on region features (?features=.tsv/.h5/npz dir).",
-     {}, {**_MATCHER_OPTIONS, "features": "the region features: a bottom-up-attention .tsv, an .h5 file or a folder "
-                                          "of .npz files (required)"}),
-    ("hf-vlm", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
-     "Chat VLM (LLaVA, LLaVA-NeXT, Qwen-VL, Idefics): Yes/No p(match); text from many images or frames.", {},
-     _CHAT_VLM_OPTIONS),
-    ("hf-vlm-yesno", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
-     "Alias of hf-vlm (its CV-Probes name): p(match) = softmax over the Yes/No answer-token logits.", {},
-     _CHAT_VLM_OPTIONS),
-    ("hf-video-chat", "connote.models.hf_vlm:ChatVlm.from_spec", ("match", "mask", "generate"), "hf",
-     "Alias of hf-vlm with frames passed as one video (Video-LLaVA, LLaVA-NeXT-Video, Qwen2-VL).",
-     {"frames_as": "video"}, _CHAT_VLM_OPTIONS),
-    ("openai", "connote.models.openai_api:OpenAIChat.from_spec", ("match", "generate"), "name",
-     "OpenAI-compatible chat API (GPT-4o or a local server); key/base URL from the environment.", {}, _API_OPTIONS),
-    ("openai-video", "connote.models.openai_api:OpenAIChat.from_spec", ("match", "generate"), "name",
-     "Alias of openai for videos: six frames (two from each third) sent as images after the prompt.",
-     {"max_side": "512", "text_first": "true"}, _API_OPTIONS),
-    ("vllm", "connote.models.serving:VllmChat.from_spec", ("match", "generate"), "name",
-     "A chat VLM served by vLLM, started by connote on 127.0.0.1 (vllm extra); reached as the openai backend.", {},
-     _SERVED_OPTIONS),
-    ("sglang", "connote.models.serving:SglangChat.from_spec", ("match", "generate"), "name",
-     "A chat VLM served by SGLang, started by connote on 127.0.0.1 (sglang extra); reached as the openai backend.",
-     {}, _SERVED_OPTIONS),
-    ("git-video", "connote.models.git:GitVideoCaptioner.from_spec", ("generate",), "hf",
-     "GIT video/image captioning (GitForCausalLM, e.g. microsoft/git-large-vatex).", {},
-     {"num_beams": "beams of beam search (1: greedy)"}),
-    ("caption-llm", "connote.models.caption_llm:CaptionLlmGenerator.from_spec", ("generate",), "hf",
-     "Captioner per image, then a causal LM writes the text from the numbered captions (option llm=...).", {},
-     {"llm": "hub id or folder of the causal LM that writes the text (required)",
-      "prompt": "the LM's prompt; {captions} is replaced by the numbered captions",
-      "caption_tokens": "longest caption per image in new tokens",
-      "max_new_tokens": "longest text the LM writes, in new tokens",
-      "llm_revision": "hub revision of the LM's weights"}),
-]
-for _name, _target, _caps, _weights, _help, _defaults, _options in _BUILTIN:
+for _name, _target, _caps, _weights, _help, _defaults, _options in BUILTIN:
     register_model(_name, _target, capabilities=frozenset(_caps), help=_help, weights=_weights, defaults=_defaults,
                    options=_options)
 # text-only generators (inputs "text"): only the tasks that send a prompt alone take them (vmc synth)

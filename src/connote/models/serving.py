@@ -256,7 +256,7 @@ class ServedChat(OpenAIChat):
         return extra  # SGLang takes any number of images and returns top log-probabilities as asked
 
     def describe(self) -> dict[str, Any]:
-        from connote.models.hf_itm import weights_identity
+        from connote.models.hub_identity import weights_identity
 
         d = super().describe()
         d.pop("base_url", None)  # a new port every run: not what made the answers

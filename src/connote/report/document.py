@@ -36,7 +36,7 @@ class Run:
     #: Runs share a table only when their groups are equal: e.g. (data path or hash, task version,
     #: scoring signature). Rendered in the section title when runs are shown apart.
     group: tuple[str, ...]
-    #: The loaded results (results.json / run.json / scores, whatever the kind reads).
+    #: The loaded results (results.json / an older run.json / scores, whatever the kind reads).
     results: dict[str, Any] = field(default_factory=dict)
     #: The run's data in words (path and short content digest), quoted when groups are told apart.
     data: str = ""
@@ -94,9 +94,27 @@ class Section:
 #: Run kinds by name, as lazy targets (see the module docstring): each paper's, declared by its plugin module
 #: (``RUN_KINDS`` in ``connote/<paper>/plugin.py``), then the generic ones below. The order is the order of
 #: recognition: a folder is the first kind whose ``recognise`` returns a run. A kind may also carry ``expects``
-#: (a few words on the files it reads), quoted when no kind recognises a folder.
+#: (a few words on the files it reads), quoted when no kind recognises a folder, and, when its paper publishes
+#: tables of this kind (:mod:`connote.core.published`), how a run is put beside them
+#: (:mod:`connote.report.published`): ``published_values(table, run)`` -> ``(values, intervals)`` on the table's
+#: columns and scale, or None when the run is not in the table's setting; ``why_not_published(table, run)`` -> why
+#: not, in words; ``published_x100``: the columns the paper prints on 0-1 that the report shows x 100 (``*``: all).
 RUN_KINDS: PluginTable = PluginTable("run kind", "RUN_KINDS", {
     "metric-correlation": "connote.report.correlation:KIND",
     "study": "connote.report.study:KIND",  # before agreement: an import's labels file beside its reliability
     "agreement": "connote.report.agreement:KIND",
 })
+
+
+def kind_object(name: str) -> Any | None:
+    """The kind object registered as ``name``; None when its module does not exist (yet)."""
+    from connote.core.registry import import_target
+
+    target = RUN_KINDS[name]
+    module = target.split(":", 1)[0]
+    try:
+        return import_target(target)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise

@@ -19,21 +19,7 @@ from typing import Any
 
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
-from connote.report.document import RUN_KINDS, Run, Section
-
-
-def kind_object(name: str) -> Any | None:
-    """The kind object registered as ``name``; None when its module does not exist (yet)."""
-    from connote.core.registry import import_target
-
-    target = RUN_KINDS[name]
-    module = target.split(":", 1)[0]
-    try:
-        return import_target(target)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
+from connote.report.document import RUN_KINDS, Run, Section, kind_object
 
 
 def available_kinds() -> dict[str, Any]:
@@ -124,14 +110,14 @@ def build_sections(runs: Sequence[Run], *, allow_mixed: bool = False,
 
 
 def run_field(run: Run, key: str) -> Any:
-    """``key`` of a run's results file, or of its ``run.json`` for a scored generation run (None when absent)."""
+    """``key`` of a run's results file, or of its run metadata for a scored generation run (None when absent)."""
     meta = run.results.get("run")
     return run.results.get(key) or (meta.get(key) if isinstance(meta, dict) else None)
 
 
 def add_invariance_notes(section: Section) -> None:
     """A note per run that measured batch invariance (``--check-invariance``): its results file's
-    ``batch_invariance``, or its ``run.json``'s for a scored generation run."""
+    ``batch_invariance``, or its run metadata's for a scored generation run."""
     from connote.tasks.invariance import invariance_line
 
     for run in section.runs:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from connote.core.published import PublishedTable, compare, for_kind
-from connote.report.document import RUN_ROW, Run, Section, Table
+from connote.report.document import RUN_KINDS, RUN_ROW, Run, Section, Table, kind_object
 
 
 def model_text(run: Run) -> str:
@@ -27,56 +27,36 @@ def model_text(run: Run) -> str:
     return " ".join(p for p in parts if p and p != "null")
 
 
+def _kind(table: PublishedTable) -> Any:
+    """The run kind of ``table.kind`` (:data:`~connote.report.document.RUN_KINDS`); None when it has none."""
+    return kind_object(table.kind) if table.kind in RUN_KINDS else None
+
+
 def measured(table: PublishedTable, run: Run) -> tuple[dict[str, float | None], dict[str, Any]] | None:
     """(values, intervals) of ``run`` on ``table``'s columns and scale; None when the run is not in the table's
-    setting (another captions variant or protocol) or the kind has no per-run values for it."""
-    res = run.results
-    if table.kind == "cv-probes":
-        if res.get("captions", "original") != table.match.get("captions", "original"):
-            return None
-        cells = res.get("cells") or {}
-        if table.measure == "pearson_r":
-            return {c: (cells.get(c) or {}).get("pearson_r") for c in table.columns}, {}
-        values = {c: _scaled((cells.get(c) or {}).get("accuracy"), table.scale) for c in table.columns if c != "HM"}
-        intervals = {c: _scaled_ci((cells.get(c) or {}).get("interval"), table.scale) for c in values}
-        values["HM"] = _scaled(res.get("harmonic_mean"), table.scale)
-        return values, intervals
-    stored = res.get("scores")
-    if not stored:
-        return None
-    if table.kind == "vist-storytelling":
-        if stored.get("protocol") != table.match.get("protocol", stored.get("protocol")):
-            return None
-        return dict(stored.get("scores") or {}), {k: v for k, v in (stored.get("ci") or {}).items() if v}
-    if table.kind == "vmc-captioning":
-        return dict(stored.get("table") or {}), {k: v for k, v in (stored.get("intervals") or {}).items() if v}
-    return None
+    setting (another captions variant or protocol) or the kind has no per-run values for it. Each paper's run
+    kind reads its own results (``published_values(table, run)``, see :mod:`connote.report.document`)."""
+    kind = _kind(table)
+    read = getattr(kind, "published_values", None)
+    return None if read is None else read(table, run)
 
 
 def why_not_measured(table: PublishedTable, run: Run) -> str | None:
     """Why :func:`measured` has nothing of ``run`` for ``table`` (another captions variant or protocol, no stored
-    scores), or None when it has."""
+    scores: the run kind's ``why_not_published(table, run)``), or None when it has."""
     if measured(table, run) is not None:
         return None
-    res = run.results
-    if table.kind == "cv-probes":
-        have, want = res.get("captions", "original"), table.match.get("captions", "original")
-        return (f"its captions are the {have} ones; {table.id} is on the {want} captions (a run with --captions "
-                f"{want} is)")
-    stored = res.get("scores")
-    if not stored:
-        return "it has no stored scores (score the run first: connote vist score RUN / connote vmc score RUN)"
-    if table.kind == "vist-storytelling":
-        return (f"it was scored under the {stored.get('protocol')} protocol; {table.id} is under the "
-                f"{table.match.get('protocol')} protocol")
-    return f"it has no values for {table.id}"
+    why = getattr(_kind(table), "why_not_published", None)
+    return (why(table, run) if why is not None else None) or f"it has no values for {table.id}"
 
 
-def _scaled(x: Any, scale: float) -> float | None:
+def scaled(x: Any, scale: float) -> float | None:
+    """``x * scale`` (None stays None): a run's value on a published table's scale."""
     return None if x is None else float(x) * scale
 
 
-def _scaled_ci(ci: Any, scale: float) -> list[float] | None:
+def scaled_interval(ci: Any, scale: float) -> list[float] | None:
+    """An interval ``[lo, hi]`` times ``scale``; None when absent."""
     return [float(ci[0]) * scale, float(ci[1]) * scale] if ci and ci[0] is not None else None
 
 
@@ -105,14 +85,11 @@ def comparisons(table: PublishedTable, runs: Sequence[Run]) -> list[dict[str, An
     return out
 
 
-#: Columns a published table prints on 0-1 that the report shows x 100, by the table's kind, so a published table
-#: reads on the scale of the run's own table beside it (``*``: every column). Values in JSON keep the paper's scale.
-SHOWN_X100 = {"vist-storytelling": ("*",), "vmc-captioning": ("BERT-F1", "ACS", "ACD")}
-
-
 def _factors(table: PublishedTable) -> dict[str, float]:
-    """Per column, what the report multiplies the table's values by (1 or 100)."""
-    cols = SHOWN_X100.get(table.kind, ())
+    """Per column, what the report multiplies the table's values by (1 or 100): the run kind's ``published_x100``,
+    the columns a published table prints on 0-1 that the report shows x 100 (``*``: every column), so a published
+    table reads on the scale of the run's own table beside it. Values in JSON keep the paper's scale."""
+    cols = tuple(getattr(_kind(table), "published_x100", ()))
     return {c: 100.0 if "*" in cols or c in cols else 1.0 for c in table.columns}
 
 

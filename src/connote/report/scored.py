@@ -14,14 +14,17 @@ from connote.report.document import Run
 
 
 def read_run_json(folder: Path, task: str) -> dict[str, Any] | None:
-    """``run.json`` of a run folder of ``task``; None when the folder is not one (no or other task)."""
-    path = folder / "run.json"
+    """The results file (``results.json``, or ``run.json`` of an older folder) of a run folder of ``task``; None
+    when the folder is not one (no or other task)."""
+    from connote.runs.store import results_path
+
+    path = results_path(folder)
     if not folder.is_dir() or not path.is_file():
         return None
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # not readable as any kind's run.json: not this kind's to judge
+        return None  # not readable as any kind's results file: not this kind's to judge
     if not isinstance(meta, dict) or meta.get("task") != task:
         return None
     return meta
@@ -30,7 +33,7 @@ def read_run_json(folder: Path, task: str) -> dict[str, Any] | None:
 def read_scored_run(folder: Path, task: str, scores_task: str, required: tuple[str, ...], output: str,
                     how_to_score: Callable[[Path, dict[str, Any]], str]
                     ) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any] | None] | None:
-    """A run folder of ``task`` with its stored scores: (run.json, "task vN", results, newest scores or None).
+    """A run folder of ``task`` with its stored scores: (its results file, "task vN", results, newest scores or None).
 
     Every stored scores file must have the ``required`` fields (else ``InputError`` naming it). ``results``
     holds the run's metadata, ``how_to_score(folder, meta)`` (the command that scores it), every stored file,

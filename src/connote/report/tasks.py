@@ -50,8 +50,10 @@ class TaskKind:
 
     def recognise(self, folder: Path) -> Run | None:
         from connote.core.jsonio import read_json
+        from connote.runs.store import results_path
 
-        folder, path = Path(folder), Path(folder) / self.task.results_file
+        folder = Path(folder)
+        path = results_path(folder, self.task.results_file)
         if not folder.is_dir() or not path.is_file():
             return None
         try:

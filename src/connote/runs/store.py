@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.core.files import NotRegularFileError, file_sha256, file_stamp, open_regular, read_blocks  # noqa: F401
 
 #: Bumped when the layout of ``store.sqlite`` changes; rows of an older layout are never reused.
 SCHEMA_VERSION = 2
@@ -344,6 +343,20 @@ def run_metadata(config: Mapping[str, Any], *, seed: int | None = None,
             versions[name] = None
     return {"config": dict(config), "versions": versions, "seed": seed,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+#: The file in a run folder that records its results and fingerprint; ``run.json`` is the name VIST's stories,
+#: VMC's captions and metaphor synth runs used before, still read in folders they wrote (:func:`results_path`).
+RESULTS_FILE, OLD_RESULTS_FILE = "results.json", "run.json"
+
+
+def results_path(folder: str | Path, name: str = RESULTS_FILE) -> Path:
+    """The results file of run folder ``folder``: its ``name`` (a task's ``results_file``), else the ``run.json``
+    of a folder written before every task wrote ``results.json`` (``name`` when the folder holds neither)."""
+    folder = Path(folder)
+    new = folder / name
+    old = folder / OLD_RESULTS_FILE
+    return old if not new.is_file() and old.is_file() else new
 
 
 def write_json(path: str | Path, obj: Any) -> None:

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
-from connote.core.jsonio import read_json_entries as top_level_entries  # noqa: F401 - the suites' reader
 from connote.explain.options import MmshapOptions
-from connote.media.images import is_url, load_image
+from connote.media.images import image_identity, is_url, load_image
 from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
-from connote.runs.store import content_key, write_json, write_jsonl, write_text
+from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Sample, Task
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
@@ -68,22 +67,20 @@ def require_fields(entry: Any, names: Sequence[str], *, path: Path, line: int, k
     return entry
 
 
-def find_image(name: str, roots: Sequence[Path]) -> str:
-    """An image named in a suite file: a URL as is; else the first root holding it (with or without a suffix).
+def suite_image(name: str, roots: Sequence[Path]) -> str:
+    """An image named in a suite file: a URL as is; else its file in the first root holding it (with or without
+    a suffix; :func:`connote.media.photos.find_image`).
 
     A name found nowhere resolves under the first root, so loading it becomes the item's error.
     """
+    from connote.media.photos import find_image
+
     if is_url(name):
         return name
-    for root in roots:
-        candidate = root / name
-        if candidate.is_file():
-            return str(candidate.resolve())
-        if not Path(name).suffix:
-            for suffix in IMAGE_SUFFIXES:
-                if (root / f"{name}{suffix}").is_file():
-                    return str((root / f"{name}{suffix}").resolve())
-    return str((roots[0] / name).resolve()) if roots else name
+    try:
+        return str(find_image(roots, name, photo_id=False, extensions=IMAGE_SUFFIXES).resolve())
+    except ItemError:
+        return str((roots[0] / name).resolve()) if roots else name
 
 
 _WORDS = re.compile(r"[\w']+")
@@ -109,16 +106,12 @@ def ratio(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
-def wilson(k: int, n: int) -> list[float] | None:
-    from connote.metrics.statistics import accuracy_interval
-
-    return accuracy_interval(k, n)
-
-
 def accuracy_block(flags: Sequence[bool]) -> dict[str, Any]:
     """Accuracy of a list of right/wrong decisions, with n and its 95% Wilson interval."""
+    from connote.metrics.statistics import accuracy_interval
+
     k, n = sum(bool(f) for f in flags), len(flags)
-    return {"accuracy": ratio(k, n), "n": n, "correct": k, "interval": wilson(k, n)}
+    return {"accuracy": ratio(k, n), "n": n, "correct": k, "interval": accuracy_interval(k, n)}
 
 
 def pct(v: float | None) -> str:
@@ -145,12 +138,6 @@ def _load(path: str, crop: tuple[float, float, float, float] | None, allow_netwo
     image = image.crop((x, y, x + w, y + h))
     image.thumbnail((DEFAULT_MAX_SIDE, DEFAULT_MAX_SIDE))
     return image
-
-
-def image_identity(path: str) -> dict[str, Any]:
-    from connote.media.images import image_identity as identity
-
-    return identity(path)
 
 
 def item_key(item: SuiteItem) -> str:
@@ -335,7 +322,6 @@ class PairSuiteTask(SuiteRunning, Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_json(out / "results.json", results)
         write_jsonl(out / "items.jsonl", rows)
-        write_text(out / "results.md", self.render(results))
 
 
 def headline_value(results: dict[str, Any], path: Sequence[str]) -> float | None:
@@ -437,7 +423,7 @@ class SuiteExplainTask(SuiteRunning, Task):
         if as_json:
             return super().print_result(result, as_json=True)
         results = result.results
-        print((result.out / "results.md").read_text(encoding="utf-8"))
+        print(result.text)
         print(f"{results['n_pairs']} pairs, {results['calls_total']} model calls, {results['n_errors']} errors; "
               f"run folder: {result.out}")
         return 0
@@ -498,7 +484,6 @@ class SuiteExplainTask(SuiteRunning, Task):
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_jsonl(out / "explanations.jsonl", rows)
         write_json(out / "results.json", results)
-        write_text(out / "results.md", self.render(results))
 
 
 def _shap_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -49,13 +49,15 @@ class RunResult:
     """What running a task gives, for every task: its run folder, its results and what the runner did.
 
     ``results`` is the content of the task's results file (empty off rank 0 of a distributed run);
-    ``outcome`` counts resumed, computed and failed items. Unpacks as ``results, outcome``.
+    ``outcome`` counts resumed, computed and failed items; ``text`` is the rendered results, as the run wrote them
+    to ``results.md`` ("" for a task that renders nothing). Unpacks as ``results, outcome``.
     """
 
     task: str
     out: Path
     results: dict[str, Any]
     outcome: RunOutcome
+    text: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -101,12 +103,15 @@ def run_task(task: Task, model: Any, out: str | Path, *, seed: int | None = None
     """Run ``task`` with ``model`` into the run folder ``out``: the one entry point of every task's command.
 
     ``model`` is a spec (``backend[:weights][?k=v]``: checked before anything loads, then loaded after
-    seeding) or a built model. ``seed`` seeds torch (0 when None) and is recorded in the run's metadata
-    as given. ``extra_results`` are added to the results file (e.g. the model spec as typed).
+    seeding; a :class:`~connote.models.registry.ResolvedSpec` is not checked again) or a built model.
+    ``seed`` seeds torch (0 when None) and is recorded in the run's metadata as given. ``extra_results`` are
+    added to the results file (e.g. the model spec as typed).
     ``check_invariance`` N > 0 reruns the first N items one per model call and records how many outputs
     changed (``batch_invariance`` in the results; :mod:`connote.tasks.invariance`).
     """
-    if isinstance(model, str):
+    from connote.models.registry import ResolvedSpec
+
+    if isinstance(model, (str, ResolvedSpec)):
         from connote.models.lazy import lazy_model
 
         # the spec is checked here (option and weights errors before the seed and any loading); the model is
@@ -183,7 +188,8 @@ class Task(ABC):
         """The paper's numbers from the rows (results.json's content, before metadata)."""
 
     def render(self, results: dict[str, Any]) -> str:
-        """The results as Markdown (tables that render on GitHub)."""
+        """The results as Markdown (tables that render on GitHub): :meth:`run` writes them to ``results.md`` (with
+        the batch-invariance line when checked) and the command prints them; "" (the default): no such file."""
         return ""
 
     def settings(self) -> dict[str, Any]:
@@ -242,13 +248,8 @@ class Task(ABC):
         if as_json:
             print(json.dumps(self.summary(result), indent=2, default=str))
             return 0
-        text = result.out / "results.md"
-        if text.is_file():
-            print(text.read_text(encoding="utf-8"))
-        else:
-            rendered = self.render(result.results)
-            if rendered:
-                print(rendered)
+        if result.text:
+            print(result.text)
         print(f"run folder: {result.out} ({', '.join(self.outputs or (self.results_file,))})")
         errors = result.results.get("n_errors")
         if errors and "items.jsonl" in self.outputs:
@@ -307,6 +308,7 @@ class Task(ABC):
         memo = model.memo() if lazy else None
         from connote.runs.current import running_in
         from connote.runs.speed import measuring, speed_block, speed_line
+        from connote.runs.store import results_path
 
         invariance = None
         with running_in(out), measuring() as meter:  # a model may keep files of its own there (a served engine's log)
@@ -345,15 +347,18 @@ class Task(ABC):
             **(extra_results or {}),
             **run_metadata(self.config(), seed=seed),
         })
-        self._say_if_replacing(out / self.results_file, outcome.fingerprint)
+        self._say_if_replacing(results_path(out, self.results_file), outcome.fingerprint)  # an older run.json too
         self.write_outputs(out, outcome.rows, results)
-        if invariance and (out / "results.md").is_file():  # the rendered results say it too
+        text = self.render(results)
+        if text:  # rendered once: written here, printed by the command from the RunResult
             from connote.runs.store import write_text
-            from connote.tasks.invariance import invariance_line
 
-            text = (out / "results.md").read_text(encoding="utf-8").rstrip("\n")
-            write_text(out / "results.md", f"{text}\n\n{invariance_line(invariance)}\n")
-        return RunResult(self.name, out, results, outcome)
+            if invariance:  # the rendered results say it too
+                from connote.tasks.invariance import invariance_line
+
+                text = f"{text.rstrip(chr(10))}\n\n{invariance_line(invariance)}\n"
+            write_text(out / "results.md", text)
+        return RunResult(self.name, out, results, outcome, text)
 
     def _say_if_replacing(self, path: Path, fingerprint: str) -> None:
         """A run folder reused for another model or setting: say that its summary files now describe this run."""

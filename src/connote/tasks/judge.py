@@ -1,14 +1,11 @@
 """Judges: any registered generation backend asked a versioned question with a rubric, through the runner.
 
 A judge is a model spec with the ``generate`` capability (``openai:MODEL`` against any OpenAI-compatible
-server, ``hf-vlm:...`` chat VLMs, ...) and one or more :class:`Rubric` s:
-
-* ``share`` (stories): the VIST paper's human question, "If these were my photos, I would like using a story
-  like this to share my experience with my friends", answered on a 1-5 agreement scale;
-* ``pairwise`` (two stories of one photo sequence): which one is better, A or B (VHED-style preference);
-* ``vmc-a7`` (metaphor captions): the four binary criteria of the VMC paper's appendix A.7 - fluency
-  (natural, grammatical *and* following the "<primary> is as <property> as <secondary>" template),
-  primary-concept consistency, consistency with the whole video, creativity.
+server, ``hf-vlm:...`` chat VLMs, ...) and one or more :class:`Rubric` s. The papers register their rubrics
+(:data:`RUBRICS`, from ``RUBRICS`` in their plugin modules): VIST's question about a story and its pairwise
+preference (:mod:`connote.vist.rubrics`), VMC's appendix A.7 criteria of a metaphor caption
+(:mod:`connote.vmc.rubrics`). This module holds what every rubric shares: the versioned :class:`Rubric`, the
+reading of a rating (:func:`parse_rating`) and the judge task.
 
 Every judge call is one runner item: the run fingerprint holds the judge (the model's ``describe()``) and
 the sampling (temperature, seed, token budget); the item key holds the rubric's name, version and prompt
@@ -21,7 +18,6 @@ new rubric recomputes only its own items. An answer that cannot be parsed is kep
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.plugins import named_targets
+from connote.core.registry import Registry
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
 from connote.tasks.api import Task
@@ -67,44 +65,6 @@ def parse_rating(answer: str, lo: int, hi: int) -> int:
     return value
 
 
-def parse_share(answer: str) -> dict[str, float]:
-    return {"share": float(parse_rating(answer, 1, 5))}
-
-
-def parse_pairwise(answer: str) -> dict[str, float]:
-    m = re.match(r"\W*(?:story\s+)?([AB])\b", answer.strip(), flags=re.IGNORECASE)
-    if not m:
-        raise ParseError(f"expected A or B, got {answer[:80]!r}")
-    return {"prefer_a": 1.0 if m.group(1).upper() == "A" else 0.0}
-
-
-A7 = ("fluency", "primary_concept_consistency", "consistency", "creativity")
-
-
-def parse_a7(answer: str) -> dict[str, float]:
-    text = answer.strip()
-    obj: Any = None
-    m = re.search(r"\{.*\}", text, flags=re.DOTALL)
-    if m:
-        try:
-            obj = json.loads(m.group(0))
-        except json.JSONDecodeError:
-            obj = None
-    if not isinstance(obj, dict):
-        obj = dict(re.findall(r"([a-z_ ]+)\s*[:=]\s*(yes|no|true|false|1|0)\b", text.lower()))
-        obj = {k.strip().replace(" ", "_"): v for k, v in obj.items()}
-    out = {}
-    for c in A7:
-        v = str(obj.get(c, "")).strip().lower()
-        if v in ("yes", "true", "1"):
-            out[c] = 1.0
-        elif v in ("no", "false", "0"):
-            out[c] = 0.0
-        else:
-            raise ParseError(f"no yes/no for {c} in {answer[:120]!r}")
-    return out
-
-
 @dataclass(frozen=True)
 class Rubric:
     """A versioned question: its prompt template, what it scores and how its answer is read."""
@@ -126,39 +86,27 @@ class Rubric:
         return f"{self.name}@v{self.version}#{self.prompt_sha()}"
 
 
-#: 2: the rating is read in its answer format (:func:`parse_rating`), no longer the first integer anywhere
-SHARE = Rubric("share", 2, "story", (
-    "Here is a story written for the photos above.\n\nStory: {text}\n\n"
-    "How strongly do you agree with this statement: \"If these were my photos, I would like using a story "
-    "like this to share my experience with my friends.\"\n"
-    "Answer with one number: 1 = strongly disagree, 2 = disagree, 3 = neutral, 4 = agree, 5 = strongly agree."),
-    parse_share, 4)
-PAIRWISE = Rubric("pairwise", 1, "story-pair", (
-    "Here are two stories written for the photos above.\n\nStory A: {text}\n\nStory B: {text_b}\n\n"
-    "Which story is better: better grounded in the photos, more coherent, and one you would rather share? "
-    "Answer with one letter: A or B."), parse_pairwise, 4)
-VMC_A7 = Rubric("vmc-a7", 1, "caption", (
-    "A system wrote this caption for the metaphor of a video advert (frames above, in order).\n\n"
-    "Caption: {text}\n\nAnswer four yes/no questions:\n"
-    "- fluency: is the caption natural and grammatical, and does it follow the template "
-    "\"<primary concept> is as <property> as <secondary concept>\"?\n"
-    "- primary_concept_consistency: does the caption name the video's primary concept correctly?\n"
-    "- consistency: is the caption consistent with the whole video (both concepts and their relation)?\n"
-    "- creativity: is the metaphor creative rather than an obvious comparison?\n"
-    "Reply with JSON only, e.g. {{\"fluency\": \"yes\", \"primary_concept_consistency\": \"no\", "
-    "\"consistency\": \"no\", \"creativity\": \"yes\"}}."), parse_a7, 64)
+#: The rubrics, by name: each paper's, declared by its plugin module (``RUBRICS`` in ``connote/<paper>/plugin.py``:
+#: name -> ``("module:attr", help)``, see :mod:`connote.core.plugins`), registered on the first lookup or listing.
+RUBRICS: Registry[Rubric] = Registry("rubric", plugins=named_targets("RUBRICS"))
 
-RUBRICS = {r.name: r for r in (SHARE, PAIRWISE, VMC_A7)}
+
+def rubric(name: str) -> Rubric:
+    """The rubric registered as ``name`` (an unknown name lists the valid ones, exit 2)."""
+    found = RUBRICS.get(name)
+    if not isinstance(found, Rubric) or found.name != name:
+        raise InputError(f"rubric {name!r} is registered as {found!r}, not a Rubric of that name")
+    return found
 
 
 def rubrics_from(names: str | Sequence[str], kinds: Sequence[str]) -> list[Rubric]:
     """The named rubrics (comma-separated or a list), each of one of ``kinds``; unknown names exit 2."""
     wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
-    bad = [n for n in wanted if n not in RUBRICS or RUBRICS[n].kind not in kinds]
+    bad = [n for n in wanted if n not in RUBRICS or rubric(n).kind not in kinds]
     if bad or not wanted:
-        valid = ", ".join(n for n, r in RUBRICS.items() if r.kind in kinds)
+        valid = ", ".join(n for n in RUBRICS.names() if rubric(n).kind in kinds)
         raise InputError(f"unknown rubric {', '.join(bad) or '(none given)'}; valid here: {valid}")
-    return [RUBRICS[n] for n in wanted]
+    return [rubric(n) for n in wanted]
 
 
 @dataclass
@@ -184,7 +132,8 @@ class JudgeTask(Task):
     name, version, capability = "judge", 1, "generate"
     reads, title = "stories or captions with their photos or videos", "LLM/VLM judge with a versioned rubric."
     label = "judge calls"
-    results_file = "judge.json"
+    #: ``judge.json`` before 2026-12: readers of run folders accept both (``connote.commands.tracking``)
+    results_file = "results.json"
 
     def __init__(self, items: Sequence[JudgeInput], rubrics: Sequence[Rubric], *, image_dir: str | Path | None = None,
                  temperature: float = 0.0, seed: int | None = None, frames: int = 6, batch_size: int = 8,

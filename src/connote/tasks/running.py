@@ -5,7 +5,7 @@
 1. the task from the registry (:data:`connote.tasks.TASKS`; an unknown name: exit 2 with the valid names),
 2. its options checked against the task's typed :attr:`~connote.tasks.api.Task.options` (an unknown key or a
    value of the wrong type or range: exit 2, naming what is accepted),
-3. the model spec checked before anything is written or loaded,
+3. the model spec checked before anything is written or loaded, once (the run shares the resolved spec),
 4. the run folder locked for the whole run (every rank of a ``torchrun`` job: :func:`connote.runs.launch.hold_run`),
 5. without data, the task's sample written into ``OUT/sample`` by rank 0 (:meth:`~connote.tasks.api.Task.sample_data`),
 6. the task built from its data and options, run through :func:`connote.tasks.api.run_task` (seeded; resumable),
@@ -21,13 +21,6 @@ from typing import Any
 
 from connote.core.errors import InputError
 from connote.tasks.api import Sample, Task
-
-
-def task_class(name: str) -> type[Task]:
-    """The registered task ``name`` (exit 2 on an unknown name, listing the valid ones)."""
-    from connote.tasks import TASKS
-
-    return TASKS.get(name)
 
 
 def option_fields(cls: type[Task]) -> list[dataclasses.Field]:
@@ -84,8 +77,6 @@ def check_options(cls: type[Task], values: Mapping[str, Any]) -> dict[str, Any]:
     return {f.name: getattr(parsed, f.name) for f in option_fields(cls)}
 
 
-#: How ``--set`` spells a yes/no option's value (anything else is refused by the checker, naming it).
-_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
 def _bools(cls: type[Task]) -> set[str]:
@@ -96,7 +87,10 @@ def _bools(cls: type[Task]) -> set[str]:
 
 
 def _bool_text(value: Any) -> Any:
-    return _BOOL_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
+    """How ``--set`` spells a yes/no option's value (anything else is refused by the checker, naming it)."""
+    from connote.core.checking import BOOL_WORDS
+
+    return BOOL_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
 
 
 def run_registered(name: str | type[Task], *, model: str | None, out: str | Path, data: str | Path | None = None,
@@ -106,7 +100,9 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
     """Run task ``name`` (a registered name or a task class) with ``model`` into ``out`` and print its result;
     returns the exit status. ``data`` None: the task's sample, written into ``OUT/sample`` (``data_flag`` names the
     data in the notice, as the command spells it). ``seed`` None: seeded 0, recorded as not given."""
-    cls = task_class(name) if isinstance(name, str) else name
+    from connote.tasks import TASKS
+
+    cls = TASKS.get(name) if isinstance(name, str) else name
     checked = check_options(cls, options or {})
     out = Path(out)
     if model is None and data is not None and cls.default_model is None:
@@ -117,10 +113,9 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
     seed_of_task = 0 if seed is None else seed
     # given data is read first (a bad file: exit 2 naming it), then the spec is checked, before anything is written
     task = cls.from_options(Path(data), checked, seed=seed_of_task, progress=progress) if data is not None else None
-    if model is not None:
-        from connote.models.registry import check_spec
+    from connote.models.registry import check_spec
 
-        check_spec(model)
+    resolved = check_spec(model) if model is not None else None  # the one check of the run's spec
     from connote.runs.launch import hold_run
 
     with hold_run(out) as dist:  # refused at once if another run writes there (every rank of a launched job)
@@ -134,7 +129,7 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
             raise InputError(f"task {cls.name}: --model is needed")
         from connote.tasks.api import run_task
 
-        result = run_task(task, spec, out, seed=seed, check_invariance=check_invariance,
+        result = run_task(task, resolved or check_spec(spec), out, seed=seed, check_invariance=check_invariance,
                           extra_results={**task.extra_results(spec), **(extra_results or {})})
     if not result.is_main:  # the other ranks of a distributed run: rank 0 reports
         return 0

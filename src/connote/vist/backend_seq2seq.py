@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import ItemError
-from connote.models.hf_itm import weights_identity
+from connote.models.hub_identity import weights_identity
 from connote.models.protocols import GenerationRequest
 
 
@@ -63,6 +63,13 @@ class Seq2SeqStoryGenerator:
         elif decode == "greedy-dups-grounded":
             raise ValueError("greedy-dups-grounded needs a grounding source: grounding_dii=TRAIN_DII.json&"
                              "grounding_sis=TRAIN_SIS.json&captioner=DIR (the paper's), or grounding=objects")
+
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """Photos are read only to ground on the embedded classifier's labels (``grounding=objects`` without the
+        paper's grounding); otherwise the photo ids are all it takes."""
+        paper = any(options.get(k) for k in ("grounding_dii", "grounding_sis", "captioner"))
+        return {"images": not paper and options.get("grounding") == "objects"}
 
     @classmethod
     def from_spec(cls, weights: str | None = None, **options: Any) -> Seq2SeqStoryGenerator:

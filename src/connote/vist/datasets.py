@@ -97,7 +97,7 @@ def _vist_official(tier: str) -> Callable[[Path], FormatResult]:
 
 
 def _vist_challenge(path: Path) -> FormatResult:
-    from connote.vist.data import read_submission
+    from connote.vist.challenge import read_submission
 
     sub = read_submission(path)
     return FormatResult({"sequences": len(sub.entries), "albums": len({e.album_id for e in sub.entries})},

@@ -2,7 +2,7 @@
 
 Two story baselines (the paper's GRU seq2seq, from photo ids; the retrieval baseline), the storytelling task,
 its report run kind, four Potato studies, its catalogue entry with its format checks, its published tables and
-the scoring of released output files for ``connote reproduce``.
+the scoring of released output files for ``connote reproduce``, and its judge rubrics.
 """
 
 MODELS = {
@@ -42,3 +42,20 @@ DATASETS = "connote.vist.datasets:DATASETS"
 FORMATS = "connote.vist.datasets:FORMATS"
 PUBLISHED = {"vist": "published.json"}
 REPRODUCE = {"vist-storytelling": "connote.vist.reproduce:score_file"}
+RUBRICS = {  # judge rubrics (connote.tasks.judge): --rubric of connote vist correlate
+    "share": ("connote.vist.rubrics:SHARE", "VIST's question: would you share this story of your photos? (1-5)"),
+    "pairwise": ("connote.vist.rubrics:PAIRWISE", "Which of two stories of one photo sequence is better (A or B)."),
+}
+RATINGS = {  # human-judgement files of connote vist correlate (connote.metrics.correlation)
+    "pairwise": "connote.vist.correlate:PREFERENCES",
+    "vist": "connote.vist.correlate:STORY_RATINGS",
+}
+SCORE_NAMES = {  # reference-free story metrics (connote.vist.storyeval): printed names and scales
+    "GROOViST": {"display": "GROOViST", "metric": "groovist",
+                 "scale": "unbounded, concreteness-weighted (tanh: -1..1)"},
+    "RoViST-VG": {"display": "RoViST-VG", "metric": "rovist_vg",
+                  "scale": "log-sum-exp of the nouns' best cosines (x idf)"},
+    "RoViST-C": {"display": "RoViST-C", "metric": "rovist_c",
+                 "scale": "0-1 (SOP probability; cosine for the stand-in)"},
+    "RoViST-NR": {"display": "RoViST-NR", "metric": "rovist_nr", "scale": "0-1"},
+}

@@ -41,7 +41,8 @@ import numpy as np
 from connote.core.errors import InputError
 from connote.metrics.registry import display_name, display_names
 from connote.metrics.statistics import CI_METHODS, bootstrap_ci, paired_bootstrap  # noqa: F401 (the protocols' names)
-from connote.vist.data import Gold, SeqKey, Submission, seq_id
+from connote.vist.challenge import Gold, Submission
+from connote.vist.data import SeqKey, seq_id
 from connote.vist.version import VERSION as TASK_VERSION
 
 PairScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
@@ -402,7 +403,7 @@ def require_unique_sequences(submission: Submission) -> None:
 
 # --------------------------------------------------------------------------- scores stored in a run folder
 
-#: Task name under which a storytelling run's scores are stored (the run's ``run.json`` task).
+#: Task name under which a storytelling run's scores are stored (the task of the run's ``results.json``).
 SCORES_TASK = "vist-storytelling"
 
 

@@ -1,8 +1,9 @@
 """Report section of visual storytelling runs (``connote vist generate`` folders) and their stored scores.
 
-A storytelling run folder (``run.json`` with task ``vist-storytelling``) has no scores of its own;
-``connote vist score RUN --refs GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json`` (the key hashes
-the protocol, the gold's and template's sha256 and the settings; see :mod:`connote.vist.protocols`).
+A storytelling run folder (``results.json``, or an older ``run.json``, with task ``vist-storytelling``) has no
+scores of its own; ``connote vist score RUN --refs GOLD`` stores them in ``RUN/scores/<protocol>-<key>.json``
+(the key hashes the protocol, the gold's and template's sha256 and the settings; see
+:mod:`connote.vist.protocols`).
 A run is reported with its most recently stored scores; runs share a table only when those scores share
 the gold, protocol, settings and task version (:attr:`Run.group`).
 
@@ -40,6 +41,23 @@ class StorytellingKind:
     """The ``vist-storytelling`` run kind of ``connote report``."""
 
     name = KIND_NAME
+    #: VIST's published tables print 0-1; the report shows every column x 100, as its own table.
+    published_x100 = ("*",)
+
+    def published_values(self, table: Any, run: Run) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A scored run's values on a published table (:mod:`connote.report.published`); None when it is not
+        scored or was scored under another protocol than the table's."""
+        stored = run.results.get("scores")
+        if not stored or stored.get("protocol") != table.match.get("protocol", stored.get("protocol")):
+            return None
+        return dict(stored.get("scores") or {}), {k: v for k, v in (stored.get("ci") or {}).items() if v}
+
+    def why_not_published(self, table: Any, run: Run) -> str:
+        stored = run.results.get("scores")
+        if not stored:
+            return f"it has no stored scores (score the run first: connote vist score {run.folder})"
+        return (f"it was scored under the {stored.get('protocol')} protocol; {table.id} is under the "
+                f"{table.match.get('protocol')} protocol")
 
     def recognise(self, folder: Path) -> Run | None:
         """A storytelling run folder with its most recent stored scores (None: not a storytelling run)."""

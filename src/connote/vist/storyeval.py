@@ -43,7 +43,6 @@ needs a download).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -468,6 +467,3 @@ class StoryScorer:
         return StoryScores(per, self.signatures(), notes, details)
 
 
-def tanh(value: float) -> float:
-    """GROOViST mapped to [-1, 1], as its script prints it."""
-    return math.tanh(value)

@@ -6,7 +6,8 @@ sequence's photos (when the backend needs them) and photo ids; stories are norma
 challenge's ``story_text_normalized`` (lower case, punctuation split off). A sequence's row is reused only
 when the run fingerprint and the sequence (album, photo ids, the photos' bytes) are unchanged. The run
 folder gets ``stories.jsonl``, the challenge-format ``submission.json`` (an errored sequence appears
-with an empty story and an ``error`` key, and is counted by ``connote vist score``) and ``run.json``.
+with an empty story and an ``error`` key, and is counted by ``connote vist score``) and ``results.json``
+(``run.json`` in folders written before; still read).
 Scoring is ``connote vist score`` (the challenge and album protocols, :mod:`connote.vist.protocols`), under
 the task's one version (:attr:`StorytellingTask.version`, also ``connote.vist.TASK_VERSION``), which enters
 both the generation fingerprint and every stored score signature.
@@ -60,7 +61,8 @@ def normalize_story(text: str) -> str:
 
 def load_sequences(path: str | Path) -> list[SequenceInput]:
     """Photo sequences to generate for: a challenge template/submission or an official SIS/DIS file."""
-    from connote.vist.data import load_json, parse_submission, read_official
+    from connote.vist.challenge import parse_submission
+    from connote.vist.data import load_json, read_official
 
     obj, _ = load_json(path)
     seen: dict[tuple[str, ...], SequenceInput] = {}
@@ -125,7 +127,6 @@ class StorytellingTask(Task):
     reads = "photo sequences (a VIST challenge template/submission or an official SIS file) and a photo folder"
     title = "Visual storytelling: a story per photo sequence, written in the VIST challenge format."
     label = "stories"
-    results_file = "run.json"
     report_kind = "vist-storytelling"  # connote.vist.report: the scored protocols' tables
     inputs = ("images", "photo-ids")  # a photo sequence, or its photo ids for feature-based models
     invariance_field = "story"
@@ -161,7 +162,6 @@ class StorytellingTask(Task):
         self.batch_size, self.prompt, self.max_new_tokens = int(batch_size), prompt, int(max_new_tokens)
         self.team_name, self.progress, self.meta = team_name, progress, dict(meta or {})
         self.needs_images = True
-        self._backend = ""
 
     def settings(self) -> dict[str, Any]:
         return {"prompt_version": STORY_PROMPT_VERSION,
@@ -226,12 +226,12 @@ class StorytellingTask(Task):
                 "n_empty": sum(1 for r in rows if not r.get("error") and not r.get("story"))}
 
     def bind(self, model: Any) -> None:
-        """The capability check, then whether the model reads photos and its backend's name (for the submission)."""
+        """The capability check, then whether the model reads photos (its registration and spec say so: nothing is
+        built here)."""
         from connote.models.registry import needs_images
 
         super().bind(model)
         self.needs_images = needs_images(model)
-        self._backend = str(model.describe().get("backend"))
 
     @classmethod
     def score(cls, out: str | Path, references: str | Path, *, protocol: str = "challenge",
@@ -239,7 +239,7 @@ class StorytellingTask(Task):
         """Score the run's ``submission.json`` against the gold SIS file ``references`` under ``protocol``
         (:func:`connote.vist.protocols.score`; ``options`` are its settings) and store the scores in
         ``out/scores/``; returns (result, stored path, note). The signature carries this task's version."""
-        from connote.vist.data import read_gold, read_submission
+        from connote.vist.challenge import read_gold, read_submission
         from connote.vist.protocols import score, store_scores
 
         submission = Path(out) / "submission.json"
@@ -259,16 +259,17 @@ class StorytellingTask(Task):
                                  submission_path=str(out / "submission.json")).to_dict()
 
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
-        from connote.vist.data import submission_dict
+        from connote.vist.challenge import submission_dict
 
         write_jsonl(out / "stories.jsonl", ({k: v for k, v in r.items() if k != "item_key"} for r in rows))
         sub = submission_dict(((r["album_id"], r["photo_sequence"], r["story"]) for r in rows),
-                              team_name=self.team_name, description=f"connote vist generate, {self._backend}")
+                              team_name=self.team_name,
+                              description=f"connote vist generate, {results['model_fingerprint'].get('backend')}")
         for entry, r in zip(sub["output_stories"], rows, strict=True):
             if r.get("error"):
                 entry["error"] = r["error"]
         write_json(out / "submission.json", sub)
-        write_json(out / "run.json", results)
+        write_json(out / self.results_file, results)
 
 
 def run_generation(generator: Any, sequences: Sequence[SequenceInput], out_dir: str | Path, *,

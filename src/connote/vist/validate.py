@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.vist.data import Problem, SeqKey, Submission, read_submission, seq_id
+from connote.vist.challenge import Submission, read_submission
+from connote.vist.data import Problem, SeqKey, seq_id
 
 
 @dataclass

@@ -23,6 +23,18 @@ from connote.models.protocols import GenerationRequest, greedy_batches
 DEFAULT_BATCH = 16
 
 
+def _needs(c: Any) -> dict[str, Any]:
+    """The frames, their sampling and the prompt a trained model's configuration ``c`` asks of a task."""
+    from connote.vmc.data import METAPHOR_PROMPT
+
+    if c.clips > 1:
+        frames = ("clips", c.clips, c.frames_per_clip)
+    else:
+        frames = ("segments", 6, 6) if c.frames_per_clip == 6 else ("uniform", c.frames_per_clip, c.frames_per_clip)
+    sampling = (getattr(c, "frame_sampling", "fixed"), int(getattr(c, "frame_seed", 0)))
+    return {"frames": frames, "frame_sampling": sampling, "prompt": c.prompt or METAPHOR_PROMPT}
+
+
 class GitLlavaGenerator:
     """A trained GIT-LLaVA / GIT-LLaVA-X folder (``connote vmc train`` output)."""
 
@@ -49,25 +61,26 @@ class GitLlavaGenerator:
     def from_spec(cls, weights: str | None = None, **options: Any) -> GitLlavaGenerator:
         return cls(weights or "", **options)
 
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """What the saved folder's configuration decides for a task, read from its ``git_llava.json``."""
+        from connote.vmc.train.config import read_saved
+
+        return _needs(read_saved(weights or "")[1])
+
     @property
     def default_prompt(self) -> str:
         """The instruction the model was trained with."""
-        from connote.vmc.data import METAPHOR_PROMPT
-
-        return self.model.cfg.prompt or METAPHOR_PROMPT
+        return str(_needs(self.model.cfg)["prompt"])
 
     @property
     def frame_spec(self) -> tuple[str, int, int]:
-        c = self.model.cfg
-        if c.clips > 1:
-            return ("clips", c.clips, c.frames_per_clip)
-        return ("segments", 6, 6) if c.frames_per_clip == 6 else ("uniform", c.frames_per_clip, c.frames_per_clip)
+        return _needs(self.model.cfg)["frames"]
 
     @property
     def frame_sampling(self) -> tuple[str, int]:
         """How the model's frames are drawn at evaluation (``random`` for models trained so) and the seed."""
-        c = self.model.cfg
-        return (getattr(c, "frame_sampling", "fixed"), int(getattr(c, "frame_seed", 0)))
+        return _needs(self.model.cfg)["frame_sampling"]
 
     @staticmethod
     def identity_sources(weights: str | None, options: dict[str, Any]) -> dict[str, str]:
@@ -88,7 +101,7 @@ class GitLlavaGenerator:
     def describe(self) -> dict[str, Any]:
 
         from connote.core.files import file_sha256
-        from connote.models.hf_itm import weights_identity
+        from connote.models.hub_identity import weights_identity
 
         folder = Path(self.weights)
         digest = file_sha256(folder / "projector.safetensors")[:16]

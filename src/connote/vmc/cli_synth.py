@@ -1,18 +1,15 @@
 """``connote vmc synth``: synthetic metaphor captions for stage-1 pretraining (VMC appendix A.5.2).
 
-Added to the ``metaphor`` group by :func:`register_synth`. Heavy dependencies are imported inside the command.
+Added to the ``metaphor`` group by :func:`register_synth`; the work is :mod:`connote.vmc.synth_task`'s.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from connote.commands import checks
 from connote.commands.config import config_option
 
 
@@ -55,79 +52,23 @@ def synth_cmd(
     """Convert image captions to template metaphors with any generation backend and keep those in the template.
 
     Writes OUT/metaphors.json (the kept image-metaphor pairs, stage-1 data of `vmc train`), OUT/synth.jsonl
-    (every row with its answer and why it was dropped or failed) and OUT/run.json (the counts). Rerunning resumes.
+    (every row with its answer and why it was dropped or failed) and OUT/results.json (the counts). Rerunning resumes.
     With --write-batch it writes OpenAI Batch API requests instead; --model openai-batch:OUTPUT.jsonl then reads
     the batch's answers. Without CAPTIONS it runs on the packaged sample and its Batch API output file.
     """
-    from connote.core.errors import InputError
-    from connote.vmc.synth import SYNTH_PROMPT
-    from connote.vmc.synth_task import MetaphorSynthTask, synthesize
+    from connote.vmc import synth_task
 
-    for option, value in (("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens), ("--limit", limit),
-                          ("--requests-per-file", requests_per_file)):
-        checks.at_least(option, value, 1)
-    checks.at_least("--temperature", temperature, 0)
-    checks.at_least("--max-failed", max_failed, 0)
-    checks.folder("--out", out)
+    synth_task.check_synth_flags(out, batch_size=batch_size, max_new_tokens=max_new_tokens, limit=limit,
+                                 requests_per_file=requests_per_file, temperature=temperature, max_failed=max_failed)
     if captions is None:
-        from connote.vmc.sample_synth import write_sample_synth
-
-        paths = write_sample_synth(out / "sample")
-        captions, images = paths["captions"], images or paths["images"]
-        if model is None and write_batch is None:
-            model = f"openai-batch:{paths['batch_output']}"
-        print(f"no captions given: using the sample written to {out / 'sample'} (captions {captions}, images "
-              f"{images}{f'; model {model}' if model else ''})", file=sys.stderr)
-    options = {"images": images, "prompt": prompt or SYNTH_PROMPT, "temperature": temperature,
+        captions, images, model = synth_task.sample_inputs(out, images, model, write_batch)
+    options = {"images": images, "prompt": prompt or synth_task.SYNTH_PROMPT, "temperature": temperature,
                "max_new_tokens": max_new_tokens, "batch_size": batch_size, "limit": limit, "send_image": send_image,
                "progress": progress}
     if write_batch is not None:
-        return _write_batch(MetaphorSynthTask(captions, **options), write_batch, model, requests_per_file)
-    if model is None:
-        raise InputError("--model is needed (a generate backend, e.g. openai:gpt-3.5-turbo, hf-chat:DIR or "
-                         "openai-batch:OUTPUT.jsonl), or --write-batch to write Batch API requests")
-    results = synthesize(captions, model, out, **options)
-    print(f"{results['captions']} caption(s): {results['kept']} kept, {results['dropped']} dropped "
-          f"{results['dropped_by_reason']}, {results['failed']} failed {results['failed_by_reason']}; "
-          f"table {out / 'metaphors.json'}", file=sys.stderr)
-    if results.get("unmatched_answers"):
-        shown = ", ".join(results["unmatched_custom_ids"][:5])
-        print(f"note: {results['unmatched_answers']} answer(s) in the Batch API output match no request of this run "
-              f"and were not used ({shown}{', ...' if results['unmatched_answers'] > 5 else ''})", file=sys.stderr)
-    summary = {k: results[k] for k in ("captions", "kept", "dropped", "dropped_by_reason", "failed",
-                                       "failed_by_reason", "n_resumed", "n_computed_this_run", "unmatched_answers")
-               if k in results}
-    print(json.dumps({"run": str(out), "table": str(out / "metaphors.json"), **summary}))
-    return 1 if results["failed"] > max_failed else 0
-
-
-def _write_batch(task: Any, path: Path, model: str | None, per_file: int) -> int:
-    """``--write-batch``: the task's rows as Batch API request files; prints what it wrote."""
-    from connote.core.errors import InputError
-    from connote.models.openai_batch import write_request_files
-    from connote.models.registry import parse_spec
-    from connote.vmc.synth_task import error_kind
-
-    name = "gpt-3.5-turbo"  # the paper's model (A.5.2)
-    if model is not None:
-        spec = parse_spec(model)
-        if spec.backend != "openai" or not spec.weights:
-            raise InputError("--write-batch writes requests for OpenAI's Batch API: --model openai:NAME "
-                             f"(got {model!r})")
-        name = spec.weights
-    lines, skipped = task.batch_requests(name)
-    if not lines:
-        raise InputError("no caption can be sent (every row has an error)", path=task.source)
-    files = write_request_files(path, lines, per_file)
-    reasons: dict[str, int] = {}
-    for w in skipped:
-        reasons[error_kind(w.error)] = reasons.get(error_kind(w.error), 0) + 1
-    print(f"{len(lines)} request(s) for {name} in {len(files)} file(s) ({', '.join(map(str, files))}); "
-          f"{len(skipped)} row(s) left out {dict(sorted(reasons.items()))}. Upload each file (purpose=batch), create "
-          f"a batch for /v1/chat/completions, then: --model openai-batch:OUTPUT.jsonl", file=sys.stderr)
-    print(json.dumps({"requests": len(lines), "files": [str(f) for f in files], "model": name,
-                      "left_out": len(skipped), "left_out_by_reason": dict(sorted(reasons.items()))}))
-    return 0
+        task = synth_task.MetaphorSynthTask(captions, **options)
+        return synth_task.write_batch_requests(task, write_batch, model, requests_per_file)
+    return synth_task.synthesize_and_report(captions, model, out, max_failed, **options)
 
 
 def register_synth(group: typer.Typer) -> None:

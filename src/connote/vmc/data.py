@@ -19,7 +19,6 @@ Formats
 from __future__ import annotations
 
 import csv
-import json
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -172,13 +171,6 @@ def read_questions(path: str | Path) -> list[dict[str, Any]]:
 def read_answers(path: str | Path) -> list[dict[str, Any]]:
     """The public answer JSONL: ``question_id, video_id, text, true_caption`` per line."""
     return _read_jsonl(Path(path), ("question_id", "video_id", "text", "true_caption"))
-
-
-def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
-    """Write rows as JSON lines (UTF-8, one object per line)."""
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def questions_for(items: Sequence[VideoItem]) -> list[dict[str, Any]]:

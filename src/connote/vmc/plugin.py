@@ -3,7 +3,7 @@
 Two video generators (GIT-LLaVA, trained by ``connote vmc train``; the nearest-caption baseline), the
 captioning and synthetic-metaphor (A.5.2) tasks, two report run kinds, three Potato studies, three
 catalogue entries (VMCD and the stage-1 data) with their format checks, the release converter, its published
-tables and the scoring of released answer files for ``connote reproduce``.
+tables and the scoring of released answer files for ``connote reproduce``, and its judge rubric.
 """
 
 MODELS = {
@@ -39,3 +39,15 @@ FORMATS = "connote.vmc.datasets:FORMATS"
 CONVERTERS = {"vmc": "connote.vmc.convert:command"}
 PUBLISHED = {"vmc": "published.json"}
 REPRODUCE = {"vmc-captioning": "connote.vmc.reproduce:score_file"}
+RUBRICS = {  # judge rubrics (connote.tasks.judge): connote vmc correlate --judge
+    "vmc-a7": ("connote.vmc.rubrics:VMC_A7", "VMC appendix A.7: fluency, primary concept, consistency, creativity."),
+}
+RATINGS = {"vmc-labels": "connote.vmc.correlate:LABELS"}  # human judgements (connote.metrics.correlation)
+METRICS = {  # connote.metrics.registry: compute_scores(..., ["acs_acd"]) and connote score --metrics acs_acd
+    "acs_acd": {"compute": "connote.metrics.concepts:compute", "options": "connote.metrics.concepts:ConceptOptions",
+                "help": "ACS / ACD concept similarity and distance of metaphor captions"},
+}
+SCORE_NAMES = {  # engine key -> printed name, metric and scale (connote.metrics.registry)
+    "ACS": {"display": "ACS", "metric": "acs_acd", "scale": "cosine, -1..1"},
+    "ACD": {"display": "ACD", "metric": "acs_acd", "scale": "0-1"},
+}

@@ -1,7 +1,8 @@
 """Report sections of video metaphor captioning (VMC): caption runs with their stored scores (Table 1) and
 the human evaluation imported by ``connote collect import`` (the paper's human-evaluation figure).
 
-``CAPTIONS`` recognises a ``connote vmc caption`` run folder (``run.json`` with task ``vmc-captioning``).
+``CAPTIONS`` recognises a ``connote vmc caption`` run folder (``results.json``, or an older ``run.json``, with
+task ``vmc-captioning``).
 ``connote vmc score RUN --refs REFS`` stores its scores in ``RUN/scores/vmc-<key>.json`` (the key hashes
 the references' and split's sha256, the metrics, the encoders and the bootstrap settings; see
 :mod:`connote.vmc.scoring`); a run is reported with its most recent stored scores, and runs share a
@@ -79,6 +80,20 @@ class CaptionRunKind:
     """The ``vmc-captioning`` run kind of ``connote report``."""
 
     name = CAPTIONS_KIND
+    #: Columns VMC's published tables print on 0-1 that the report shows x 100, as its own Table 1.
+    published_x100 = ("BERT-F1", "ACS", "ACD")
+
+    def published_values(self, table: Any, run: Run) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A scored run's Table 1 columns and intervals (:mod:`connote.report.published`); None when not scored."""
+        stored = run.results.get("scores")
+        if not stored:
+            return None
+        return dict(stored.get("table") or {}), {k: v for k, v in (stored.get("intervals") or {}).items() if v}
+
+    def why_not_published(self, table: Any, run: Run) -> str:
+        if not run.results.get("scores"):
+            return f"it has no stored scores (score the run first: connote vmc score {run.folder})"
+        return f"it has no values for {table.id}"
 
     def recognise(self, folder: Path) -> Run | None:
         """A caption run folder with its most recent stored scores (None: not a caption run)."""

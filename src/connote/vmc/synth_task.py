@@ -14,7 +14,8 @@ are taken; ``--send-image`` needs one that takes images. The run folder gets:
 * ``metaphors.json``: the kept pairs as stage-1 records (``data.metaphor_images`` or ``data.synth`` of
   ``connote vmc train``);
 * ``synth.jsonl``: every row (source caption, answer, kept caption or the reason it was dropped, error);
-* ``run.json``: counts read / kept / dropped (by reason) / failed (by reason), the settings and the image folder;
+* ``results.json``: counts read / kept / dropped (by reason) / failed (by reason), the settings and the image
+  folder (``run.json`` in folders written before, still read);
 * ``store.sqlite``: the runner's rows.
 """
 
@@ -45,7 +46,7 @@ from connote.vmc.synth import (
     synth_prompt,
 )
 
-#: marker in a row's error -> its reason in run.json (the first that matches; the batch markers first, as their
+#: marker in a row's error -> its reason in results.json (the first that matches; the batch markers first, as their
 #: messages quote a prompt)
 ERROR_KINDS = ((NOT_THIS_REQUEST, "not this run's request"), (NOT_IN_OUTPUT, "not in the batch output"),
                (BATCH_FAILED, "batch request failed"), ("no caption", "no caption"),
@@ -54,7 +55,7 @@ ERROR_KINDS = ((NOT_THIS_REQUEST, "not this run's request"), (NOT_IN_OUTPUT, "no
 
 
 def error_kind(message: str) -> str:
-    """The reason a row failed, as counted in ``run.json``."""
+    """The reason a row failed, as counted in ``results.json``."""
     return next((kind for marker, kind in ERROR_KINDS if marker in message), "generation failed")
 
 
@@ -89,11 +90,10 @@ class MetaphorSynthTask(Task):
     reads = "captions: MSCOCO captions_*.json, a JSON/JSONL list of {image, caption} or a CSV/TSV image,caption"
     title = "VMC A.5.2: literal captions converted to '<primary> is as <property> as <secondary>' and filtered."
     label = "captions"
-    results_file = "run.json"
     #: the prompt alone (text-only LMs, Batch API answers) or with the image (--send-image)
     inputs = ("images", "text")
     options = SynthOptions
-    outputs = ("metaphors.json", "synth.jsonl", "run.json")
+    outputs = ("metaphors.json", "synth.jsonl", "results.json")
     sample_data = staticmethod(write_sample)
 
     @classmethod
@@ -179,7 +179,7 @@ class MetaphorSynthTask(Task):
                 "images": str(self.images.resolve()) if self.images else None, "batch_size": self.batch_size}
 
     def work_items(self) -> list[WorkItem]:
-        from connote.runs.store import file_sha256
+        from connote.core.files import file_sha256
 
         items = []
         for row in self.rows:
@@ -258,17 +258,16 @@ class MetaphorSynthTask(Task):
                                            "source_caption": r.get("source_caption"), "answer": r.get("answer"),
                                            "metaphor": r.get("metaphor"), "dropped": r.get("dropped"),
                                            "error": r.get("error")} for r in rows))
-        write_json(out / "run.json", results)
+        write_json(out / self.results_file, results)
 
 
 def synthesize(captions: str | Path, model: str | Any, out: str | Path, **options: Any) -> dict[str, Any]:
-    """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``run.json``."""
+    """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``results.json``."""
     from connote.models.openai_batch import OpenAIBatchAnswers
-    from connote.models.registry import check_spec, load_model
+    from connote.models.registry import load_model
 
     task = MetaphorSynthTask(captions, **options)
     if isinstance(model, str):
-        check_spec(model)
         model = load_model(model)
     extra: dict[str, Any] = {}
     if isinstance(model, OpenAIBatchAnswers):  # answers no request of this run takes: counted, never used
@@ -276,3 +275,91 @@ def synthesize(captions: str | Path, model: str | Any, out: str | Path, **option
         extra = {"unmatched_answers": len(unmatched), "unmatched_custom_ids": unmatched[:20]}
     results, _ = task.run(model, out, extra_results=extra)
     return results
+
+
+# --------------------------------------------------------------------------- connote vmc synth
+
+
+def check_synth_flags(out: Path, *, batch_size: int, max_new_tokens: int, limit: int | None,
+                      requests_per_file: int, temperature: float, max_failed: int) -> None:
+    """The counts >= 1, the temperature and ``--max-failed`` >= 0 and ``--out`` a folder (else exit 2)."""
+    from connote.commands import checks
+
+    for option, value in (("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens), ("--limit", limit),
+                          ("--requests-per-file", requests_per_file)):
+        checks.at_least(option, value, 1)
+    checks.at_least("--temperature", temperature, 0)
+    checks.at_least("--max-failed", max_failed, 0)
+    checks.folder("--out", out)
+
+
+def sample_inputs(out: Path, images: Path | None, model: str | None,
+                  write_batch: Path | None) -> tuple[Path, Path, str | None]:
+    """(captions, images, model) of the packaged sample, written to ``OUT/sample``: its captions, its photos (unless
+    ``images`` is given) and, unless a model is given or requests are to be written, its Batch API output file."""
+    import sys
+
+    from connote.vmc.sample_synth import write_sample_synth
+
+    paths = write_sample_synth(out / "sample")
+    captions, images = paths["captions"], images or paths["images"]
+    if model is None and write_batch is None:
+        model = f"openai-batch:{paths['batch_output']}"
+    print(f"no captions given: using the sample written to {out / 'sample'} (captions {captions}, images "
+          f"{images}{f'; model {model}' if model else ''})", file=sys.stderr)
+    return captions, images, model
+
+
+def write_batch_requests(task: MetaphorSynthTask, path: Path, model: str | None, per_file: int) -> int:
+    """``--write-batch``: the task's rows as Batch API request files; prints what it wrote."""
+    import json
+    import sys
+
+    from connote.models.openai_batch import write_request_files
+    from connote.models.registry import parse_spec
+
+    name = "gpt-3.5-turbo"  # the paper's model (A.5.2)
+    if model is not None:
+        spec = parse_spec(model)
+        if spec.backend != "openai" or not spec.weights:
+            raise InputError("--write-batch writes requests for OpenAI's Batch API: --model openai:NAME "
+                             f"(got {model!r})")
+        name = spec.weights
+    lines, skipped = task.batch_requests(name)
+    if not lines:
+        raise InputError("no caption can be sent (every row has an error)", path=task.source)
+    files = write_request_files(path, lines, per_file)
+    reasons: dict[str, int] = {}
+    for w in skipped:
+        reasons[error_kind(w.error)] = reasons.get(error_kind(w.error), 0) + 1
+    print(f"{len(lines)} request(s) for {name} in {len(files)} file(s) ({', '.join(map(str, files))}); "
+          f"{len(skipped)} row(s) left out {dict(sorted(reasons.items()))}. Upload each file (purpose=batch), create "
+          f"a batch for /v1/chat/completions, then: --model openai-batch:OUTPUT.jsonl", file=sys.stderr)
+    print(json.dumps({"requests": len(lines), "files": [str(f) for f in files], "model": name,
+                      "left_out": len(skipped), "left_out_by_reason": dict(sorted(reasons.items()))}))
+    return 0
+
+
+def synthesize_and_report(captions: str | Path, model: str | None, out: Path, max_failed: int,
+                          **options: Any) -> int:
+    """``connote vmc synth``'s run: :func:`synthesize`, the counts on stderr and the summary as one JSON line;
+    returns the exit status (1 when more than ``max_failed`` rows failed)."""
+    import json
+    import sys
+
+    if model is None:
+        raise InputError("--model is needed (a generate backend, e.g. openai:gpt-3.5-turbo, hf-chat:DIR or "
+                         "openai-batch:OUTPUT.jsonl), or --write-batch to write Batch API requests")
+    results = synthesize(captions, model, out, **options)
+    print(f"{results['captions']} caption(s): {results['kept']} kept, {results['dropped']} dropped "
+          f"{results['dropped_by_reason']}, {results['failed']} failed {results['failed_by_reason']}; "
+          f"table {out / 'metaphors.json'}", file=sys.stderr)
+    if results.get("unmatched_answers"):
+        shown = ", ".join(results["unmatched_custom_ids"][:5])
+        print(f"note: {results['unmatched_answers']} answer(s) in the Batch API output match no request of this run "
+              f"and were not used ({shown}{', ...' if results['unmatched_answers'] > 5 else ''})", file=sys.stderr)
+    summary = {k: results[k] for k in ("captions", "kept", "dropped", "dropped_by_reason", "failed",
+                                       "failed_by_reason", "n_resumed", "n_computed_this_run", "unmatched_answers")
+               if k in results}
+    print(json.dumps({"run": str(out), "table": str(out / "metaphors.json"), **summary}))
+    return 1 if results["failed"] > max_failed else 0

@@ -4,8 +4,9 @@ Frames are sampled with PyAV as the backend asks (``frame_spec``; default the pa
 each third of the video) and sent in one request with the metaphor prompt (GIT-LLaVA: the instruction
 it was trained with). A video's row — ``{item_id, caption, frames, error}`` — is reused only when the
 run fingerprint (model, sampling, prompt, length limit) and the video file's bytes are unchanged. The run
-folder gets ``captions.jsonl`` (the public answer format: ``question_id, video_id, text``), ``run.json``
-and ``store.sqlite``. Scoring is ``connote vmc score`` (:mod:`connote.vmc.scoring`).
+folder gets ``captions.jsonl`` (the public answer format: ``question_id, video_id, text``), ``results.json``
+(``run.json`` in folders written before; still read) and ``store.sqlite``. Scoring is ``connote vmc score``
+(:mod:`connote.vmc.scoring`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,6 @@ from connote.tasks.api import Sample, Task
 
 VIDEO_PROMPT = ("Describe the metaphor in this video in one sentence of the form "
                 "'<primary concept> is as <property> as <secondary concept>'.")
-
-
-def default_prompt(generator: Any) -> str:
-    """The prompt a generator is asked with: its own (GIT-LLaVA's training instruction), else :data:`VIDEO_PROMPT`."""
-    return getattr(generator, "default_prompt", None) or VIDEO_PROMPT
 
 
 @dataclass(frozen=True)
@@ -68,7 +64,6 @@ class MetaphorCaptionTask(Task):
     reads = "videos: a folder, a question JSONL or a CSV manifest (video id, path)"
     title = "Video metaphor captioning: one '<primary> is as <property> as <secondary>' caption per video."
     label = "videos"
-    results_file = "run.json"
     report_kind = "vmc-captioning"  # connote.vmc.report: Table 1 from the stored scores
     inputs = ("images", "video")  # frames; they have no photo ids
     invariance_field = "caption"
@@ -114,17 +109,18 @@ class MetaphorCaptionTask(Task):
     def bind(self, model: Any) -> None:
         """The capability check, then the sampling and prompt the model asks for (the command line overrides them)."""
         from connote.media.frames import STRATEGIES
-        from connote.models.registry import frames_of
+        from connote.models.registry import needs_of
 
         super().bind(model)
-        m_strategy, m_k, m_per_clip = frames_of(model)
+        needs = needs_of(model)  # from the registration and the spec: nothing is built here
+        m_strategy, m_k, m_per_clip = needs.frames
         self.strategy = self.strategy or m_strategy
         if self.strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {self.strategy!r}; valid: {', '.join(STRATEGIES)}")
         self.k = self.k or m_k
         self.per_clip = self.per_clip or m_per_clip
-        self.prompt = self.prompt or default_prompt(model)
-        m_frames, m_seed = getattr(model, "frame_sampling", ("fixed", 0))
+        self.prompt = self.prompt or needs.prompt or VIDEO_PROMPT
+        m_frames, m_seed = needs.frame_sampling
         self.frames = self.frames or m_frames
         if self.frames not in ("fixed", "random"):
             raise InputError(f"unknown --frames {self.frames!r}; valid: fixed, random")
@@ -218,7 +214,7 @@ class MetaphorCaptionTask(Task):
                                               "text": r["caption"], **({"samples": r["samples"]}
                                                                        if "samples" in r else {})}
                                              for r in rows if r.get("error") is None))
-        write_json(out / "run.json", results)
+        write_json(out / self.results_file, results)
 
 
 def caption_videos(videos: str | Path, model: str | Any, out: str | Path, *, strategy: str | None = None,

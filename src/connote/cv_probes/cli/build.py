@@ -46,20 +46,14 @@ def build_cmd(
     """Build a probe set: templated SG captions, reworded and scored, PG images retrieved from a local pool."""
     from connote.commands.checks import at_least
     from connote.core.errors import InputError
-    from connote.cv_probes.build_task import REWORD_PROMPT, BuildSettings, build, check_settings, render_summary
+    from connote.cv_probes.build_task import build, render_summary, settings_from_options
     from connote.runs.store import hold_run_folder
 
     at_least("--batch-size", batch_size, 1)
-    text = REWORD_PROMPT
-    if prompt is not None:
-        from connote.core.jsonio import read_text
-
-        text = read_text(prompt, what="prompt file")
-    settings = BuildSettings(rewriter=rewriter, prompt=text, on_violation=on_violation, scorer=scorer,
-                             candidates=candidates, encoder=encoder, top_k=top_k,
-                             duplicate_threshold=duplicate_threshold, allow_network=allow_network,
-                             batch_size=batch_size)
-    check_settings(settings)
+    settings = settings_from_options(prompt, rewriter=rewriter, on_violation=on_violation, scorer=scorer,
+                                     candidates=candidates, encoder=encoder, top_k=top_k,
+                                     duplicate_threshold=duplicate_threshold, allow_network=allow_network,
+                                     batch_size=batch_size)
     if verbs is not None and pool is None:
         raise InputError("--pool is needed with a verb list (a folder of images or a CSV/parquet of paths)")
     with hold_run_folder(out):

@@ -7,7 +7,6 @@ order): the Human row of the paper's Table 4 and the human side of Table 5's cor
 from __future__ import annotations
 
 import csv
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -131,11 +130,10 @@ def import_answers(folder: Path, manifest: dict[str, Any], out: Path) -> ImportR
         rows.append(row)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() == ".jsonl":
-        with open(out, "w", encoding="utf-8") as fh:
-            for row in rows:
-                votes = row.get("human_votes")
-                row = {**row, "human_votes": [int(v) for v in votes.split(";")] if votes else None}
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        from connote.runs.store import write_jsonl
+
+        write_jsonl(out, ({**row, "human_votes": [int(v) for v in row["human_votes"].split(";")]
+                           if row.get("human_votes") else None} for row in rows))
     else:
         with open(out, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=header, extrasaction="ignore", lineterminator="\n")

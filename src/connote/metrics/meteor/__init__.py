@@ -25,10 +25,10 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from connote.metrics._gc import gc_paused
+from connote.metrics._inputs import check_aligned
 from connote.metrics.meteor import _resources
 from connote.metrics.meteor._align import (
     MODULE_NAMES,
@@ -400,8 +400,7 @@ class Meteor:
     def _corpus_start(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
                       n_jobs: int | None = 1) -> _PendingCorpus:
         """Start :meth:`corpus`; with worker processes the caller can work while they align."""
-        if len(hypotheses) != len(references):
-            raise ValueError("hypotheses and references differ in length")
+        check_aligned(hypotheses, references)
         jobs = _resolve_jobs(n_jobs, len(hypotheses))
         if jobs > 1:  # workers tokenize, select paraphrases and align their own share
             return _PendingCorpus(self, _ParallelRun(self, list(hypotheses), [list(r) for r in references], jobs))
@@ -551,6 +550,3 @@ class _PendingCorpus:
             self._work.cancel()
 
 
-def default_meteor_dir() -> Path | None:
-    """Where the jar's data files were found (``None`` if nowhere)."""
-    return _resources.find_meteor_dir()

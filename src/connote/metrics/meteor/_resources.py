@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from connote.core.files import file_sha256
 from connote.metrics import _arrays
 from connote.metrics.wordnet import SynonymTables, find_wordnet, load_wordnet_tables
 
@@ -242,7 +243,7 @@ def _jar_synonym_tables(meteor_dir: Path | None) -> SynonymTables | None:
 
 def cache_dir() -> Path:
     """Where the paraphrase index is cached (see :mod:`connote.metrics.cache`)."""
-    from connote.metrics.cache import cache_root
+    from connote.core.cachedir import cache_root
 
     return cache_root() / "meteor"
 
@@ -528,14 +529,6 @@ class SentenceMatches:
     para_len: np.ndarray
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _not_a_table(path: Path, why: str) -> Exception:
     from connote.core.errors import InputError
 
@@ -660,7 +653,7 @@ def build_paraphrase_table(path: Path) -> ParaphraseTable:
     """Parse a paraphrase table file into the compact arrays (~20-30 s for paraphrase-en.gz)."""
     words, r, ro, pa, po = _parse_table(path)
     tok_type = np.uint16 if len(words) <= np.iinfo(np.uint16).max else np.uint32
-    digest = _file_digest(path)
+    digest = file_sha256(path)
     keys = index_key(phrase_hashes(r, ro))
     order = np.argsort(keys, kind="stable")
     high = keys[order]

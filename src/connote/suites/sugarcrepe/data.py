@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 
 from connote.core.errors import InputError
-from connote.suites.base import SuiteItem, find_image, first_difference, require_fields, sample_photo, top_level_entries
+from connote.core.jsonio import read_json_entries
+from connote.suites.base import SuiteItem, first_difference, require_fields, sample_photo, suite_image
 
 CATEGORIES = ("add_obj", "add_att", "replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att")
 ALIASES = {"add_ent": "add_obj", "replace_ent": "replace_obj", "swap_ent": "swap_obj"}
@@ -35,19 +36,19 @@ def _item(item_id: str, image: str, caption: str, negative: str, fields: dict, l
 
 
 def read_category(path: Path, category: str, roots: list[Path]) -> list[SuiteItem]:
-    data, lines = top_level_entries(path, what="SugarCrepe category JSON")
+    data, lines = read_json_entries(path, what="SugarCrepe category JSON")
     if not isinstance(data, dict):
         raise InputError("expected an object {id: {filename, caption, negative_caption}}", path=path, line=1)
     items = []
     for (key, entry), line in zip(data.items(), lines):
         entry = require_fields(entry, ("filename", "caption", "negative_caption"), path=path, line=line, key=key)
-        items.append(_item(f"{category}/{key}", find_image(entry["filename"], roots), entry["caption"],
+        items.append(_item(f"{category}/{key}", suite_image(entry["filename"], roots), entry["caption"],
                            entry["negative_caption"], {"category": category}, line))
     return items
 
 
 def read_aro(path: Path, category: str, roots: list[Path]) -> list[SuiteItem]:
-    data, lines = top_level_entries(path, what="ARO JSON")
+    data, lines = read_json_entries(path, what="ARO JSON")
     if not isinstance(data, list):
         raise InputError("expected a list of test cases", path=path, line=1)
     label = "relation_name" if category == "vg_relation" else "attributes"
@@ -70,7 +71,7 @@ def read_aro(path: Path, category: str, roots: list[Path]) -> list[SuiteItem]:
         elif not isinstance(value, str):
             raise InputError(f"field 'relation_name' must be a string, got {json.dumps(value)[:60]}", path=path,
                              line=line, column="relation_name")
-        items.append(_item(f"{category}/{k}", find_image(entry["image_path"], roots), entry["true_caption"],
+        items.append(_item(f"{category}/{k}", suite_image(entry["image_path"], roots), entry["true_caption"],
                            entry["false_caption"], {"category": category, "group": value}, line, tuple(box)))
     return items
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from connote.core.errors import InputError
 from connote.core.jsonio import read_text, text_lines
-from connote.suites.base import SuiteItem, find_image, sample_photo
+from connote.suites.base import SuiteItem, sample_photo, suite_image
 
 REQUIRED = ("sentence", "pos_triplet", "neg_triplet", "subj_neg", "verb_neg", "obj_neg", "pos_image_id",
             "neg_image_id")
@@ -63,7 +63,7 @@ def read_svo(path: str | Path, images: str | Path | None = None) -> list[SuiteIt
         urls = [(row.get("pos_url") or "").strip(), (row.get("neg_url") or "").strip()]
         paths = []
         for image_id, url in zip(ids, urls):
-            found = find_image(image_id, roots)
+            found = suite_image(image_id, roots)
             paths.append(url if not Path(found).is_file() and url else found)
         error = None if sentence and all(ids) else f"{path}:{line}: empty sentence or image id"
         items.append(SuiteItem(

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.suites.base import SuiteItem, find_image, sample_photo, top_level_entries
+from connote.core.jsonio import read_json_entries
+from connote.suites.base import SuiteItem, sample_photo, suite_image
 
 #: The MTurk validation rule of the VALSE README: at least 2 of 3 annotators chose the caption.
 MIN_CAPTION_VOTES = 2
@@ -52,7 +53,7 @@ def _mturk(value: Any, path: Path, line: int, key: str) -> dict[str, int] | None
 
 
 def read_piece(path: Path, roots: list[Path]) -> list[SuiteItem]:
-    data, lines = top_level_entries(path, what="VALSE piece JSON")
+    data, lines = read_json_entries(path, what="VALSE piece JSON")
     if not isinstance(data, dict):
         raise InputError("expected an object {sample_id: entry} (a VALSE piece file)", path=path, line=1)
     piece = path.stem
@@ -68,7 +69,7 @@ def read_piece(path: Path, roots: list[Path]) -> list[SuiteItem]:
         foil = _text(entry["foil"], "foil", path, line, key)
         image_file = _text(entry["image_file"], "image_file", path, line, key)
         mturk = _mturk(entry.get("mturk"), path, line, key)
-        image = find_image(image_file, [r / piece for r in roots] + roots)
+        image = suite_image(image_file, [r / piece for r in roots] + roots)
         items.append(SuiteItem(
             item_id=f"{piece}/{key}", images=[image], captions=[caption, foil], pairs=[(0, 0), (0, 1)], line=line,
             fields={"piece": piece, "mturk": mturk,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from connote.core.errors import InputError
 from connote.core.jsonio import read_jsonl
-from connote.suites.base import SuiteItem, find_image, first_difference, require_fields, sample_photo
+from connote.suites.base import SuiteItem, first_difference, require_fields, sample_photo, suite_image
 
 PAIRED = ("image_0", "image_1", "caption_0", "caption_1")
 #: Score order of every item: (image, caption) = c0_i0, c1_i0, c0_i1, c1_i1.
@@ -38,7 +38,7 @@ def read_winoground(path: str | Path, images: str | Path | None = None) -> list[
         c0, c1 = entry["caption_0"].strip(), entry["caption_1"].strip()
         w0, w1 = first_difference(c0, c1)
         items.append(SuiteItem(
-            item_id=ex_id, images=[find_image(entry["image_0"], roots), find_image(entry["image_1"], roots)],
+            item_id=ex_id, images=[suite_image(entry["image_0"], roots), suite_image(entry["image_1"], roots)],
             captions=[c0, c1], pairs=list(PAIRS), line=line,
             fields={"tag": entry.get("tag"), "collapsed_tag": entry.get("collapsed_tag"),
                     "secondary_tag": entry.get("secondary_tag"), "num_main_preds": entry.get("num_main_preds")},

@@ -139,15 +139,8 @@ def _make_from_folder(source: Path, out: str | Path, *, per_item: int, completio
             study.left_out.append(f"{path.name}: not a readable image file")
             continue
         photo_id = safe_name(path.stem)
-        iid = f"photo-{photo_id}"
-        if iid in study.sources:
-            study.left_out.append(f"{path.name}: another file already has photo id {photo_id!r}")
-            continue
-        url = media.admit(path, photo_id, what=path.name)
-        if url is None:
-            continue
-        study.items.append({"id": iid, "text": "Describe this photo.", "image": url})
-        study.sources[iid] = {"photo_id": photo_id, "file": path.name}
+        media.add_item({"id": f"photo-{photo_id}", "text": "Describe this photo."},
+                       {"photo_id": photo_id, "file": path.name}, path, media="image", what=path.name, hint=photo_id)
     return _finish(study, out, completion, login)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from connote.collect.answers import Answer, Collected, ImportReport, collect, finish, text
 from connote.collect.project import PLUGIN, MediaFolder, Study, example_block, write_project
 from connote.collect.quality import Question
-from connote.core.errors import InputError
+from connote.core.errors import InputError, ItemError
 
 NAME = "vist-storytelling"
 SCHEMA = "story"
@@ -56,14 +56,14 @@ INSTRUCTIONS = (
 
 
 def find_photo(folder: Path, photo_id: str) -> Path | None:
-    """``<folder>/<photo id>.<ext>``; ids with path characters never match a file outside ``folder``."""
-    if not re.fullmatch(r"[A-Za-z0-9._-]+", photo_id) or photo_id.startswith("."):
+    """A photo a study shows: its file in ``folder`` (:func:`connote.media.photos.find_image`, the formats a browser
+    shows); None where there is none. Ids with path characters never match a file outside ``folder``."""
+    from connote.media.photos import find_image
+
+    try:
+        return find_image(folder, photo_id, extensions=IMAGE_EXTENSIONS)
+    except ItemError:
         return None
-    for ext in IMAGE_EXTENSIONS:
-        path = folder / f"{photo_id}{ext}"
-        if path.is_file():
-            return path
-    return None
 
 
 def load_vist(source: Path) -> tuple[Any, dict[str, Any]]:

@@ -86,15 +86,8 @@ def make(videos: str | Path, out: str | Path, *, per_item: int = 3, completion: 
         if path.stat().st_size == 0:
             study.left_out.append(f"{path.name}: empty video file")
             continue
-        iid = safe_name(vid)
-        if iid in study.sources:
-            study.left_out.append(f"{path.name}: another video already has id {iid!r}")
-            continue
-        url = media.admit(path, iid, what=path.name)
-        if url is None:
-            continue
-        study.items.append({"id": iid, "text": "Watch the video, then answer the questions below.", "video": url})
-        study.sources[iid] = {"unique_id": vid, "file": path.name}
+        media.add_item({"id": safe_name(vid), "text": "Watch the video, then answer the questions below."},
+                       {"unique_id": vid, "file": path.name}, path, media="video", what=path.name)
     if study.items:
         study.attention.append({"id": "attention-1", "video": study.items[0]["video"],
                                 "expected_answer": {"metaphor": "no"},

@@ -4,7 +4,7 @@ for fluency and creativity, yes or no (the paper: 98.7 % fluent, 97.8 % creative
 The layout is the VMC evaluation study's (:mod:`connote.vmc.studies.evaluation`): one yes/no radio question per
 criterion, the same fluency and creativity wording, an attention check; here the medium is the image and the
 default is two annotators per item. The source is a ``connote vmc synth`` run folder (its ``metaphors.json``
-and the image folder its ``run.json`` records) or a ``metaphors.json`` with ``--images``. One item per kept
+and the image folder its ``results.json`` records) or a ``metaphors.json`` with ``--images``. One item per kept
 caption, id the synth row's id.
 
 Import writes ``labels.csv`` (``item_id, rater, criterion, label``: what ``connote agreement`` reads),
@@ -24,6 +24,7 @@ from connote.collect.project import MediaFolder, Study, example_block, radio, sa
 from connote.collect.quality import Question
 from connote.core.errors import InputError
 from connote.core.jsonio import read_json
+from connote.runs.store import results_path
 from connote.vmc.studies.evaluation import CRITERIA as EVALUATION_CRITERIA
 from connote.vmc.studies.evaluation import YES_NO, attention_item, import_yes_no
 
@@ -53,7 +54,7 @@ def read_table(source: str | Path, images: str | Path | None) -> tuple[list[dict
     if not isinstance(rows, list):
         raise InputError("expected a JSON list of {id, image, caption} records", path=table)
     if images is None:
-        run = table.parent / "run.json"
+        run = results_path(table.parent)
         recorded = read_json(run).get("images") if run.is_file() else None
         if not recorded:
             raise InputError("the synth run records no image folder: give --images", path=source)

@@ -330,3 +330,21 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     for k, v in b.items():
         out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+#: The format tag of a saved GIT-LLaVA folder's ``git_llava.json``.
+FORMAT = "connote.git_llava/1"
+
+
+def read_saved(folder: str | Path) -> tuple[dict[str, Any], ModelConfig]:
+    """A saved GIT-LLaVA folder's ``git_llava.json`` and its :class:`ModelConfig`, read without loading the model
+    (exit 2 on a folder that is not one; older models were trained on fixed frames)."""
+    from connote.core.jsonio import read_json
+
+    meta_path = Path(folder) / "git_llava.json"
+    if not meta_path.exists():
+        raise InputError("not a saved GIT-LLaVA model (git_llava.json missing)", path=Path(folder))
+    meta = read_json(meta_path, what="GIT-LLaVA model file")
+    if meta.get("format") != FORMAT:
+        raise InputError(f"unsupported format {meta.get('format')!r}; expected {FORMAT}", path=meta_path)
+    return meta, ModelConfig(**{"frame_sampling": "fixed", **meta["model"]})

@@ -29,10 +29,7 @@ from PIL import Image
 from torch import nn
 
 from connote.core.errors import InputError
-from connote.core.jsonio import read_json
-from connote.vmc.train.config import ModelConfig
-
-FORMAT = "connote.git_llava/1"
+from connote.vmc.train.config import FORMAT, ModelConfig, read_saved
 
 
 def _resolve(source: str) -> str:
@@ -103,13 +100,7 @@ class GitLlava(nn.Module):
         """Load a model saved by :meth:`save` (``merge_adapter`` folds a LoRA adapter in); ``dtype`` is every
         part's, the projector's too (it is saved in float32)."""
         folder = Path(folder)
-        meta_path = folder / "git_llava.json"
-        if not meta_path.exists():
-            raise InputError("not a saved GIT-LLaVA model (git_llava.json missing)", path=folder)
-        meta = read_json(meta_path, what="GIT-LLaVA model file")
-        if meta.get("format") != FORMAT:
-            raise InputError(f"unsupported format {meta.get('format')!r}; expected {FORMAT}", path=meta_path)
-        cfg = ModelConfig(**{"frame_sampling": "fixed", **meta["model"]})  # older models: trained on fixed frames
+        meta, cfg = read_saved(folder)
         llm_source = str(folder / "llm") if meta.get("llm_saved") else None
         model = cls.build(cfg, dtype=dtype, llm_source=llm_source)
         if meta.get("adapter"):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from connote.core.errors import InputError
+from connote.runs.store import results_path
 from connote.vmc.data import ImageItem, balance_pretraining, read_image_captions
 from connote.vmc.train.config import DataConfig
 
@@ -58,7 +59,7 @@ def synth_files(source: str | Path, image_dir: str | None) -> tuple[Path, Path]:
                          "metaphors.json)", path=source)
     if image_dir:
         return table, Path(image_dir)
-    run = table.parent / "run.json"
+    run = results_path(table.parent)
     images = None
     if run.is_file():
         try:

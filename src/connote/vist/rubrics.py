@@ -1,0 +1,36 @@
+"""VIST's judge rubrics (registered from :mod:`connote.vist.plugin`; the judge is :mod:`connote.tasks.judge`).
+
+* ``share`` (stories): the VIST paper's human question, "If these were my photos, I would like using a story
+  like this to share my experience with my friends", answered on a 1-5 agreement scale;
+* ``pairwise`` (two stories of one photo sequence): which one is better, A or B (VHED-style preference).
+"""
+
+from __future__ import annotations
+
+import re
+
+from connote.tasks.judge import ParseError, Rubric, parse_rating
+
+
+def parse_share(answer: str) -> dict[str, float]:
+    return {"share": float(parse_rating(answer, 1, 5))}
+
+
+def parse_pairwise(answer: str) -> dict[str, float]:
+    m = re.match(r"\W*(?:story\s+)?([AB])\b", answer.strip(), flags=re.IGNORECASE)
+    if not m:
+        raise ParseError(f"expected A or B, got {answer[:80]!r}")
+    return {"prefer_a": 1.0 if m.group(1).upper() == "A" else 0.0}
+
+
+#: 2: the rating is read in its answer format (:func:`parse_rating`), no longer the first integer anywhere
+SHARE = Rubric("share", 2, "story", (
+    "Here is a story written for the photos above.\n\nStory: {text}\n\n"
+    "How strongly do you agree with this statement: \"If these were my photos, I would like using a story "
+    "like this to share my experience with my friends.\"\n"
+    "Answer with one number: 1 = strongly disagree, 2 = disagree, 3 = neutral, 4 = agree, 5 = strongly agree."),
+    parse_share, 4)
+PAIRWISE = Rubric("pairwise", 1, "story-pair", (
+    "Here are two stories written for the photos above.\n\nStory A: {text}\n\nStory B: {text_b}\n\n"
+    "Which story is better: better grounded in the photos, more coherent, and one you would rather share? "
+    "Answer with one letter: A or B."), parse_pairwise, 4)
