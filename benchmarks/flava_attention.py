@@ -33,7 +33,7 @@ def build(folder: Path, layers: int) -> None:
     from transformers import BertTokenizerFast, FlavaConfig, FlavaForPreTraining, FlavaImageProcessor, FlavaProcessor
 
     sys.path.insert(0, str(ROOT))
-    from tests.tiny_models import write_bert_vocab
+    from tests.support.tiny_models import write_bert_vocab
 
     torch.manual_seed(0)
     (folder / "_vocab").mkdir(parents=True)
@@ -55,7 +55,7 @@ def worker(args: argparse.Namespace) -> None:
 
     quiet(args.threads)
     sys.path.insert(0, str(ROOT))
-    from tests.tiny_models import random_image
+    from tests.support.tiny_models import random_image
 
     pairs = args.images * args.captions
     m = load_model(f"hf-flava-itm:{args.folder}?attention={args.worker}&batch_size={pairs}&memory_budget=16GB")

@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.openai_server import send_json  # noqa: E402  (the loopback servers' one JSON reply)
+from tests.support.openai_server import send_json  # noqa: E402  (the loopback servers' one JSON reply)
 
 
 class _Echo(BaseHTTPRequestHandler):

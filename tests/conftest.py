@@ -14,12 +14,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from tests.tiny_models import BUILDERS  # noqa: E402
+from tests.support.tiny_models import BUILDERS  # noqa: E402
 
 #: Plugins every test folder shares: what a missing requirement does (skip; fail under CI=true), the fake
 #: OpenAI-compatible server (``serve``) and the Potato/Chromium studies (one session fixture, served once, used
 #: by tests/collect/ and the papers' study tests).
-pytest_plugins = ["tests.needs", "tests.openai_server", "tests.collect.potato_driver"]
+pytest_plugins = ["tests.support.needs", "tests.support.openai_server", "tests.support.potato_driver"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,7 +32,9 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the project; tests using it skip where it is absent (and fail under CI)."""
-    from tests.needs import missing  # (imported here: a plugin imported before pytest loads it is not rewritten)
+    from tests.support.needs import (
+        missing,  # (imported here: a plugin imported before pytest loads it is not rewritten)
+    )
 
     if not SHARED_DATA.is_dir():
         missing("../shared/data is not present in this checkout")
@@ -43,7 +45,7 @@ def shared_data() -> Path:
 def vist_dir(shared_data: Path) -> Path:
     d = shared_data / "vist"
     if not d.is_dir():
-        from tests.needs import missing
+        from tests.support.needs import missing
 
         missing("../shared/data/vist is not present")
     return d

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests import benchmark_scripts
+from tests.support import benchmark_scripts
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 ENV = {**os.environ, "PYTHON": sys.executable}  # gpu.sh runs this interpreter, not the first python on PATH

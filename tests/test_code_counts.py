@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests import benchmark_scripts
+from tests.support import benchmark_scripts
 
 
 def _function(name: str, lines: int, indent: str = "") -> str:

@@ -1,4 +1,5 @@
-"""A missing optional package skips a test on a user's machine and fails it under ``CI=true`` (tests/needs.py)."""
+"""A missing optional package skips a test on a user's machine and fails it under ``CI=true``
+(tests/support/needs.py)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     if ci is not None:
         env["CI"] = ci
-    args = ["-p", "tests.needs", "-p", "no:cacheprovider", "-rA", "--continue-on-collection-errors",
+    args = ["-p", "tests.support.needs", "-p", "no:cacheprovider", "-rA", "--continue-on-collection-errors",
             "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path)]
     return subprocess.run([sys.executable, "-m", "pytest", *args], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=300)

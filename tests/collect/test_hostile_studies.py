@@ -18,7 +18,7 @@ import pytest
 from connote.cli import main
 from connote.collect.project import read_manifest
 from connote.media.sample import write_sample_probes
-from tests.collect.potato_driver import browser_login, chrome, free_port, need_browser_tools, running
+from tests.support.potato_driver import browser_login, chrome, free_port, need_browser_tools, running
 
 HOSTILE = ('<img src=x onerror="window.__xss=(window.__xss||0)+1">'
            '<script>window.__xss=(window.__xss||0)+10</script>')

@@ -12,7 +12,7 @@ from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.collect.status import study_status
 from connote.media.sample import write_sample_probes
-from tests.collect.simulated import first_probes
+from tests.support.simulated import first_probes
 
 
 def test_make_writes_a_complete_project_and_names_what_it_left_out(tmp_path, capsys):

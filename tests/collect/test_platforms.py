@@ -20,7 +20,7 @@ import pytest
 from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
-from tests.collect.potato_driver import (
+from tests.support.potato_driver import (
     Server,
     chrome,
     click,
@@ -29,7 +29,7 @@ from tests.collect.potato_driver import (
     shoot,
     wait_for_next_page,
 )
-from tests.collect.simulated import first_probes
+from tests.support.simulated import first_probes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from connote.cli import main
 from connote.collect.quality import Question
 from connote.collect.reliability import study_alpha
 from connote.collect.status import study_status
-from tests.collect import simulated
+from tests.support import simulated
 
 pytest.importorskip("krippendorff")
 pytest.importorskip("crowdkit")
@@ -194,7 +194,7 @@ def test_a_gold_item_of_several_questions_is_right_only_when_every_answer_is(tmp
     from connote.collect.importing import import_study
     from connote.collect.project import read_manifest
     from connote.collect.samples import write_sample_album
-    from tests.potato_state import potato_state
+    from tests.support.potato_state import potato_state
 
     write_sample_album(tmp_path / "sample")
     photos = sorted(p.name for p in (tmp_path / "sample" / "images").iterdir())[:6]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiny_models import random_image
+from tests.support.tiny_models import random_image
 
 ROWS = [
     # item_id, image, image_kind, caption, simplified, caption_kind, verb, votes, label

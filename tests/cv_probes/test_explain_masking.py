@@ -11,7 +11,7 @@ from connote.cli import main
 from connote.explain.shapley import exact_shapley
 from connote.models import load_model
 from connote.models.masking import MMSHAP_MASKED_ID, masking_game, require_masking
-from tests.tiny_models import BUILDERS, random_image
+from tests.support.tiny_models import BUILDERS, random_image
 
 from .conftest import ROWS, write_manifest
 

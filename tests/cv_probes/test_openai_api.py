@@ -7,8 +7,8 @@ import pytest
 
 from connote.cv_probes.task import run_probe
 from connote.models import load_model
-from tests import openai_server
-from tests.tiny_models import random_image
+from tests.support import openai_server
+from tests.support.tiny_models import random_image
 
 
 class Server(openai_server.Server):

@@ -34,8 +34,8 @@ from connote.cv_probes.build import (  # noqa: E402
     third_person,
     write_sample_build,
 )
-from tests import tiny_models  # noqa: E402
-from tests.openai_server import send_json  # noqa: E402
+from tests.support import tiny_models  # noqa: E402
+from tests.support.openai_server import send_json  # noqa: E402
 
 #: The command's argv prefix (the lead remounts it as ``cv-probes build``: change it here only).
 COMMAND = ["cv-probes", "build"]
@@ -557,7 +557,7 @@ def test_parquet_pool_with_a_url_refused_offline(inputs, tmp_path):
 def test_validation_study_on_potato_yields_the_final_manifest(inputs, tmp_path):
     from connote.collect.importing import import_study
     from connote.collect.project import read_manifest
-    from tests.collect.potato_driver import Annotator, need_browser_tools, running
+    from tests.support.potato_driver import Annotator, need_browser_tools, running
 
     need_browser_tools()
     out = tmp_path / "run"

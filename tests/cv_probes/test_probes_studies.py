@@ -14,7 +14,7 @@ from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.collect.status import study_status
 from connote.cv_probes.manifest import read_probe_manifest
-from tests.collect.potato_driver import (
+from tests.support.potato_driver import (
     Annotator,
     browser_login,
     chrome,

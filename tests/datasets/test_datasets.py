@@ -12,7 +12,7 @@ import pytest
 from connote.cli import main
 from connote.datasets.catalog import DATASETS as CATALOGUE
 from connote.datasets.catalog import FORMATS, check_copy
-from tests.command_paths import command_words, names_a_command
+from tests.support.command_paths import command_words, names_a_command
 
 DATASETS = list(CATALOGUE.values())
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.needs import missing
+from tests.support.needs import missing
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.needs import missing as need
+from tests.support.needs import missing as need
 
 
 def _pycoco_dir() -> Path | None:

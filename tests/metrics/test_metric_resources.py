@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from connote.metrics.meteor import Meteor, MeteorResourceWarning
-from tests.needs import missing
+from tests.support.needs import missing
 
 
 # ------------------------------------------------------------------ B: synonyms and PTB tokenization

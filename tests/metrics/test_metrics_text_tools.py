@@ -8,7 +8,7 @@ import pytest
 
 from connote.metrics.tokenize import PUNCTUATIONS, ptb_tokenize
 from connote.metrics.wordnet import LEXNAMES, find_wordnet, load_wordnet_tables, prepare_nltk_wordnet
-from tests.needs import missing
+from tests.support.needs import missing
 
 SENTENCES = [
     'A man (in red) said "Hi!" to me.',

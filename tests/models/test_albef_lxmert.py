@@ -30,7 +30,7 @@ from connote.explain.shapley import estimate  # noqa: E402
 from connote.media.images import load_image  # noqa: E402
 from connote.models.albef import pre_caption, pre_caption_map  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
-from tests import tiny_models  # noqa: E402
+from tests.support import tiny_models  # noqa: E402
 
 CAPTIONS = ["A man begs on the street!", "a dog (sits) in/at the car-park", "people"]
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from connote.models.concurrency import DECREASE, EDGE_SLOWDOWN, ConcurrencyLimit
-from tests import benchmark_scripts
+from tests.support import benchmark_scripts
 
 
 def test_slow_start_then_additive_increase_and_one_cut_per_round_trip() -> None:

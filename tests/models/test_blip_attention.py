@@ -6,7 +6,7 @@ import torch
 from connote.core.errors import InputError
 from connote.models import load_model
 from connote.models.blip_attention import sdpa_text_attention, sdpa_vision_attention
-from tests.tiny_models import random_image
+from tests.support.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
 CAPTIONS = ["a man begs on the street", "a woman sits", "a cat", "a dog holds a red cup with a hand near a car"]

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("openai")
 
 from connote.models.chat_client import ApiError, ChatClient, image_data_url, retry_after_seconds  # noqa: E402
-from tests.openai_server import Server, answer, send_json, status  # noqa: E402
+from tests.support.openai_server import Server, answer, send_json, status  # noqa: E402
 
 ANSWER = {"id": "x", "object": "chat.completion", "model": "m",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes"}, "finish_reason": "stop",

@@ -12,7 +12,7 @@ import pytest
 import connote
 from connote.core import code
 from connote.models.lazy import model_identity
-from tests import tiny_models
+from tests.support import tiny_models
 
 
 def _forget() -> None:

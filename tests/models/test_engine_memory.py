@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from connote.models import load_model
-from tests import tiny_models
-from tests.tiny_models import random_image
+from tests.support import tiny_models
+from tests.support.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
 CAPTIONS = ["a man begs on the street", "a woman sits on a bench", "a cat", "a dog holds a red cup with a hand"]

@@ -5,7 +5,7 @@ import torch
 
 from connote.models import load_model
 from connote.models.hf_flava import sdpa_flava_attention
-from tests.tiny_models import random_image
+from tests.support.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
 CAPTIONS = ["a man begs on the street", "a woman sits", "a cat", "a dog holds a red cup with a hand near a car"]
@@ -63,7 +63,7 @@ def test_unknown_attention_is_refused(tiny_dirs):
 def test_scoring_peak_at_flava_base_width_stays_under_the_plan(monkeypatch):
     """benchmarks/flava_attention.py at FLAVA-base width (one layer per encoder, 32 pairs in one batch): each side's
     measured peak stays under the plan's bytes per pair for that many pairs, and the sides agree (~1 min)."""
-    from tests.benchmark_scripts import load
+    from tests.support.benchmark_scripts import load
 
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
     sides = load("flava_attention").main(["--images", "4", "--captions", "8", "--layers", "1"])

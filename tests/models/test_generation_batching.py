@@ -18,7 +18,7 @@ from PIL import Image  # noqa: E402
 
 from connote.models.protocols import GenerationRequest, greedy_batches  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
-from tests import tiny_models  # noqa: E402
+from tests.support import tiny_models  # noqa: E402
 
 
 def photos(n: int, seed: int) -> list[Image.Image]:
@@ -104,7 +104,7 @@ def test_chat_vlm_compiled_static_decoding_runs_on_the_cpu_in_bf16(llava: Path) 
 def git_llava(tmp_path_factory) -> Path:
     from connote.vmc.train.config import ModelConfig
     from connote.vmc.train.git_llava import GitLlava
-    from tests.tiny_sources import make_tiny_sources
+    from tests.support.tiny_sources import make_tiny_sources
 
     tmp = tmp_path_factory.mktemp("gl")
     git, llm = make_tiny_sources(tmp / "src", ["red", "blue", "sky", "fire", "sea"])

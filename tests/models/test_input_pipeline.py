@@ -11,7 +11,7 @@ import pytest
 from connote.cv_probes.task import CHUNK_PAIRS, chunk_pairs
 from connote.models import load_model
 from connote.models.engine import prefetch
-from tests.tiny_models import random_image
+from tests.support.tiny_models import random_image
 
 
 def test_prefetch_keeps_order_runs_ahead_on_a_thread_and_is_bounded() -> None:

@@ -27,9 +27,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from connote.models.registry import MODELS, parse_spec  # noqa: E402
-from tests.fake_hub import FakeHub  # noqa: E402
 from tests.models import test_backend_contract as contract  # noqa: E402
 from tests.models.test_backend_contract import _PREFERRED, BUILDERS, EMBEDDED, Fixtures, _change  # noqa: E402
+from tests.support.fake_hub import FakeHub  # noqa: E402
 
 chat_url = contract.chat_url  # the fake OpenAI-compatible server's fixture, shared with the backend contract
 

@@ -13,7 +13,7 @@ import pytest
 
 from connote.models.lazy import model_identity, spec_identity
 from connote.models.registry import MODELS, register_model
-from tests.fake_hub import FakeHub
+from tests.support.fake_hub import FakeHub
 
 
 def _config_only(folder: Path, model_type: str = "gpt2") -> Path:

@@ -22,7 +22,7 @@ from PIL import Image
 from connote.core.errors import InputError
 from connote.models import load_model
 from connote.models.pixels import PixelSpec, pixel_batch, to_device
-from tests import tiny_models
+from tests.support import tiny_models
 
 skimage_data = pytest.importorskip("skimage.data")
 pytest.importorskip("torchvision")

@@ -13,8 +13,8 @@ pytest.importorskip("transformers")
 
 from connote.cli import main  # noqa: E402
 from connote.models import registry  # noqa: E402
-from tests import tiny_models  # noqa: E402
-from tests.tiny_manifest import write_manifest  # noqa: E402
+from tests.support import tiny_models  # noqa: E402
+from tests.support.tiny_manifest import write_manifest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

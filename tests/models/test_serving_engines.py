@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("openai")
 
 from connote.cli import main  # noqa: E402
-from tests.openai_server import SERVED, FakeVllm, p_yes  # noqa: E402
+from tests.support.openai_server import SERVED, FakeVllm, p_yes  # noqa: E402
 
 
 @pytest.fixture()

@@ -1,6 +1,6 @@
 """``vllm:MODEL`` / ``sglang:MODEL`` start the engine's server themselves: the process around it, against a stub.
 
-The stub (``tests/serving_stub.py``) takes the engines' command lines and serves the tests' fake vLLM API on the
+The stub (``tests/support/serving_stub.py``) takes the engines' command lines and serves the tests' fake vLLM API on the
 port it is given; environment variables make it take a taken port, crash mid-run or start slowly, once each.
 """
 
@@ -20,8 +20,8 @@ pytest.importorskip("openai")
 
 from connote.cli import main  # noqa: E402
 from connote.models.registry import load_model  # noqa: E402
-from tests.openai_server import SERVED  # noqa: E402
-from tests.serving_stub import write_engine  # noqa: E402
+from tests.support.openai_server import SERVED  # noqa: E402
+from tests.support.serving_stub import write_engine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

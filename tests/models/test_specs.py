@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from connote.cli import main  # noqa: E402
-from tests import tiny_models
+from tests.support import tiny_models
 
 
 @pytest.fixture(scope="module")

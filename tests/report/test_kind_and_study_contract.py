@@ -24,7 +24,7 @@ from connote.collect import STUDIES
 from connote.models.registry import MODELS, register_model
 from connote.report.document import RUN_KINDS
 from connote.report.load import available_kinds, recognise
-from tests.potato_state import potato_state
+from tests.support.potato_state import potato_state
 
 
 class Writer:
@@ -72,7 +72,7 @@ def _study_reliability(root: Path) -> Path:
     """A probes-votes import of three raters: its reliability block (what the study kind reads)."""
     from connote.collect.importing import import_study
     from connote.collect.project import read_manifest
-    from tests.collect.simulated import first_probes
+    from tests.support.simulated import first_probes
 
     probes, _ = first_probes(root / "votes-sample", 5)
     study = root / "votes-study"
@@ -165,7 +165,7 @@ def _cmd(args: list[str], out: Path) -> Path:
 
 
 def _blip(root: Path) -> str:
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     folder = root / "tiny-blip"
     return str(folder if (folder / "config.json").is_file() else tiny_models.tiny_blip(folder))

@@ -10,7 +10,7 @@ import pytest
 
 from connote.cli import main
 from connote.core.published import PublishedRow, compare, table, tables
-from tests.command_paths import command_words, names_a_command
+from tests.support.command_paths import command_words, names_a_command
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 

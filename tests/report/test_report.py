@@ -12,7 +12,7 @@ import pytest
 from connote.cli import main
 from connote.cv_probes.records import CELLS
 from connote.cv_probes.task import format_interval, format_pct, format_r
-from tests.report.report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
+from tests.support.report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
 
 
 def _results(folder: Path) -> dict:

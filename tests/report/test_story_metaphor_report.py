@@ -21,7 +21,7 @@ import pytest
 
 from connote.cli import main
 from connote.core.errors import InputError
-from tests.potato_state import potato_state
+from tests.support.potato_state import potato_state
 
 # --------------------------------------------------------------------------- storytelling
 
@@ -386,7 +386,7 @@ def test_vmc_human_evaluation_section(vmc, tmp_path, capsys) -> None:  # noqa: A
 @pytest.mark.browser
 def test_story_and_vmc_page_fits_in_headless_chromium(story_runs, vmc, tmp_path) -> None:  # noqa: ANN001
     """VIST's seven metrics with intervals and VMC's Table 1 are the widest tables: they must fit the page."""
-    from tests.report.report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
+    from tests.support.report_browser import chromium_page, full_page_screenshot, image_widths, tables_past_text_column
 
     story = shutil.copytree(story_runs["a"], tmp_path / "story")  # scored here, apart from the other tests' files
     assert main(["vist", "score", str(story), "--gold", str(story_runs["gold"]), "-p", "album", "--n-boot", "50",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from connote.runs.store import RunStore
-from tests.two_ranks import free_port
+from tests.support.two_ranks import free_port
 
 pytest.importorskip("accelerate")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.two_ranks import two_ranks
+from tests.support.two_ranks import two_ranks
 
 PROGRESS = re.compile(r"^pairs: 18 to compute(?P<share>; rank 0's share of 2)?: (?P<done>\d+)/(?P<total>\d+) "
                       r"\(\d+%\), .*elapsed \d+:\d\d, about \d+:\d\d left, chunk stored$")

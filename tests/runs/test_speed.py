@@ -35,7 +35,7 @@ def test_the_speed_block_counts_reused_rows_apart() -> None:
 def test_a_tiny_vlm_story_run_records_tokens_and_first_token(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture) -> None:
     pytest.importorskip("torch")
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     llava = tiny_models.tiny_llava(tmp_path / "m")
     out = tmp_path / "story"

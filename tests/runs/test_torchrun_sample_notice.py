@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests import tiny_models  # noqa: E402
-from tests.two_ranks import two_ranks
+from tests.support import tiny_models  # noqa: E402
+from tests.support.two_ranks import two_ranks
 
 pytest.importorskip("accelerate")
 pytest.importorskip("transformers")

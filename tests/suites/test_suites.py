@@ -279,7 +279,7 @@ def test_sugarcrepe_missing_field_is_named_with_its_line(tmp_path: Path) -> None
 def blip(tmp_path_factory: pytest.TempPathFactory) -> str:
     pytest.importorskip("transformers")
 
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     return f"hf-blip-itm:{tiny_models.tiny_blip(tmp_path_factory.mktemp('blip') / 'm')}"
 

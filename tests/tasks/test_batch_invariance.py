@@ -81,7 +81,7 @@ def test_a_task_without_a_compared_field_refuses_the_check(tmp_path: Path) -> No
 def test_a_tiny_vlm_changes_nothing_in_fp32_and_reports_bf16(dtype: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture) -> None:
     pytest.importorskip("torch")
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     llava = tiny_models.tiny_llava(tmp_path / "m")
     out = tmp_path / "story"

@@ -63,7 +63,7 @@ def test_a_fully_resumed_run_never_calls_the_factory(tmp_path, command, builds, 
 
 def test_options_and_weights_decide_what_the_spec_says(tmp_path):
     pytest.importorskip("transformers")
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     llava = tiny_models.tiny_llava(tmp_path / "llava")
     spec = f"hf-vlm:{llava}?frames=3"

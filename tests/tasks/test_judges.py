@@ -17,7 +17,7 @@ from connote.tasks.judge import JudgeInput, run_judges  # noqa: E402
 from connote.vist.rubrics import SHARE, parse_pairwise, parse_share  # noqa: E402
 from connote.vist.sample import write_sample_vist  # noqa: E402
 from connote.vmc.rubrics import VMC_A7, parse_a7  # noqa: E402
-from tests.openai_server import Server, send_json, status  # noqa: E402
+from tests.support.openai_server import Server, send_json, status  # noqa: E402
 
 STORIES = {"s1": "the red ball rolled . we laughed .", "s2": "a long day at the beach . the sun was hot .",
            "s3": "nothing to say ."}
@@ -247,7 +247,7 @@ def test_a_chat_vlm_backend_as_judge(tmp_path: Path) -> None:
     """Any registered generation backend judges: a tiny random LLaVA answers nonsense, recorded per item."""
     from PIL import Image
 
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     folder = tiny_models.tiny_llava(tmp_path / "llava")
     model = load_model(f"hf-vlm:{folder}?max_new_tokens=4")

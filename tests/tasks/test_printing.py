@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("transformers")
 
 from connote.cli import main  # noqa: E402
-from tests import tiny_models  # noqa: E402
-from tests.tiny_manifest import write_manifest  # noqa: E402
+from tests.support import tiny_models  # noqa: E402
+from tests.support.tiny_manifest import write_manifest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

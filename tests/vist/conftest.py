@@ -1,4 +1,4 @@
-"""Fixtures of the VIST tests (helpers live in ``vist_fixtures``)."""
+"""Fixtures of the VIST tests (helpers live in ``tests.support.vist_fixtures``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vist.vist_fixtures import make_sis
+from tests.support.vist_fixtures import make_sis
 
 
 @pytest.fixture

@@ -206,7 +206,7 @@ def _tiny_rovist_vg(folder: Path):
     import torch
     from transformers import ViTConfig, ViTImageProcessor, ViTModel
 
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     vit_dir = folder / "vit"
     cfg = ViTConfig(image_size=32, patch_size=16, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,

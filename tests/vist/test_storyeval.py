@@ -24,7 +24,7 @@ from connote.vist.storyeval import (
     read_concreteness,
     sentences,
 )
-from tests import tiny_models
+from tests.support import tiny_models
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 THETA = GROOVIST_THETA["vist"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from connote.cli import main
-from tests.needs import missing
+from tests.support.needs import missing
 
 AREL_METEOR = ["-t", "hter"]  # vist_eval/meteor/meteor.py
 COCO_METEOR = ["-l", "en", "-norm"]  # the line AREL comments out (pycocoevalcap's)

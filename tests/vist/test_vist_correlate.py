@@ -82,7 +82,7 @@ def test_cli(tmp_path: Path, capsys) -> None:
 
 def test_leave_one_out(tmp_path: Path, capsys) -> None:
     from connote.vist.correlate import leave_one_out_scores
-    from tests.vist.vist_fixtures import official, story_anns, write
+    from tests.support.vist_fixtures import official, story_anns, write
 
     seq = ("1", "2")
     stories = {"a": (seq, "x y"), "b": (seq, "x z"), "c": (seq, "q"), "d": (("9",), "alone")}

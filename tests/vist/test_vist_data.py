@@ -10,7 +10,7 @@ import pytest
 from connote.core.errors import InputError
 from connote.vist.challenge import read_gold, read_submission, submission_dict
 from connote.vist.data import order_photos, read_official, seq_id
-from tests.vist.vist_fixtures import DATES, official, story_anns, write
+from tests.support.vist_fixtures import DATES, official, story_anns, write
 
 
 def test_sis_reading_and_ordering(sis_file: Path) -> None:

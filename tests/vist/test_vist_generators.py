@@ -18,7 +18,7 @@ from connote.vist.backend_retrieval import RetrievalStoryGenerator
 from connote.vist.challenge import read_submission
 from connote.vist.data import read_official
 from connote.vist.task import STORY_PROMPT, load_sequences, normalize_story, run_generation
-from tests import openai_server, tiny_models
+from tests.support import openai_server, tiny_models
 
 COLOURS = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220)}
 
@@ -168,7 +168,7 @@ def test_hf_vlm_backend(tmp_path: Path) -> None:
 
 
 def test_caption_llm_backend(tmp_path: Path) -> None:
-    from tests.tiny_sources import make_tiny_sources
+    from tests.support.tiny_sources import make_tiny_sources
 
     git_dir, llm_dir = make_tiny_sources(tmp_path / "tiny", ["story", "photos"])
     gen = load_generator(f"caption-llm:{git_dir}?llm={llm_dir}&max_new_tokens=5&caption_tokens=3")
@@ -230,7 +230,7 @@ def test_seq2seq_grounded_by_dii(tmp_path: Path, sis_file: Path) -> None:
     import torch
 
     from connote.vist.seq2seq import Seq2SeqConfig, StoryModel, Vocab, _build_module, is_content_word
-    from tests.vist.vist_fixtures import official, write
+    from tests.support.vist_fixtures import official, write
 
     vf = read_official(sis_file)
     torch.manual_seed(0)

@@ -19,7 +19,7 @@ from connote.vist.grounding import (
     train_captioner,
 )
 from connote.vist.seq2seq import StoryModel, grounding_vocabulary, is_content_word, load_features, train
-from tests.vist.vist_fixtures import official, story_anns, write
+from tests.support.vist_fixtures import official, story_anns, write
 
 DII_TIER = "descriptions-in-isolation"
 

@@ -17,7 +17,7 @@ from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.collect.samples import write_sample_album
 from connote.vist.data import read_official
-from tests.collect.potato_driver import Annotator, browser_login, chrome, click, need_browser_tools, running, shoot
+from tests.support.potato_driver import Annotator, browser_login, chrome, click, need_browser_tools, running, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

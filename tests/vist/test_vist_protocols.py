@@ -18,7 +18,7 @@ from connote.vist.protocols import (
     score_album,
     score_challenge,
 )
-from tests.vist.vist_fixtures import challenge, write
+from tests.support.vist_fixtures import challenge, write
 
 S1, S2, S3 = ["1", "2", "3", "4", "5"], ["6", "7", "8", "9", "10"], ["11", "12", "13", "14", "15"]
 

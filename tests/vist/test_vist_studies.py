@@ -10,7 +10,7 @@ from connote.cli import main
 from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.vist.data import read_official
-from tests.collect.potato_driver import Annotator, browser_login, chrome, click, shoot
+from tests.support.potato_driver import Annotator, browser_login, chrome, click, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from connote.cli import main
 from connote.vist.validate import validate_submission
-from tests.vist.vist_fixtures import challenge, write
+from tests.support.vist_fixtures import challenge, write
 
 S1, S2, S3 = ["1", "2", "3", "4", "5"], ["6", "7", "8", "9", "10"], ["11", "12", "13", "14", "15"]
 

@@ -49,7 +49,7 @@ def colour_set(tmp_path_factory: pytest.TempPathFactory) -> ColourSet:
     pytest.importorskip("av")
     pytest.importorskip("transformers")
     from connote.media.synthetic import write_video
-    from tests.tiny_sources import make_tiny_sources
+    from tests.support.tiny_sources import make_tiny_sources
 
     root = tmp_path_factory.mktemp("colours")
     words = sorted({w for _, cap in COLOURS.values() for w in cap.split()})

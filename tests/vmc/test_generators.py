@@ -15,7 +15,7 @@ from connote.media.frames import read_frames  # noqa: E402
 from connote.models.protocols import GenerationRequest, Generator  # noqa: E402
 from connote.models.registry import backends_with  # noqa: E402
 from connote.models.registry import load_model as load_generator  # noqa: E402
-from tests import openai_server
+from tests.support import openai_server
 
 
 class MeanColour:
@@ -154,7 +154,7 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
 
 
 def test_hf_video_chat_images_mode(colour_set, tmp_path: Path) -> None:  # noqa: ANN001
-    from tests.tiny_sources import make_tiny_llava
+    from tests.support.tiny_sources import make_tiny_llava
 
     folder = make_tiny_llava(tmp_path / "llava", ["Describe."])
     gen = load_generator(f"hf-video-chat:{folder}?frames=3&frames_as=images")

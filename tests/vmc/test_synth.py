@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.potato_state import potato_state
+from tests.support.potato_state import potato_state
 
 pytest.importorskip("openai")
 
@@ -182,7 +182,7 @@ def test_the_synth_table_trains_stage_1(server: Server, tmp_path: Path) -> None:
     from connote.vmc.train.config import config_from_dict
     from connote.vmc.train.git_llava import GitLlava
     from connote.vmc.train.loop import train
-    from tests.tiny_sources import make_tiny_sources
+    from tests.support.tiny_sources import make_tiny_sources
 
     captions, images = write_coco(tmp_path / "coco")
     out = tmp_path / "synth"
@@ -279,7 +279,7 @@ def test_an_hf_chat_vlm_converts_with_the_image(tmp_path: Path) -> None:
     """Any generate backend: a tiny random LLaVA (hf-vlm, which needs an image: --send-image) answers every
     sendable caption; random answers are filtered like any other."""
     pytest.importorskip("torch")
-    from tests.tiny_sources import make_tiny_llava
+    from tests.support.tiny_sources import make_tiny_llava
 
     captions, images = write_coco(tmp_path / "coco")
     vlm = make_tiny_llava(tmp_path / "llava", words=("clock", "bus", "sky", "sea", "blue", "the", "is", "as"))

@@ -287,7 +287,7 @@ def test_any_hf_chat_model_converts_the_captions(tmp_path: Path, capsys: pytest.
     decodes the five prompts of different lengths in one left-padded batch; random answers are filtered like any."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from tests.tiny_models import tiny_chat_lm
+    from tests.support.tiny_models import tiny_chat_lm
 
     torch.set_num_threads(1)
     folder = tiny_chat_lm(tmp_path / "chat")

@@ -16,7 +16,7 @@ from connote.vmc.train.config import config_from_dict  # noqa: E402
 from connote.vmc.train.git_llava import GitLlava  # noqa: E402
 from connote.vmc.train.loop import train  # noqa: E402
 from connote.vmc.train.speed import compile_layers, configure, decoder_layers, resolve_pack  # noqa: E402
-from tests import tiny_models  # noqa: E402
+from tests.support import tiny_models  # noqa: E402
 
 #: captions and instructions of different lengths, so that the padded batch pads and the packed one does not
 CAPTIONS = ["the apple is as red as fire", "the sea", "the leaf is as green as grass and the sun"]

@@ -12,7 +12,7 @@ from connote.collect.importing import import_study
 from connote.collect.project import read_manifest
 from connote.metrics.agreement import cohen_kappa, fleiss_kappa
 from connote.vmc.data import read_caption_table
-from tests.collect.potato_driver import Annotator, browser_login, chrome, click, shoot
+from tests.support.potato_driver import Annotator, browser_login, chrome, click, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RATERS = ("alice", "bob", "carol")

@@ -35,7 +35,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from PIL import Image
 
     from connote.media.synthetic import write_video
-    from tests.tiny_sources import make_tiny_sources
+    from tests.support.tiny_sources import make_tiny_sources
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("stage1")

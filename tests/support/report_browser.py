@@ -13,7 +13,7 @@ from typing import Any
 @contextmanager
 def chromium_page(page: Path, tmp_path: Path, *, width: int = 1280) -> Iterator[Any]:
     """A headless Chromium driver showing ``page``; skips (or fails under CI) without Chromium."""
-    from tests.needs import missing
+    from tests.support.needs import missing
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver_path = shutil.which("chromedriver")

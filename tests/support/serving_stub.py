@@ -1,13 +1,13 @@
 """A stand-in for ``vllm serve`` and SGLang's ``launch_server``: the tests' fake vLLM API on the port it is told.
 
-Run as ``python -m tests.serving_stub ARGS`` (the tests write a small executable that does so, and pass it as the
-``vllm:``/``sglang:`` backends' ``executable``). It takes the engines' own command lines::
+Run as ``python -m tests.support.serving_stub ARGS`` (the tests write a small executable that does so, and pass it
+as the ``vllm:``/``sglang:`` backends' ``executable``). It takes the engines' own command lines::
 
     serve MODEL --host 127.0.0.1 --port P [--served-model-name NAME] [more vLLM flags, ignored]
     --model-path MODEL --host 127.0.0.1 --port P [more SGLang flags, ignored]
     --version
 
-and answers as :class:`tests.openai_server.FakeVllm` (``GET /health`` 200 once listening). Environment variables
+and answers as :class:`tests.support.openai_server.FakeVllm` (``GET /health`` 200 once listening). Environment variables
 make it misbehave the ways a real engine does, each once (a marker file says it happened):
 
 * ``STUB_BUSY=FILE``: the first launch fails at once as a server whose port was taken does
@@ -27,16 +27,16 @@ import threading
 import time
 from pathlib import Path
 
-from tests.openai_server import FakeVllm
+from tests.support.openai_server import FakeVllm
 
 
 def write_engine(folder: Path) -> Path:
     """An executable in ``folder`` that runs this stub (what the ``executable`` option of ``vllm:`` and ``sglang:``
     names in the tests)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "engine"
-    path.write_text(f"#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} -m tests.serving_stub \"$@\"\n")
+    path.write_text(f"#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} -m tests.support.serving_stub \"$@\"\n")
     path.chmod(0o755)
     return path
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests import needs
+from tests.support import needs
 
 #: Where screenshots are also copied for a person to look at (unset: they stay in the test's tmp dir).
 SHOTS = Path(os.environ["CONNOTE_SCREENSHOTS"]) if os.environ.get("CONNOTE_SCREENSHOTS") else None

@@ -17,7 +17,7 @@ import numpy as np
 from connote.cli import main
 from connote.collect.project import read_manifest
 from connote.media.sample import write_sample_probes
-from tests.potato_state import potato_state
+from tests.support.potato_state import potato_state
 
 LABELS = ("match", "no match")
 PAIRS, GOLD, PER_ITEM = 240, 30, 5
