@@ -54,7 +54,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the test helpers (tests.support) that build the tiny tokenizers
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -86,7 +86,7 @@ LLAMA_1B = {"hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers":
 
 def build_vlm(size: str, folder: Path, device: str = "cpu", dtype: str | None = None) -> Path:
     """A LLaVA chat VLM with the test helpers' word tokenizer and chat template."""
-    from tiny_sources import make_tiny_llava
+    from tests.support.tiny_sources import make_tiny_llava
 
     if size == "tiny":
         return make_tiny_llava(folder, WORDS)

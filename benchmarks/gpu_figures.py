@@ -55,7 +55,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the test helpers (tests.support) that build the tiny tokenizers
 sys.path.insert(0, str(BENCH))
 
 SECTIONS = ("probe", "explain", "train", "generate")
@@ -161,7 +161,7 @@ def meta_params(cls: Any, cfg: Any) -> int:
 
 def plan(args: argparse.Namespace) -> dict[str, Any]:
     """What the run will build and measure; builds configs only (meta device)."""
-    from tiny_models import bert_tokenizer
+    from tests.support.tiny_models import bert_tokenizer
 
     out: dict[str, Any] = {"sections": list(args.only), "out": str(args.out), "device": args.device,
                            "dtype": args.dtype, "smoke": args.smoke}
@@ -248,11 +248,11 @@ def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dic
 def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: list[Any], captions: list[str],
               pairs: list[tuple[int, int]], log: Any) -> dict[str, Any]:
     import torch
-    from tiny_models import bert_tokenizer
     from torch.utils.flop_counter import FlopCounterMode
 
     from connote.models import load_model
     from connote.models.engine import resolve_dtype
+    from tests.support.tiny_models import bert_tokenizer
 
     device, dtype = args.device, resolve_dtype(args.dtype, args.device)  # the engine's own table
     cuda = device.startswith("cuda")

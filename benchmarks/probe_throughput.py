@@ -42,7 +42,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the test helpers (tests.support) that build the tiny tokenizers
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from sides import peak_rss_bytes  # noqa: E402
 
@@ -72,8 +72,9 @@ def blip_config(size: str, vocab_size: int, pad_token_id: int) -> tuple[Any, int
 
 def build_model(size: str, folder: Path) -> Path:
     import torch
-    from tiny_models import bert_tokenizer
     from transformers import BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
+
+    from tests.support.tiny_models import bert_tokenizer
 
     tok = bert_tokenizer(folder / "_tok")
     cfg, image_size = blip_config(size, tok.vocab_size, tok.pad_token_id)

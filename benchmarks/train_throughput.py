@@ -70,8 +70,6 @@ def build(size: str, device: str, folder: Path) -> Any:
 
     from connote.vmc.train.config import ModelConfig
     from connote.vmc.train.git_llava import GitLlava
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tiny tokenizer sources
     from connote.vmc.train.tiny import make_tiny_sources
 
     git_cfg, llm_cfg = configs(size)
