@@ -55,3 +55,34 @@ def test_a_tiny_vlm_story_run_records_tokens_and_first_token(tmp_path: Path,
     assert main(["report", str(out), "--format", "markdown"]) == 0
     text = capsys.readouterr().out
     assert "Speed (what each run computed itself)" in text and "| 3 |" in text
+
+
+def test_an_api_runs_tokens_are_the_servers_completion_tokens(tmp_path: Path, serve) -> None:  # noqa: ANN001
+    """An OpenAI-compatible server on 127.0.0.1 reports ``usage.completion_tokens``, a different count for each
+    request, and answers one request without ``usage``: the run's tokens are the sum the server reported. The
+    requests go out from a pool of threads, so the meter is added to from several at once."""
+    import threading
+
+    from tests.support import openai_server
+
+    reported: list[int | None] = []
+    lock = threading.Lock()
+
+    def story(body: dict) -> dict:
+        n_images = sum(1 for c in body["messages"][0]["content"] if c["type"] == "image_url")
+        reply: dict = {"choices": [{"message": {"content": f"We saw {n_images} photos."}}]}
+        with lock:
+            tokens = None if not reported else 7 + 3 * n_images + len(reported)  # the first answer has no usage
+            reported.append(tokens)
+        if tokens is not None:
+            reply["usage"] = {"prompt_tokens": 100, "completion_tokens": tokens, "total_tokens": 100 + tokens}
+        return reply
+
+    server = serve([openai_server.answer(story)])
+    out = tmp_path / "story"
+    assert main(["vist", "generate", "--model", f"openai:test-model?base_url={server.url}&max_retries=0",
+                 "--out", str(out), "--no-progress"]) == 0
+    assert len(reported) == 3 and reported.count(None) == 1
+    speed = json.loads((out / "results.json").read_text())["speed"]
+    assert speed["items"] == 3 and speed["tokens"] == sum(t for t in reported if t is not None)
+    assert speed["tokens_per_s"] > 0 and speed["time_to_first_token_s"] is None  # no streaming: not timed
