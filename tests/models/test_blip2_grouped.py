@@ -129,3 +129,18 @@ def test_masking_game_scores_as_transformers_on_gathered_rows(tiny_dirs, monkeyp
     seen = _watch(grouped, monkeypatch)
     assert game.value_fn(masks) == pytest.approx(want, abs=1e-5)
     assert seen["gathers"] == [] and seen["key_rows"]  # the grouped path ran, and gathered nothing
+
+
+@pytest.mark.slow
+def test_grouped_scoring_at_q_former_size_holds_no_state_per_row(monkeypatch):
+    """benchmarks/blip2_grouped.py at the Q-Former's full size (ViT-g/14-shaped tokens, one vision layer; 2 images x
+    8 rows in one batch): each side's peak stays under the plan's bytes per pair for its rows, grouped rows hold
+    less than gathered ones, and the sides agree (~30 s)."""
+    from tests.support.benchmark_scripts import load
+
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    sides = load("blip2_grouped").main(["--images", "2", "--rows", "8"])
+    for side in sides.values():
+        assert 0 < side["peak"] <= side["pairs"] * side["plan_per_pair"]
+    assert sides["sdpa"]["peak"] < sides["eager"]["peak"]  # no [rows, 257, 1408] gather, no keys and values per row
+    assert max(abs(a - b) for a, b in zip(sides["eager"]["p"], sides["sdpa"]["p"])) <= 1e-5
