@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from sides import quiet, report, run_worker  # noqa: E402
+from sides import print_sides, report, run_sides, side_args, side_inputs  # noqa: E402
 
 
 def build(folder: Path, layers: int) -> None:
@@ -48,22 +47,10 @@ def build(folder: Path, layers: int) -> None:
 
 
 def worker(args: argparse.Namespace) -> None:
-    import torch
-
-    from connote.models import load_model
     from connote.models.memory import PeakRSS
 
-    quiet(args.threads)
-    sys.path.insert(0, str(ROOT))
-    from tests.support.tiny_models import random_image
-
     pairs = args.images * args.captions
-    m = load_model(f"hf-flava-itm:{args.folder}?attention={args.worker}&batch_size={pairs}&memory_budget=16GB")
-    images = [random_image(s, size=(300, 260)) for s in range(args.images)]
-    captions = [" ".join(["word"] * (3 + k % 16)) for k in range(args.captions)]
-    with torch.inference_mode():
-        states = m.encode_pixels(m._preprocess(images, args.images))
-    ids = m.token_ids(captions)
+    m, states, ids = side_inputs(args, "hf-flava-itm", args.captions)
     m._score_cached_text(states, [0], ids, [0])  # warm-up
     image_rows = [i for i in range(args.images) for _ in range(args.captions)]
     caption_index = [c for _ in range(args.images) for c in range(args.captions)]
@@ -76,34 +63,16 @@ def worker(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--images", type=int, default=8)
     ap.add_argument("--captions", type=int, default=16)
     ap.add_argument("--layers", type=int, default=2, help="layers in each encoder (FLAVA-base: 12, 12, 6)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--worker", choices=["eager", "sdpa"], help=argparse.SUPPRESS)
-    ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = side_args(ap, argv, images=8)
     if args.worker:
         return worker(args)
-    os.environ["MALLOC_MMAP_THRESHOLD_"] = "65536"  # for the workers: freed blocks back to the system
-    common = ["--images", str(args.images), "--captions", str(args.captions), "--threads", str(args.threads)]
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "flava"
-        build(folder, args.layers)
-        sides = {side: run_worker([__file__, "--worker", side, "--folder", str(folder), *common], side)
-                 for side in ("eager", "sdpa")}
-    eager, sdpa = sides["eager"], sides["sdpa"]
-    mib = 2**20
-    print(f"FLAVA-base width, {args.layers} layers per encoder, {eager['pairs']} pairs in one batch "
+    sides = run_sides(__file__, lambda folder: build(folder, args.layers), args, ["--captions", str(args.captions)])
+    print(f"FLAVA-base width, {args.layers} layers per encoder, {sides['eager']['pairs']} pairs in one batch "
           f"({args.images} photos x {args.captions} captions), CPU, {args.threads} threads, "
           f"load {os.getloadavg()[0]:.1f}")
-    for name, r in sides.items():
-        print(f"  {name:<6} {r['seconds']:6.2f} s  peak {r['peak'] / mib:7.0f} MiB  "
-              f"{r['peak'] / r['pairs'] / mib:5.2f} MiB per pair")
-    print(f"  sdpa / eager: time {sdpa['seconds'] / eager['seconds']:.2f}x, peak {sdpa['peak'] / eager['peak']:.2f}x; "
-          f"the plan's bytes per pair {sdpa['plan_per_pair'] / mib:.2f} MiB")
-    diff = max(abs(a - b) for a, b in zip(eager["p"], sdpa["p"]))
-    print(f"  max |delta p(match)| {diff:.2e}")
+    print_sides(sides)
     return sides
 
 

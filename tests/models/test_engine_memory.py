@@ -55,13 +55,13 @@ def test_a_batch_that_runs_out_of_memory_is_halved_retried_and_reported(tiny_dir
     matcher = load_model(f"hf-blip2-itm:{tiny_dirs['hf-blip2-itm']}?batch_size=8&image_batch_size=4")
     want = matcher.match_probability(IMAGES, CAPTIONS, PAIRS)
     sizes = {"score": [], "encode": []}
-    score, encode = matcher.score, matcher.encode_images
+    score, encode = matcher.score_rows, matcher.encode_images
 
-    def tight_score(states, *a):  # noqa: ANN001, ANN002
-        sizes["score"].append(len(states))
-        if len(states) > 2:  # what a device with room for two rows does
+    def tight_score(states, rows, *a):  # noqa: ANN001, ANN002
+        sizes["score"].append(len(rows))
+        if len(rows) > 2:  # what a device with room for two rows does
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.81 GiB")
-        return score(states, *a)
+        return score(states, rows, *a)
 
     def tight_encode(pv):  # noqa: ANN001
         sizes["encode"].append(len(pv))
@@ -69,7 +69,7 @@ def test_a_batch_that_runs_out_of_memory_is_halved_retried_and_reported(tiny_dir
             raise MemoryError
         return encode(pv)
 
-    matcher.score, matcher.encode_images = tight_score, tight_encode
+    matcher.score_rows, matcher.encode_images = tight_score, tight_encode
     assert matcher.match_probability(IMAGES, CAPTIONS, PAIRS) == pytest.approx(want, abs=1e-6)
     assert sum(n for n in sizes["score"] if n <= 2) == len(PAIRS)  # each pair scored once, in batches that fit
     assert sum(n for n in sizes["encode"] if n == 1) == len(IMAGES)

@@ -73,7 +73,8 @@ def tiny_blip(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def tiny_blip2(folder: Path, seed: int = 0) -> Path:
+def tiny_blip2(folder: Path, seed: int = 0, cross_attention_frequency: int = 2) -> Path:
+    """A tiny random BLIP-2 ITM model; its Q-Former's 2 layers cross-attend every ``cross_attention_frequency``."""
     import torch
     from transformers import Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor, BlipImageProcessor
 
@@ -85,7 +86,7 @@ def tiny_blip2(folder: Path, seed: int = 0) -> Path:
         qformer_config=dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
                             num_attention_heads=2, intermediate_size=64, encoder_hidden_size=32,
                             max_position_embeddings=64, pad_token_id=tok.pad_token_id,
-                            use_qformer_text_input=True),
+                            use_qformer_text_input=True, cross_attention_frequency=cross_attention_frequency),
         text_config=dict(model_type="opt", vocab_size=50, hidden_size=32, num_hidden_layers=1,
                          num_attention_heads=2, ffn_dim=64, word_embed_proj_dim=32),
         num_query_tokens=4, image_text_hidden_size=16)

@@ -1,10 +1,11 @@
-"""BLIP's attention through torch's fused kernel, and its cross-attention read per image.
+"""BLIP's attention through torch's fused kernel, and BLIP's and BLIP-2's cross-attention read per image.
 
 transformers' BLIP has only eager attention; :func:`sdpa_vision_attention` and :func:`sdpa_text_attention` take
 over ``BlipAttention.forward`` and ``BlipTextSelfAttention.forward`` (the same projections, scale, masks and
 softmax, without writing out the score matrices). :class:`ImageSideLinear` returns a cross-attention key or
 value projection of the image tokens from the image state, where the engine cached it, and
-:class:`CrossSide` reads an image's keys and values once for all of a scoring batch's rows of that image.
+:class:`CrossSide` reads an image's keys and values once for all of a scoring batch's rows of that image (in
+BLIP's text layers, :func:`sdpa_text_attention`, and BLIP-2's Q-Former, :func:`grouped_cross_attention`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ def leading_parameters(module: Any, count: int) -> list[str]:
     return names[:count]
 
 
+def own_forward(self: Any, hidden_states: Any, attention_mask: Any, encoder_hidden_states: Any,
+                encoder_attention_mask: Any, **kwargs: Any) -> Any:
+    """transformers' own forward of a text or Q-Former attention module, for a call the fused or grouped code does
+    not take (attention maps, a cache, training); refused while the module's :class:`CrossSide` holds a scoring
+    call's groups, which that code would not read."""
+    side = self.__dict__.get("_connote_side")
+    if side is not None and side.groups is not None:
+        raise RuntimeError("grouped cross-attention scores without attention maps or a cache")
+    return type(self).forward(self, hidden_states, attention_mask=attention_mask,
+                              encoder_hidden_states=encoder_hidden_states,
+                              encoder_attention_mask=encoder_attention_mask, **kwargs)
+
+
 def sdpa_vision_attention(self: Any, hidden_states: Any, **kwargs: Any) -> tuple[Any, Any]:
     """BLIP's vision self-attention (``BlipAttention.forward``) through torch's fused attention.
 
@@ -78,20 +92,15 @@ def sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = Non
     masks are the model's additive masks, as the eager code adds them to the scores.
     """
     if kwargs.get("output_attentions") or kwargs.get("cache") is not None or self.training:
-        side = self.__dict__.get("_connote_side")
-        if side is not None and side.groups is not None:
-            raise RuntimeError("BLIP's grouped cross-attention scores without attention maps or a cache")
-        return type(self).forward(self, hidden_states, attention_mask=attention_mask,
-                                  encoder_hidden_states=encoder_hidden_states,
-                                  encoder_attention_mask=encoder_attention_mask, **kwargs)
+        return own_forward(self, hidden_states, attention_mask, encoder_hidden_states, encoder_attention_mask,
+                           **kwargs)
     torch = require("torch", "hf")
+    cross = encoder_hidden_states is not None
+    context = grouped_context(self, hidden_states) if cross else None
+    if context is not None:
+        return context, None
     head = self.attention_head_size
     query = self.query(hidden_states).view(*hidden_states.shape[:-1], -1, head).transpose(1, 2)
-    cross = encoder_hidden_states is not None
-    side = self.__dict__.get("_connote_side") if cross else None
-    if side is not None and side.groups is not None:
-        context = side.attend(query)
-        return context.transpose(1, 2).reshape(*hidden_states.shape[:-1], self.all_head_size), None
     source = encoder_hidden_states if cross else hidden_states
     mask = encoder_attention_mask if cross else attention_mask
     key = self.key(source).view(*source.shape[:-1], -1, head).transpose(1, 2)
@@ -103,8 +112,33 @@ def sdpa_text_attention(self: Any, hidden_states: Any, attention_mask: Any = Non
     return context, None
 
 
+def grouped_context(self: Any, hidden_states: Any) -> Any | None:
+    """A cross-attention layer's context vectors ``(rows, length, heads * head size)`` read per image through its
+    :class:`CrossSide`, while a scoring call has set the side's groups; else None (the layer runs as it would)."""
+    side = self.__dict__.get("_connote_side")
+    if side is None or side.groups is None:
+        return None
+    shape = hidden_states.shape[:-1]
+    query = self.query(hidden_states).view(*shape, -1, self.attention_head_size).transpose(1, 2)
+    return side.attend(query).transpose(1, 2).reshape(*shape, self.all_head_size)
+
+
+def grouped_cross_attention(self: Any, hidden_states: Any, attention_mask: Any = None,
+                            encoder_hidden_states: Any = None, encoder_attention_mask: Any = None,
+                            **kwargs: Any) -> tuple[Any, Any]:
+    """BLIP-2's Q-Former cross-attention (``Blip2QFormerMultiHeadAttention.forward`` of a cross-attention layer)
+    reading each image's keys and values once for all of a scoring call's rows of that image (:class:`CrossSide`);
+    outside such a call, or asked for attention maps, transformers' own forward."""
+    context = None if kwargs.get("output_attentions") or self.training else grouped_context(self, hidden_states)
+    if context is None:
+        return own_forward(self, hidden_states, attention_mask, encoder_hidden_states, encoder_attention_mask,
+                           **kwargs)
+    return context, None
+
+
 class CrossSide:
-    """The image side of one BLIP text layer's cross-attention during a scoring call, read per image.
+    """The image side of one cross-attention layer (BLIP's text encoder, BLIP-2's Q-Former) during a scoring
+    call, read per image.
 
     The call's rows are sorted by image (:class:`~connote.models.grouped.RowGroups`), and each image's keys
     and values are read from its state where the state caches them (``offset``), else projected once per
@@ -124,6 +158,7 @@ class CrossSide:
             kv = state_rows(self.states, images, slice(self.offset, self.offset + 2 * size))
             return kv[..., :size], kv[..., size:]
         vision = state_rows(self.states, images, slice(0, self.width))  # the projections are the layer's own
+        vision = vision.to(self.attention.key.weight.dtype)  # BLIP-2 keeps its Q-Former in float32
         return self.attention.key(vision), self.attention.value(vision)
 
     def attend(self, query: Any) -> Any:

@@ -61,7 +61,11 @@ BUILTIN: list[tuple[str, str, tuple[str, ...], str, str, dict[str, str], dict[st
       "cache_cross_attention": "compute each image's cross-attention keys and values once for all its captions",
       "attention": "sdpa (torch's fused attention, same values, less memory) or eager (transformers' own)"}),
     ("hf-blip2-itm", "connote.models.hf_blip2:Blip2ItmMatcher.from_spec", ("match", "mask"), "hf",
-     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval).", {}, _MATCHER_OPTIONS),
+     "BLIP-2 Q-Former image-text matching head (Blip2ForImageTextRetrieval).", {},
+     {**_MATCHER_OPTIONS,
+      "attention": "sdpa (rows grouped by image: each image's cross-attention keys and values computed once for "
+                   "all its captions, no copy of its state per row) or eager (transformers' own Q-Former, a state "
+                   "per row)"}),
     ("hf-flava-itm", "connote.models.hf_flava:FlavaItmMatcher.from_spec", ("match", "mask"), "hf",
      "FLAVA multimodal encoder ITM head (FlavaForPreTraining).", {}, _MATCHER_OPTIONS),
     ("hf-clip", "connote.models.hf_clip:ClipMatcher.from_spec", ("match", "mask"), "hf",
