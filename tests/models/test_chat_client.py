@@ -260,3 +260,34 @@ def test_an_answer_of_another_shape_says_what_was_sent(answer: dict, expect: str
                                                     max_new_tokens=4)])
         assert isinstance(text, ApiError) and expect in str(text), text
     assert time.monotonic() - t0 < 8
+
+
+def test_a_streamed_answer_is_joined_and_its_first_text_timed(serve: Callable[[list], Server]) -> None:
+    from tests.support.openai_server import events
+
+    usage = {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}
+    server = serve([events(["We ", "saw ", "a ", "cat."], usage=usage, delay=0.15)])
+    client = ChatClient("m", base_url=server.url, api_key="k")
+    t0 = time.monotonic()
+    got = client.chat([{"role": "user", "content": "hi"}], max_tokens=8, stream=True)
+    total = time.monotonic() - t0
+    assert got["choices"] == [{"index": 0, "message": {"role": "assistant", "content": "We saw a cat."},
+                               "finish_reason": "stop"}]
+    assert got["usage"] == usage and got["model"] == "m"
+    # the first text came before the three later pieces' 0.45 s of pauses; the whole answer after them
+    assert got["first_token_s"] is not None and got["first_token_s"] < 0.3 <= 0.45 <= total
+    (req,) = server.requests
+    assert req["body"]["stream"] is True and req["body"]["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("broken, said", [({"done": False}, "cut off"), ({"error": "engine died"}, "engine died")])
+def test_a_stream_cut_off_or_failing_is_retried(serve: Callable[[list], Server], broken: dict, said: str) -> None:
+    from tests.support.openai_server import events
+
+    server = serve([events(["Yes"], **broken), events(["No"])])
+    client = ChatClient("m", base_url=server.url, api_key="k", backoff=0.01)
+    assert client.chat([{"role": "user", "content": "hi"}], stream=True)["choices"][0]["message"]["content"] == "No"
+    assert len(server.requests) == 2
+    with pytest.raises(ApiError, match=said):
+        ChatClient("m", base_url=serve([events(["Yes"], **broken)]).url, api_key="k", max_retries=0).chat(
+            [{"role": "user", "content": "hi"}], stream=True)

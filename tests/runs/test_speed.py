@@ -86,3 +86,21 @@ def test_an_api_runs_tokens_are_the_servers_completion_tokens(tmp_path: Path, se
     speed = json.loads((out / "results.json").read_text())["speed"]
     assert speed["items"] == 3 and speed["tokens"] == sum(t for t in reported if t is not None)
     assert speed["tokens_per_s"] > 0 and speed["time_to_first_token_s"] is None  # no streaming: not timed
+
+
+def test_a_streamed_api_run_records_its_time_to_first_token(tmp_path: Path, serve) -> None:  # noqa: ANN001
+    """``stream=true``: the answers come as server-sent events from 127.0.0.1; the stories are the joined text,
+    the tokens the usage the last event carried, and the time to first token is measured."""
+    from tests.support import openai_server
+
+    usage = {"prompt_tokens": 50, "completion_tokens": 4, "total_tokens": 54}
+    server = serve([openai_server.events(["We ", "saw ", "it", "."], usage=usage, delay=0.05)])
+    out = tmp_path / "story"
+    assert main(["vist", "generate", "--model", f"openai:test-model?base_url={server.url}&stream=true",
+                 "--out", str(out), "--no-progress"]) == 0
+    assert len(server.requests) == 3 and all(r["body"]["stream"] is True for r in server.requests)
+    rows = [json.loads(line) for line in (out / "stories.jsonl").read_text().splitlines()]
+    assert [r["story"] for r in rows] == ["we saw it ."] * 3  # the joined text, normalised as VIST stories are
+    speed = json.loads((out / "results.json").read_text())["speed"]
+    assert speed["tokens"] == 3 * 4
+    assert 0 < speed["time_to_first_token_s"] < 0.15 < speed["seconds"]  # before the three 0.05 s pauses

@@ -22,6 +22,7 @@ import json
 import math
 import socket
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator
 
@@ -114,6 +115,39 @@ def answer(fn: Callable[[dict], object]) -> Reply:
         out = fn(h.body)
         code, obj = out if isinstance(out, tuple) else (200, out)
         send_json(h, obj, code)
+
+    return reply
+
+
+def events(pieces: list[str], *, usage: dict | None = None, delay: float = 0.0, done: bool = True,
+           error: str | None = None) -> Reply:
+    """A streamed answer as OpenAI's and vLLM's servers send it: server-sent events of ``chat.completion.chunk``
+    objects (a role delta, one event per piece of text ``delay`` seconds apart, the finish reason, then the
+    usage when asked for by ``stream_options.include_usage``) and ``data: [DONE]``; ``done=False`` cuts the
+    stream off before it, ``error`` sends an error event in place of the text."""
+    def reply(h: http.server.BaseHTTPRequestHandler) -> None:
+        head = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0, "model": h.body["model"]}
+        chunks = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                        "finish_reason": None}]}]
+        if error is not None:
+            chunks.append({"error": {"message": error, "type": "InternalServerError", "code": 500}})
+        chunks += [{**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+                   for p in pieces]
+        chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if usage is not None and (h.body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**head, "choices": [], "usage": usage})
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+        for i, chunk in enumerate(chunks):
+            if i > 1:
+                time.sleep(delay)
+            h.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            h.wfile.flush()
+        if done:
+            h.wfile.write(b"data: [DONE]\n\n")
 
     return reply
 

@@ -15,6 +15,7 @@ _API_OPTIONS = {
     "temperature": "sampling temperature of generated text (0: greedy)",
     "max_tokens": "longest answer in tokens; unset: the task's own limit",
     "text_first": "put the prompt before the images in the message (default: images first)",
+    "stream": "ask for generated text as a stream, to record the time to its first token (the text is the same)",
     "prompt": "the Yes/No matching prompt; {caption} is replaced by the caption",
     "concurrency": "requests in flight at the start; unset: 8 adaptive, 4 with adaptive=false",
     "timeout": "seconds one HTTP attempt may take",

@@ -22,6 +22,11 @@ typed errors. Retrying is done here so its bounds are connote's, identical for e
 * An answer that is not a JSON object is retried like a failed request; any other HTTP 4xx is an
   ``ApiError`` at once. Callers record
   an ``ApiError`` as that item's error, and a rerun retries the item.
+* **Streaming** (``chat(..., stream=True)``): the server sends the answer as server-sent events
+  (``stream_options.include_usage`` asks for the token counts in the last one); the events are joined into the
+  object a non-streamed request gets, with ``first_token_s``, the seconds from sending the attempt to the first
+  event that carries text. A stream cut off before ``data: [DONE]``, or one that reports an error, is retried
+  as a failed request.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_DEADLINE = 120.0
 DEFAULT_MAX_RETRY_AFTER = 60.0
+FIRST_TOKEN_KEY = "first_token_s"
+"""The key :meth:`ChatClient.chat` adds to a streamed answer: seconds from sending to the first text."""
 
 
 class ApiError(RuntimeError):
@@ -207,7 +214,7 @@ class ChatClient:
                 return self._idle.pop()
         return self._new_client()
 
-    def _attempt(self, body: dict[str, Any], end: float) -> bytes:
+    def _attempt(self, body: dict[str, Any], end: float) -> tuple[bytes, float | None]:
         """One HTTP request on a client no other attempt uses meanwhile, ended at the deadline ``end`` whatever
         the server does (the client is then closed, its sockets with it); otherwise the client goes back to
         the pool."""
@@ -237,23 +244,28 @@ class ChatClient:
             raise result["error"]
         return result["raw"]
 
-    def _request(self, client: Any, body: dict[str, Any], end: float) -> bytes:
-        """One HTTP request; the body read chunk by chunk against the deadline ``end``."""
+    def _request(self, client: Any, body: dict[str, Any], end: float) -> tuple[bytes, float | None]:
+        """One HTTP request; the body read chunk by chunk against the deadline ``end``. Returns the body and,
+        for a streamed request, the seconds from sending to the first event with text (None otherwise)."""
         read_timeout = max(0.001, min(self.timeout, end - time.monotonic()))
         create = client.chat.completions.with_streaming_response.create
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         # no key: send no Authorization header at all (as before), not "Bearer none"
         headers = {} if self.api_key else {"Authorization": self._openai.Omit()}
+        sent = time.monotonic()
+        first = _FirstText() if body.get("stream") else None
         with create(model=body["model"], messages=body["messages"], extra_body=extra or None,
                     extra_headers=headers or None, timeout=read_timeout) as response:
             chunks = []
             for chunk in response.iter_bytes():
                 chunks.append(chunk)
+                if first is not None:
+                    first.feed(chunk, time.monotonic() - sent)
                 if time.monotonic() > end:
                     raise _DeadlinePassed
-        return b"".join(chunks)
+        return b"".join(chunks), (first.seconds if first is not None else None)
 
-    def _send(self, body: dict[str, Any], end: float) -> bytes:
+    def _send(self, body: dict[str, Any], end: float) -> tuple[bytes, float | None]:
         """:meth:`_attempt` in a slot of :attr:`concurrency`, which hears what the server answered."""
         started = self.concurrency.acquire(end)
         status, asked, failed = None, None, False
@@ -271,23 +283,30 @@ class ChatClient:
     def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
         """POST ``/chat/completions`` with ``model``, ``messages`` and ``params``; the response as a dict.
 
-        Raises ``ApiError`` when the request fails for good (see the module docstring).
+        Raises ``ApiError`` when the request fails for good (see the module docstring). With ``stream=True``
+        the answer comes as server-sent events, joined into the same object, plus :data:`FIRST_TOKEN_KEY`.
         """
         openai = self._openai
         body = {"model": self.model, "messages": messages, **params}
+        if body.get("stream"):
+            body["stream_options"] = {"include_usage": True, **(body.get("stream_options") or {})}
         start = time.monotonic()
         end = start + self.deadline
         last = "no attempt"
         for attempt in range(self.max_retries + 1):
             wait = self.backoff * (2 ** attempt) * (1 + 0.1 * random.random())
             try:
-                raw = self._send(body, end)
-                answer = json.loads(raw.decode("utf-8"))
+                raw, first = self._send(body, end)
+                answer = joined_events(raw) if body.get("stream") else json.loads(raw.decode("utf-8"))
                 if isinstance(answer, dict):
+                    if body.get("stream"):
+                        answer[FIRST_TOKEN_KEY] = first
                     return answer
                 last = f"the answer is JSON but not an object: {raw[:100]!r}"
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:  # retried, as a cut-off answer would be
                 last = f"the answer is not JSON ({exc})"
+            except _BadStream as exc:  # retried: a stream cut off or failing midway
+                last = str(exc)
             except _DeadlinePassed:
                 last = "the answer (status line, headers or body) was still arriving"
             except openai.APIStatusError as exc:
@@ -323,6 +342,74 @@ class ChatClient:
             raise ApiError(f"no complete answer within the {self.deadline:g} s deadline "
                            f"({attempt + 1} attempt(s)); last: {last}")
         raise ApiError(f"gave up after {self.max_retries + 1} attempts; last: {last}")
+
+
+class _BadStream(Exception):
+    """A streamed answer that ended before ``data: [DONE]`` or reported an error."""
+
+
+def _events(raw: bytes) -> list[Any]:
+    """The JSON of each ``data:`` line of server-sent events, ``[DONE]`` as None."""
+    out = []
+    for line in raw.decode("utf-8").splitlines():
+        if line.startswith("data:"):
+            data = line[5:].strip()
+            out.append(None if data == "[DONE]" else json.loads(data))
+    return out
+
+
+def _event_text(event: Any) -> str:
+    choices = event.get("choices") if isinstance(event, dict) else None
+    delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
+    text = delta.get("content") if isinstance(delta, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+def joined_events(raw: bytes) -> dict[str, Any]:
+    """A streamed chat answer (server-sent events of ``chat.completion.chunk`` objects) as the one object a
+    non-streamed request gets: the deltas' text joined into ``choices[0].message.content``, the last finish
+    reason, and ``usage`` from the event that carries it. Raises :class:`_BadStream` when the stream has no
+    ``[DONE]`` (cut off) or an event reports an error."""
+    events = _events(raw)
+    if None not in events:
+        raise _BadStream("the stream ended before data: [DONE] (cut off)")
+    text, finish, usage, head = [], None, None, {}
+    for event in events:
+        if event is None:
+            continue
+        if not isinstance(event, dict):
+            raise _BadStream(f"a stream event is JSON but not an object: {str(event)[:100]}")
+        if "error" in event:
+            raise _BadStream(f"the stream reported an error: {str(event['error'])[:200]}")
+        head = head or {k: event[k] for k in ("id", "model", "created") if k in event}
+        text.append(_event_text(event))
+        for choice in event.get("choices") or []:
+            finish = choice.get("finish_reason") or finish
+        usage = event.get("usage") or usage
+    message = {"role": "assistant", "content": "".join(text)}
+    return {**head, "object": "chat.completion", "usage": usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+
+
+class _FirstText:
+    """Notes when the first server-sent event carrying text arrives, fed the body chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.seconds: float | None = None
+        self._tail = b""
+
+    def feed(self, chunk: bytes, elapsed: float) -> None:
+        if self.seconds is not None:
+            return
+        *lines, self._tail = (self._tail + chunk).split(b"\n")
+        for line in lines:
+            if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                try:
+                    if _event_text(json.loads(line[5:])):
+                        self.seconds = elapsed
+                        return
+                except ValueError:
+                    continue
 
 
 def _tls_context(openai: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 
 from PIL import Image
 
-from connote.models.chat_client import ApiError, ChatClient, ImageUrls, image_data_url
+from connote.models.chat_client import FIRST_TOKEN_KEY, ApiError, ChatClient, ImageUrls, image_data_url
 from connote.models.concurrency import ADAPTIVE_START, FIXED_POOL, ConcurrencyLimit
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, NO_WORDS, YES_WORDS, match_prompt
 
@@ -167,9 +167,12 @@ class OpenAIChat(OpenAIMatcher):
 
     def __init__(self, model: str | None = None, *, max_side: int | str = 1024, temperature: float | str = 0.0,
                  max_tokens: int | str | None = None, generation_prompt: str | None = None,
-                 text_first: bool | str = False, **options: Any) -> None:
+                 text_first: bool | str = False, stream: bool | str = False, **options: Any) -> None:
         super().__init__(model, **options)
         self.text_first = str(text_first).lower() in ("1", "true", "yes")
+        #: generated text asked for as a stream (to time its first token); the text is the same, so this is
+        #: not in describe()
+        self.stream = str(stream).lower() in ("1", "true", "yes")
         self.max_side, self.temperature = int(max_side), float(temperature)
         self.max_tokens = int(max_tokens) if max_tokens else None
         self.generation_prompt = generation_prompt
@@ -201,12 +204,15 @@ class OpenAIChat(OpenAIMatcher):
             content = [text, *content] if self.text_first else [*content, text]
             try:
                 extra = {"seed": req.seed} if req.temperature > 0 and req.seed is not None else {}
+                if self.stream:
+                    extra["stream"] = True
                 resp = self.client.chat([{"role": "user", "content": content}],
                                         temperature=req.temperature if req.temperature > 0 else self.temperature,
                                         max_tokens=self.max_tokens or req.max_new_tokens, **extra)
                 usage = resp.get("usage") if isinstance(resp, dict) else None
                 if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-                    add_tokens(usage["completion_tokens"])  # no first-token time without streaming
+                    # the first token's time only from a stream (stream=true)
+                    add_tokens(usage["completion_tokens"], resp.get(FIRST_TOKEN_KEY))
                 return answer_text(first_choice(resp)).strip()
             except ApiError as exc:
                 return ApiError(f"API error: {exc}")
