@@ -10,6 +10,7 @@ from connote.models import load_model
 from connote.models.blip_attention import CrossSide, grouped_cross_attention
 from connote.models.engine import ImageStates
 from tests.support import tiny_models
+from tests.support.references import transformers_p_match
 from tests.support.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
@@ -31,18 +32,8 @@ def folder(request, tiny_dirs, every_layer_dir):
 
 
 def reference(folder, pairs):
-    """p(match) per pair from a freshly loaded Blip2ForImageTextRetrieval's ITM head, one pair at a time."""
-    from transformers import AutoProcessor, Blip2ForImageTextRetrieval
-
-    model = Blip2ForImageTextRetrieval.from_pretrained(folder).eval()
-    processor = AutoProcessor.from_pretrained(folder)
-    out = []
-    with torch.no_grad():
-        for i, c in pairs:
-            inputs = processor(images=IMAGES[i], text=CAPTIONS[c], return_tensors="pt")
-            logits = model(**inputs, use_image_text_matching_head=True).logits_per_image
-            out.append(logits.softmax(-1)[0, 1].item())
-    return out
+    """p(match) per pair from a freshly loaded, unpatched Blip2ForImageTextRetrieval, one pair at a time."""
+    return transformers_p_match("hf-blip2-itm", folder, IMAGES, CAPTIONS, pairs)
 
 
 def test_grouped_is_the_default_and_eager_keeps_transformers_attention(tiny_dirs):

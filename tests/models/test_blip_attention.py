@@ -6,6 +6,7 @@ import torch
 from connote.core.errors import InputError
 from connote.models import load_model
 from connote.models.blip_attention import sdpa_text_attention, sdpa_vision_attention
+from tests.support.references import transformers_p_match
 from tests.support.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
@@ -15,16 +16,7 @@ PAIRS = [(0, 0), (0, 1), (1, 1), (2, 2), (1, 0), (2, 3), (0, 3), (1, 3)]
 
 def eager_reference(folder, pairs):
     """p(match) per pair from a freshly loaded, unpatched BlipForImageTextRetrieval, one pair at a time."""
-    from transformers import AutoProcessor, BlipForImageTextRetrieval
-
-    model = BlipForImageTextRetrieval.from_pretrained(folder).eval()
-    processor = AutoProcessor.from_pretrained(folder)
-    out = []
-    with torch.no_grad():
-        for i, c in pairs:
-            inputs = processor(images=IMAGES[i], text=CAPTIONS[c], return_tensors="pt")
-            out.append(model(**inputs).itm_score.softmax(-1)[0, 1].item())
-    return out
+    return transformers_p_match("hf-blip-itm", folder, IMAGES, CAPTIONS, pairs)
 
 
 def test_sdpa_is_the_default_and_matches_eager_transformers(tiny_blip_dir):

@@ -5,6 +5,7 @@ import torch
 
 from connote.models import load_model
 from connote.models.hf_flava import sdpa_flava_attention
+from tests.support.references import transformers_p_match
 from tests.support.tiny_models import random_image
 
 IMAGES = [random_image(s) for s in range(3)]
@@ -14,17 +15,7 @@ PAIRS = [(0, 0), (0, 1), (1, 1), (2, 2), (1, 0), (2, 3), (0, 3), (1, 3)]
 
 def eager_reference(folder, pairs):
     """p(match) per pair from a freshly loaded, unpatched FlavaForPreTraining, one pair at a time."""
-    from transformers import AutoProcessor, FlavaForPreTraining
-
-    model = FlavaForPreTraining.from_pretrained(folder).eval()
-    processor = AutoProcessor.from_pretrained(folder)
-    out = []
-    with torch.no_grad():
-        for i, c in pairs:
-            inputs = processor(images=IMAGES[i], text=CAPTIONS[c], return_tensors="pt")
-            hidden = model.flava(**inputs).multimodal_embeddings
-            out.append(model.itm_head(hidden).softmax(-1)[0, 1].item())
-    return out
+    return transformers_p_match("hf-flava-itm", folder, IMAGES, CAPTIONS, pairs)
 
 
 def _patched(matcher) -> list[bool]:
