@@ -566,25 +566,20 @@ def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> N
     script.write_text(textwrap.dedent("""
         import os, signal, sys, time
         import torch, torch.distributed as dist
-        from connote.core.errors import InputError
-        import connote.cli as cli
+        import typer
+        from connote.commands.entry import run_app
 
-        def job():
+        app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+        @app.command()
+        def job() -> None:  # a command that leaves its group open: the boundary closes it
             dist.init_process_group("gloo", timeout=__import__("datetime").timedelta(seconds=20))
             if dist.get_rank() == 1:
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(1)
             dist.all_reduce(torch.ones(1))
-            return 0
 
-        try:
-            job()
-        except Exception as exc:
-            message = cli.known_error(exc)
-            if message is None:
-                raise
-            print(f"error: {message}", file=sys.stderr)
-            sys.exit(2)
+        sys.exit(run_app(app, [], "connote"))
     """))
     import connote
 
@@ -601,4 +596,5 @@ def test_a_killed_torchrun_rank_is_one_line_naming_the_rank(tmp_path: Path) -> N
                 p.kill()
     assert procs[0].returncode == 2, err0[-3000:]
     lines = [line for line in err0.splitlines() if line.strip()]
-    assert "Traceback" not in err0 and lines[-1].startswith("error: rank 0: another rank of the torchrun job stopped")
+    assert "Traceback" not in err0
+    assert lines[-1].startswith("error: connote: rank 0: another rank of the torchrun job stopped")

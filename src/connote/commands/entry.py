@@ -89,8 +89,9 @@ def run_app(app: typer.Typer | typer.core.TyperGroup, argv: list[str] | None, pr
         known = known_error(exc)
         if known is None:
             raise
+        close_process_group()
         command = " ".join(a for a in (argv if argv is not None else sys.argv[1:])[:2] if not a.startswith("-"))
-        print(f"error: connote {command}: {known}", file=sys.stderr)
+        print(f"error: connote {command}: {known}" if command else f"error: {prog_name}: {known}", file=sys.stderr)
         return 2
     return int(result) if isinstance(result, int) else 0
 
@@ -128,6 +129,23 @@ def known_error(exc: BaseException) -> str | None:
         return (f"rank {rank}: another rank of the torchrun job stopped ({first}); every batch committed is kept, "
                 "run the same command again to resume")
     return None
+
+
+def close_process_group() -> None:
+    """Close a torch.distributed process group still open on the way out of a failed command (never imports torch).
+
+    A rank that exits with gloo's group open can abort at interpreter exit ("terminate called without an active
+    exception", status -6 instead of the command's 2) when a peer rank died: its threads are torn down with the
+    interpreter. Closing the group first leaves the exit status the command chose.
+    """
+    tdist = sys.modules.get("torch.distributed")
+    if tdist is None:
+        return
+    try:
+        if tdist.is_available() and tdist.is_initialized():
+            tdist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - a broken group is being abandoned; the command's own error is reported
+        pass
 
 
 def _distributed_rank() -> int | None:
