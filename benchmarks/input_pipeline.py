@@ -25,6 +25,7 @@ process (its peak RSS is its own):
 
     python benchmarks/input_pipeline.py                            # 256 photos, 8 ms per image (~1 min)
     python benchmarks/input_pipeline.py --images 32 --compute-ms 2 # a quick look
+    python benchmarks/input_pipeline.py --processor clip336        # CLIP-L/336's pixels (LLaVA-1.5, hf-vlm)
 """
 
 from __future__ import annotations
@@ -62,10 +63,25 @@ def photo_bytes(n: int) -> list[bytes]:
     return [encoded[k % len(encoded)] for k in range(n)]
 
 
-def blip_processor() -> Any:
+#: The processors ``--processor`` names: (what the printout calls its pixels, a maker of the processor).
+PROCESSORS = {
+    "blip": "BLIP pixels (384 x 384)",
+    "clip336": "CLIP-L/336 pixels (shortest edge 336, centre crop; LLaVA-1.5's and hf-vlm's)",
+}
+
+
+def make_processor(name: str = "blip") -> Any:
+    """``blip``: Salesforce/blip-itm-base-coco's processor (384 x 384, bicubic, CLIP mean/std); ``clip336``:
+    openai/clip-vit-large-patch14-336's (shortest edge 336, bicubic, centre crop 336), the vision tower's processor
+    of LLaVA-1.5, so of ``hf-vlm``'s yes/no scoring on the device pixel path. Built from their configs' values (no
+    download)."""
+    if name == "clip336":
+        from transformers import CLIPImageProcessor
+
+        return CLIPImageProcessor(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336})
     from transformers import BlipImageProcessor
 
-    return BlipImageProcessor()  # Salesforce/blip-itm-base-coco's: 384 x 384, bicubic, CLIP mean/std
+    return BlipImageProcessor()
 
 
 def hf_pixels(data: list[bytes], processor: Any) -> Any:
@@ -92,7 +108,7 @@ def input_side(args: argparse.Namespace) -> None:
 
     quiet(args.threads)
     data = photo_bytes(args.images)
-    processor = blip_processor()
+    processor = make_processor(args.processor)
     spec = PixelSpec.from_processor(processor)
     run = (lambda: hf_pixels(data, processor)) if args.side == "hf" else \
         (lambda: device_pixels(data, spec, args.workers, args.batch))
@@ -130,7 +146,7 @@ class StandIn:
             def __init__(self) -> None:
                 super().__init__(device="cpu", batch_size=batch_size, image_batch_size=image_batch,
                                  memory_budget="4GB")
-                self.processor = blip_processor()
+                self.processor = make_processor("blip")
                 self.spec = PixelSpec.from_processor(self.processor)
                 self.compute_seconds = 0.0
                 self.tokenizer = types.SimpleNamespace(pad_token_id=0)
@@ -202,6 +218,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=4, help="decoding threads (preprocess_workers)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--repeat", type=int, default=3, help="timed passes of each input side (the fastest is printed)")
+    ap.add_argument("--processor", choices=sorted(PROCESSORS), default="blip",
+                    help="whose pixels the input side makes (the engine side always uses BLIP's)")
     ap.add_argument("--side", choices=["hf", "device", "serial", "pipelined"], help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -218,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     sides = {s: run_worker([*me, "--side", s], s) for s in ("hf", "device", "serial", "pipelined")}
     mib = 2 ** 20
-    print(f"input side, {args.images} JPEG photos -> BLIP pixels (384 px), {os.cpu_count()} cores, "
+    print(f"input side, {args.images} JPEG photos -> {PROCESSORS[args.processor]}, {os.cpu_count()} cores, "
           f"{sides['hf']['threads']} torch threads, {args.workers} workers, load {load:.1f}:")
     for s in ("hf", "device"):
         r = sides[s]
