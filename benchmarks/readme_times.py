@@ -6,8 +6,12 @@ empty folder, so a later line uses the run folders of an earlier one; one-time c
 kept, as a user's second session has them. Each process's wall time and peak resident memory (``wait4``) are
 measured, with the load average before it. An example whose comment carries figures, ``(~18 s, 0.8 GB)`` or
 ``(~18 s, 0.8 GB; resumed ~1 s)``, gets them rewritten (with ``resumed``: the example is run a second time into
-the same folder and that time written too), and the README's sentence ``measured by
-`benchmarks/readme_times.py` (...) on N cores at load average L, DATE`` gets this machine's cores and load::
+the same folder and that time written too). A command that ends with a ``speed:`` line (every run command: the
+items it computed and the seconds they took) gets that in too, ``(~18 s, 0.8 GB; 18 items in 0.4 s)``: the rest
+of the wall (imports, the model's load, writing the results) hardly grows with the data, so the figures say how a
+run scales. The README's sentence
+``measured by `benchmarks/readme_times.py` (...) on N cores at load average L, DATE`` gets this machine's cores
+and load::
 
     python benchmarks/readme_times.py                 # run all, rewrite README.md (~3 min on 2 cores)
     python benchmarks/readme_times.py --dry-run       # run all, print the table, change nothing
@@ -38,7 +42,10 @@ sys.path.insert(0, str(ROOT))
 from tests.test_docs_examples import _split_comment, extract_examples  # noqa: E402 - the examples' one rule
 
 #: ``(~18 s, 0.8 GB)`` or ``(~18 s, 0.8 GB; resumed ~1 s)`` in an example's comment
-FIGURES = re.compile(r"\(~(?P<time>[\d.]+) s, (?P<peak>[\d.]+) GB(?:; resumed ~(?P<resumed>[\d.]+) s)?\)")
+FIGURES = re.compile(r"\(~(?P<time>[\d.]+) s, (?P<peak>[\d.]+) GB(?:; \d+ items? in [\d.]+ s)?"
+                     r"(?:; resumed ~(?P<resumed>[\d.]+) s)?\)")
+#: a run command's last word on stderr (connote.runs.speed.speed_line): what it computed and in how long
+SPEED = re.compile(r"^speed: (?P<items>\d+) item\(s\) in (?P<seconds>[\d.]+) s", re.MULTILINE)
 #: the README's sentence that says where the figures come from
 MACHINE = re.compile(r"measured by `benchmarks/readme_times.py` \((?P<how>[^)]*)\) on \d+ cores? at load average "
                      r"[\d.]+, \d{4}-\d\d-\d\d")
@@ -51,6 +58,7 @@ class Measured:
     load: float
     code: int
     resumed: float | None = None
+    items: tuple[int, float] | None = None  # (items computed, their seconds) from the run's speed line
 
 
 def seconds_text(s: float) -> str:
@@ -63,6 +71,9 @@ def gb_text(gb: float) -> str:
 
 def figures_text(m: Measured, with_resumed: bool) -> str:
     text = f"(~{seconds_text(m.wall)} s, {gb_text(m.peak_gb)} GB"
+    if m.items is not None:
+        n, seconds = m.items
+        text += f"; {n} item{'s' if n != 1 else ''} in {seconds_text(seconds)} s"
     return text + (f"; resumed ~{seconds_text(m.resumed or 0)} s)" if with_resumed else ")")
 
 
@@ -78,7 +89,7 @@ LAUNCHER = ("import os, subprocess, sys\n"
 
 
 def run_one(words: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
-    """Run ``connote WORDS`` in its own process: (wall seconds, peak RSS in GB, exit status, stderr's tail)."""
+    """Run ``connote WORDS`` in its own process: (wall seconds, peak RSS in GB, exit status, its stderr)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
         peak_file = Path(tmp) / "maxrss"
@@ -87,9 +98,9 @@ def run_one(words: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
                               stdin=subprocess.DEVNULL, check=False)
         wall = time.perf_counter() - start
         err.seek(0)
-        tail = err.read().decode(errors="replace")[-800:]
+        text = err.read().decode(errors="replace")
         kib = int(peak_file.read_text()) if peak_file.is_file() else 0
-    return wall, kib * 1024 / 1e9, proc.returncode, tail  # ru_maxrss: KiB on Linux
+    return wall, kib * 1024 / 1e9, proc.returncode, text  # ru_maxrss: KiB on Linux
 
 
 def within(measured: float, written: float, factor: float, slack: float) -> bool:
@@ -122,17 +133,19 @@ def main(argv: list[str] | None = None) -> int:
             where = f"{readme.name}:{ex.line}"
             load = os.getloadavg()[0]
             loads.append(load)
-            wall, peak, code, tail = run_one(words[1:], Path(folder), env)
-            m = Measured(wall, peak, load, code)
+            wall, peak, code, err = run_one(words[1:], Path(folder), env)
+            speed = SPEED.findall(err)
+            m = Measured(wall, peak, load, code, items=(int(speed[-1][0]), float(speed[-1][1])) if speed else None)
             written = FIGURES.search(comment)
             if code == 0 and written and written.group("resumed"):
-                m.resumed, _, code, tail = run_one(words[1:], Path(folder), env)
+                m.resumed, _, code, err = run_one(words[1:], Path(folder), env)
                 m.code = code
             print(f"{where:<16} {wall:7.2f} s  {peak:5.2f} GB  load {load:4.1f}"
+                  f"{f'  {m.items[0]} items in {m.items[1]:.2f} s' if m.items else ''}"
                   f"{f'  resumed {m.resumed:.2f} s' if m.resumed is not None else ''}  exit {m.code}  "
                   f"{' '.join(words)[:70]}", flush=True)
             if m.code != 0:
-                failed.append(f"{where}: `{ex.text}` exited {m.code}\n{tail}")
+                failed.append(f"{where}: `{ex.text}` exited {m.code}\n{err[-800:]}")
                 continue
             if not written:
                 continue

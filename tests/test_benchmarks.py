@@ -170,6 +170,42 @@ def test_readme_times_checks_and_rewrites_an_examples_figures(tmp_path, capsys):
     assert times.main(["--readme", str(doc), "--check"]) == 0
 
 
+def test_startup_profile_splits_a_profile_into_its_parts(tmp_path, capsys):
+    """benchmarks/startup_profile.py (issue 40): a real cProfile of connote code lands in the part its functions
+    name (hashing: file digests and run fingerprints, each outermost call once); an unknown command is refused."""
+    import cProfile
+
+    from connote.core.files import file_sha256
+    from connote.runs.store import fingerprint
+
+    startup = benchmark_scripts.load("startup_profile")
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"x" * 5_000_000)
+    profile = cProfile.Profile()
+    profile.runcall(lambda: [file_sha256(data), fingerprint({"a": 1})])
+    profile.dump_stats(tmp_path / "p.stats")
+    parts = startup.split(tmp_path / "p.stats")
+    assert 0 < parts["hashing"] <= parts["profiled"] and parts["items"] == parts["sample writing"] == 0
+    assert startup.main(["--only", "no such command"]) == 2
+    assert "they are: cv-probes run, vist generate, vmc caption" in capsys.readouterr().err
+
+
+def test_readme_times_reads_a_runs_speed_line_into_its_figures():
+    """A run command's closing ``speed:`` line (what it computed, in how long) goes into the comment beside the
+    wall, so the README says how much of a run is start-up; the figure pattern reads both forms."""
+    from connote.runs.speed import speed_block, speed_line
+
+    times = benchmark_scripts.load("readme_times")
+    line = speed_line(speed_block({"calls": 0}, computed=18, resumed=0, seconds=0.428))
+    err = f"pairs: 18 to compute: done 18/18\nspeed: {line}\n"
+    found = times.SPEED.findall(err)
+    m = times.Measured(6.51, 1.25, 2.4, 0, resumed=0.47, items=(int(found[-1][0]), float(found[-1][1])))
+    text = times.figures_text(m, True)
+    assert text == "(~6.5 s, 1.2 GB; 18 items in 0.4 s; resumed ~0.5 s)"
+    assert times.FIGURES.fullmatch(text)["resumed"] == "0.5"
+    assert times.FIGURES.fullmatch("(~6.5 s, 1.2 GB)") and not times.SPEED.findall("speed: nothing computed")
+
+
 @pytest.mark.slow
 def test_input_pipeline_benchmark_runs_with_tiny_settings():
     pytest.importorskip("skimage")

@@ -104,3 +104,24 @@ def test_a_streamed_api_run_records_its_time_to_first_token(tmp_path: Path, serv
     speed = json.loads((out / "results.json").read_text())["speed"]
     assert speed["tokens"] == 3 * 4
     assert 0 < speed["time_to_first_token_s"] < 0.15 < speed["seconds"]  # before the three 0.05 s pauses
+
+
+def test_the_first_token_waits_for_a_cuda_prefill_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA the first step's logits exist when the prefill's kernels are done, not when they are queued: the
+    time-to-first-token processor waits for the device at its first call only (CPU tensors: never)."""
+    torch = pytest.importorskip("torch")
+    from connote.runs.speed import _FirstStep
+
+    waits: list[object] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waits.append(device))
+
+    class CudaScores:  # what a CUDA tensor tells the processor (no GPU here)
+        is_cuda, device = True, "cuda:0"
+
+    first = _FirstStep(0.0)
+    scores = CudaScores()
+    assert first(None, scores) is scores and first(None, scores) is scores
+    assert waits == ["cuda:0"] and first.seconds is not None
+    cpu = _FirstStep(0.0)
+    cpu(None, torch.zeros(1, 4))
+    assert waits == ["cuda:0"] and cpu.seconds is not None

@@ -2,7 +2,8 @@
 
 Measured in the task layer for every task that names what it compares (a story, a caption, p(match), a suite's
 scores): a model whose answers depend on the batch is caught, a tiny VLM in fp32 changes nothing, the batch-1
-rows are stored and reused, and the figure reaches results.json, results.md and ``connote report``.
+rows are stored and reused, and the figure reaches results.json, results.md, ``connote report`` and the
+``connote runs`` listing beside the run's signature.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from connote.cli import main
 from connote.core.errors import InputError
 from connote.tasks.api import run_task
-from connote.tasks.invariance import compare_outputs, invariance_line
+from connote.tasks.invariance import compare_outputs, invariance_brief, invariance_line
 
 
 class BatchSensitive:
@@ -46,6 +47,8 @@ def test_compare_outputs_counts_texts_and_measures_numbers() -> None:
     numbers = compare_outputs(["a", "b"], [0.25, [0.5, 0.75]], [0.25, [0.5, 0.70]])
     assert numbers["changed"] == 1 and numbers["max_abs_delta"] == pytest.approx(0.05)
     assert "max |Δ p_match| 0.05" in invariance_line({**numbers, "field": "p_match"})
+    assert invariance_brief({**numbers, "field": "p_match"}) == "batch 1: 1 of 2 changed, max |Δ p_match| 0.05"
+    assert invariance_brief({}) == invariance_brief(None) == ""
 
 
 def _story_task(tmp_path: Path):  # noqa: ANN202
@@ -67,6 +70,21 @@ def test_a_model_whose_answers_depend_on_the_batch_is_caught(tmp_path: Path) -> 
     # the batch-1 rows are stored: a rerun computes nothing, and the figure is the same
     again = run_task(_story_task(tmp_path), model, tmp_path / "run", check_invariance=2)
     assert model.calls == [3, 1, 1] and again.results["batch_invariance"] == figures
+
+
+@pytest.mark.slow
+def test_the_run_listing_shows_the_figure_beside_the_signature(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    run_task(_story_task(tmp_path), BatchSensitive(), tmp_path / "checked", check_invariance=2)
+    run_task(_story_task(tmp_path), BatchSensitive(), tmp_path / "plain")
+    capsys.readouterr()
+    assert main(["runs", str(tmp_path), "--json"]) == 0
+    listing = {Path(e["folder"]).name: e for e in json.loads(capsys.readouterr().out)}
+    assert listing["checked"]["batch_invariance"] == "batch 1: 2 of 2 changed"
+    assert listing["plain"]["batch_invariance"] is None  # not checked: nothing claimed
+    monkeypatch.setenv("COLUMNS", "400")  # the table's cells unwrapped
+    assert main(["runs", str(tmp_path / "checked")]) == 0
+    assert "batch 1: 2 of 2 changed" in capsys.readouterr().out
 
 
 def test_a_task_without_a_compared_field_refuses_the_check(tmp_path: Path) -> None:

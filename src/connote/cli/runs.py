@@ -1,6 +1,7 @@
 """``connote runs [FOLDER…]``: the run folders under a root (default ``./runs``), one line each: task, model,
-data, settings signature (the run fingerprint), headline numbers, date and state — complete, partial (items
-failed) or stale (written by an older version of its task than the code now has). ``--json`` gives the listing
+data, settings signature (the run fingerprint, and the batch-invariance figure of a run made with
+``--check-invariance``), headline numbers, date and state — complete, partial (items failed) or stale (written by
+an older version of its task than the code now has). ``--json`` gives the listing
 that ``connote report LIST.json`` reads, so a paper's table is one command."""
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def current_version(task: str) -> int | None:
 
 def describe(folder: Path) -> dict[str, Any]:
     """One run folder's line of the listing."""
+    from connote.tasks.invariance import invariance_brief
+
     _, results = read_results(folder)
     task = str(results.get("task"))
     config = results.get("config") if isinstance(results.get("config"), dict) else {}
@@ -56,7 +59,8 @@ def describe(folder: Path) -> dict[str, Any]:
     stale = now is not None and results.get("task_version") not in (None, now)
     state = "stale" if stale else "partial" if results.get("n_failed") else "complete"
     return {"folder": str(folder), "task": task, "task_version": results.get("task_version"), "model": model,
-            "data": data, "signature": results.get("fingerprint"), "headline": headline,
+            "data": data, "signature": results.get("fingerprint"),
+            "batch_invariance": invariance_brief(results.get("batch_invariance")) or None, "headline": headline,
             "date": results.get("created"), "state": state}
 
 
@@ -82,7 +86,8 @@ def runs(
     for r in listing:
         head = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r["headline"].items())
         table.add_row(r["folder"], f"{r['task']} v{r['task_version']}", str(r["model"]), str(r["data"]),
-                      str(r["signature"]), head, str(r["date"]), r["state"])
+                      "\n".join(filter(None, [str(r["signature"]), r["batch_invariance"]])), head, str(r["date"]),
+                      r["state"])
     Console().print(table)
     print(f"{len(listing)} run folder(s)")
 

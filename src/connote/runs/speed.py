@@ -63,13 +63,22 @@ def new_token_count(new_ids: Any, eos: Any, pad: Any) -> int:
 
 
 class _FirstStep:
-    """A logits processor that notes when the first decoding step's logits exist (the first token's time)."""
+    """A logits processor that notes when the first decoding step's logits exist (the first token's time).
+
+    On CUDA the processor runs as soon as the prefill's kernels are queued, not when they are done: the first
+    call waits for the device, so the time is the prefill's, not its launch's. That is one wait per ``generate``
+    call (transformers 5 defers its stopping check so that the decoding steps need none): the CPU starts queueing
+    the first decoding step after the prefill instead of during it."""
 
     def __init__(self, start: float) -> None:
         self.start, self.seconds = start, None
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         if self.seconds is None:
+            if getattr(scores, "is_cuda", False):
+                import torch
+
+                torch.cuda.synchronize(scores.device)
             self.seconds = time.perf_counter() - self.start
         return scores
 

@@ -112,3 +112,14 @@ def invariance_line(figures: dict[str, Any]) -> str:
     if figures.get("failed_at_batch_1"):
         text += f"; {figures['failed_at_batch_1']} failed at batch 1"
     return text
+
+
+def invariance_brief(figures: Any) -> str:
+    """The figure in a few words, for the run listing's signature cell: ``batch 1: 0 of 3 changed`` (and
+    ``, max |Δ p_match| 3e-07`` for numbers); empty when the run did not check."""
+    if not isinstance(figures, dict) or not figures:
+        return ""
+    text = f"batch 1: {figures.get('changed', 0)} of {figures.get('items', 0)} changed"
+    if figures.get("max_abs_delta") is not None:
+        text += f", max |Δ {figures.get('field', 'output')}| {figures['max_abs_delta']:.3g}"
+    return text
