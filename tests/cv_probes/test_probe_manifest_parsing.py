@@ -68,7 +68,7 @@ def test_tables_connote_writes_read_back_with_a_separator_in_the_text(tmp_path: 
     assert [json.loads(line)["text"] for line in (study / DATA).read_text(encoding="utf-8").split("\n")
             if line] == [caption]
     labels = tmp_path / "labels.csv"
-    labels.write_text(f'item_id,rater,criterion,label\nv1,"ann\u2028one",fluency,1\nv1,two,fluency,0\n',
+    labels.write_text('item_id,rater,criterion,label\nv1,"ann\u2028one",fluency,1\nv1,two,fluency,0\n',
                       encoding="utf-8")
     assert read_vmc_labels(labels) == {"fluency": {"v1": [1.0, 0.0]}}
 
