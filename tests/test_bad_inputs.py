@@ -233,10 +233,18 @@ CASES = [
          id="score-df-corpus-another-layout"),
     case(lambda t: score(t, "--metrics", "cider", "--df-corpus", str(write(t, "df.json", '{"a": ["x"], "b": 3}'))),
          "df.json: id 'b': expected a reference text or a list of them, got 3", id="score-df-corpus-bad-reference"),
-    # ---- a text that is not text (issue 39, item 13): named with its file and id
+    # ---- a text that is not text (issue 39, item 13): refused by the one JSON reader, naming file, line, column
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a \\ud800 cat"}')),
                     "--ref", str(write(t, "r.json", '{"a": ["a cat"]}')), "--metrics", "meteor"],
-         "h.json: id 'a': the hypothesis holds a lone surrogate (U+D800 at character 3)", id="score-lone-surrogate"),
+         "h.json, line 1, column 10: a string holds a lone surrogate (\\ud800), which is not text: 'a \\ud800 cat'",
+         id="score-lone-surrogate"),
+    case(lambda t: vist_score(t, [(["a", "b"], "we went \ud800 home .")], [(["a", "b"], "we went home .")]),
+         "sub.json, line 1, column 103: a string holds a lone surrogate (\\ud800)", id="vist-score-lone-surrogate"),
+    case(lambda t: ["metaphor", "score", str(write(t, "answers.jsonl", '{"video_id": "v1", "text": "ok"}\n'
+                                                   '{"video_id": "v2", "text": "the sea \\udc00 ice"}\n')),
+                    "--bootstrap", "0"],
+         "answers.jsonl, line 2, column 37: a string holds a lone surrogate (\\udc00)",
+         id="vmc-answers-lone-surrogate"),
     # ---- numbers and folders out of range (issue 39, item 15): exit 2 at once
     case(lambda t: score(t, "--metrics", "bleu", "--jobs", "-3"), "--jobs (option n_jobs): '-3': must be",
          id="score-jobs-negative"),
