@@ -264,6 +264,9 @@ CASES = [
          id="video-manifest-duplicate-id"),
     case(lambda t: ["vist", "validate", str(write(t, "empty.json", ""))],
          "empty.json, line 1, column 1: malformed JSON: Expecting value", id="vist-validate-empty-file"),
+    case(lambda t: score(t, "--config", str(write(t, "c.yaml", "metrics: bleu\njobs: 1\nmetrics: cider\n"))),
+         "c.yaml, line 3, column 1: invalid YAML: duplicate key 'metrics' in one mapping (first on line 1",
+         id="config-duplicate-key"),
     case(lambda t: score(t, "--config", str(write(t, "c.yaml", "hyp: [a.json, b.json]\n"))),
          "c.yaml: key 'hyp': expected one value, got a list of 2", id="config-list-for-one-value"),
     # ---- VIST scoring: nothing scored is no METEOR 0.0000

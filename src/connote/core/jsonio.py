@@ -18,6 +18,7 @@ on with replacement characters (the VIST readers report the bad bytes as a probl
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -267,14 +268,40 @@ def read_json_entries(path: str | Path, *, what: str = "JSON file") -> tuple[Any
             raise fail(pos, f"expected ',' or '{closing}'")
 
 
+@functools.cache
+def _unique_key_loader() -> Any:
+    """PyYAML's safe loader refusing a mapping with one key twice (``yaml.safe_load`` keeps the last silently, as
+    ``json`` does): the same rule as the JSON readers'. Merge keys (``<<``) still override as YAML defines."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line + 1)
+                except TypeError:  # an unhashable key: SafeLoader's own error names it
+                    break
+                if first != key_node.start_mark.line + 1:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} in one mapping (first on line {first}; which value is "
+                        "meant is ambiguous)", key_node.start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:
-    """Parse a YAML file safely (no tags that build objects); returns (data, text). Every failure is an
-    ``InputError`` naming the file, and for bad YAML the line and column."""
+    """Parse a YAML file safely (no tags that build objects, no key twice in a mapping); returns (data, text).
+    Every failure is an ``InputError`` naming the file, and for bad YAML the line and column."""
     import yaml
 
     text = read_text(path, what=what)
     try:
-        return yaml.safe_load(text), text
+        return yaml.load(text, Loader=_unique_key_loader()), text  # a SafeLoader: no tags build objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
