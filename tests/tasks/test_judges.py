@@ -137,6 +137,19 @@ def test_the_share_rating_is_the_one_that_answers_the_question() -> None:
             parse_share(answer)
 
 
+def test_the_pairwise_choice_is_the_letter_that_answers() -> None:
+    """Item 3's rule for the pairwise rubric (v2): the first "A" or "B" of any sentence was read as the choice, so an
+    echoed story ("A man went ...") preferred story A; the letter must answer the question."""
+    from connote.tasks.judge import ParseError
+
+    answers = {"A": 1.0, "b.": 0.0, "**A**": 1.0, "(B)": 0.0, "A is better": 1.0, "Story B": 0.0,
+               "B because it is grounded": 0.0, "Answer: B": 0.0, "My answer is Story A.": 1.0, "I prefer B.": 0.0}
+    assert {a: parse_pairwise(a)["prefer_a"] for a in answers} == answers
+    for answer in ("A man went to the park .", "A dog . A cat .", "Both are fine", "B-movie plots are fun ."):
+        with pytest.raises(ParseError):
+            parse_pairwise(answer)
+
+
 def test_parsers() -> None:
     assert parse_share("  5") == {"share": 5.0}
     assert parse_pairwise("B. Story B is better") == {"prefer_a": 0.0}
