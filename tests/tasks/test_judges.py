@@ -120,7 +120,8 @@ def test_a_storm_past_the_retries_is_an_item_error_retried_on_rerun(serve, tmp_p
 
 RATINGS = {"4": 4, "**4**": 4, "4.": 4, "4 - agree": 4, "4 (agree)": 4, "Rating: 2": 2, "Score: 4": 4,
            "On a scale of 1-5, I would rate this story a 4.": 4, "I'd give it 3 out of 5.": 3, "Rating: 4/5": 4,
-           "My answer is 5": 5, "I would rate it a 2 on a scale of 1 to 5": 2}
+           "My answer is 5": 5, "I would rate it a 2 on a scale of 1 to 5": 2,
+           "**3**\n\nThe story follows the photos, but 5 of its sentences repeat.": 3}
 NOT_RATINGS = ("5 5 5 we went to the park .",  # a judge echoing a story that begins with numbers
                "5 friends went to the beach .", "On a scale of 1-5 this is good.", "I would rather not rate this.",
                "rating: 2 or maybe rating: 4", "3.5", "6")
