@@ -512,11 +512,12 @@ def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, t
 # ---- a damaged store and a full disk: one line naming the store and what to do, nothing committed lost
 
 
-@pytest.mark.parametrize("data", ["not json", "[1, 2]", '{"p_match": 0.5'])
+@pytest.mark.parametrize("data", ["not json", "[1, 2]", '{"p_match": 0.5', '{}', '{"p_match": "x"}'])
 def test_a_damaged_stored_row_is_set_aside_and_computed_again(data: str, tmp_path: Path, constant_model,
                                                               capsys) -> None:
     """Issue 39, item 17: one stored row that is not a JSON object used to stop the whole run (exit 2, "move the
-    store aside"); it is now moved into the store's ``set_aside`` table (kept), its item computed again, the
+    store aside"), and an object that is not the item's row (``{}``, no ``item_id``) was reused as an errored item
+    on every rerun; it is now moved into the store's ``set_aside`` table (kept), its item computed again, the
     others resumed, and the run says so."""
     import sqlite3
 
