@@ -233,10 +233,18 @@ CASES = [
          id="score-df-corpus-another-layout"),
     case(lambda t: score(t, "--metrics", "cider", "--df-corpus", str(write(t, "df.json", '{"a": ["x"], "b": 3}'))),
          "df.json: id 'b': expected a reference text or a list of them, got 3", id="score-df-corpus-bad-reference"),
-    # ---- a text that is not text (issue 39, item 13): named with its file and id
+    # ---- a text that is not text (issue 39, item 13): refused by the one JSON reader, naming file, line, column
     case(lambda t: ["score", "--hyp", str(write(t, "h.json", '{"a": "a \\ud800 cat"}')),
                     "--ref", str(write(t, "r.json", '{"a": ["a cat"]}')), "--metrics", "meteor"],
-         "h.json: id 'a': the hypothesis holds a lone surrogate (U+D800 at character 3)", id="score-lone-surrogate"),
+         "h.json, line 1, column 10: a string holds a lone surrogate (\\ud800), which is not text: 'a \\ud800 cat'",
+         id="score-lone-surrogate"),
+    case(lambda t: vist_score(t, [(["a", "b"], "we went \ud800 home .")], [(["a", "b"], "we went home .")]),
+         "sub.json, line 1, column 103: a string holds a lone surrogate (\\ud800)", id="vist-score-lone-surrogate"),
+    case(lambda t: ["metaphor", "score", str(write(t, "answers.jsonl", '{"video_id": "v1", "text": "ok"}\n'
+                                                   '{"video_id": "v2", "text": "the sea \\udc00 ice"}\n')),
+                    "--bootstrap", "0"],
+         "answers.jsonl, line 2, column 37: a string holds a lone surrogate (\\udc00)",
+         id="vmc-answers-lone-surrogate"),
     # ---- numbers and folders out of range (issue 39, item 15): exit 2 at once
     case(lambda t: score(t, "--metrics", "bleu", "--jobs", "-3"), "--jobs (option n_jobs): '-3': must be",
          id="score-jobs-negative"),
@@ -256,6 +264,9 @@ CASES = [
          id="video-manifest-duplicate-id"),
     case(lambda t: ["vist", "validate", str(write(t, "empty.json", ""))],
          "empty.json, line 1, column 1: malformed JSON: Expecting value", id="vist-validate-empty-file"),
+    case(lambda t: score(t, "--config", str(write(t, "c.yaml", "metrics: bleu\njobs: 1\nmetrics: cider\n"))),
+         "c.yaml, line 3, column 1: invalid YAML: duplicate key 'metrics' in one mapping (first on line 1",
+         id="config-duplicate-key"),
     case(lambda t: score(t, "--config", str(write(t, "c.yaml", "hyp: [a.json, b.json]\n"))),
          "c.yaml: key 'hyp': expected one value, got a list of 2", id="config-list-for-one-value"),
     # ---- VIST scoring: nothing scored is no METEOR 0.0000
@@ -501,11 +512,12 @@ def test_unreadable_media_is_an_item_error_in_bounded_time(build, expect: str, t
 # ---- a damaged store and a full disk: one line naming the store and what to do, nothing committed lost
 
 
-@pytest.mark.parametrize("data", ["not json", "[1, 2]", '{"p_match": 0.5'])
+@pytest.mark.parametrize("data", ["not json", "[1, 2]", '{"p_match": 0.5', '{}', '{"p_match": "x"}'])
 def test_a_damaged_stored_row_is_set_aside_and_computed_again(data: str, tmp_path: Path, constant_model,
                                                               capsys) -> None:
     """Issue 39, item 17: one stored row that is not a JSON object used to stop the whole run (exit 2, "move the
-    store aside"); it is now moved into the store's ``set_aside`` table (kept), its item computed again, the
+    store aside"), and an object that is not the item's row (``{}``, no ``item_id``) was reused as an errored item
+    on every rerun; it is now moved into the store's ``set_aside`` table (kept), its item computed again, the
     others resumed, and the run says so."""
     import sqlite3
 

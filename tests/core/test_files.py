@@ -37,3 +37,17 @@ def test_a_folder_that_is_not_there_lists_nothing(tmp_path: Path) -> None:
     from connote.core.files import reachable_files
 
     assert reachable_files(tmp_path / "nothing") == ([], set())
+
+
+def test_a_path_through_a_link_loop_is_made_absolute_as_written(tmp_path: Path) -> None:
+    """Item 7 for every path a reader names: ``Path.resolve`` raises ``RuntimeError: Symlink loop`` (Python 3.11);
+    ``resolved`` gives the path as written, so reading it is that file's error (a suite's image, a probe row)."""
+    from connote.core.files import resolved
+    from connote.suites.base import suite_image
+
+    (tmp_path / "loop.jpg").symlink_to(tmp_path / "loop.jpg")
+    (tmp_path / "real.jpg").write_bytes(b"x")
+    (tmp_path / "link.jpg").symlink_to(tmp_path / "real.jpg")
+    assert resolved(tmp_path / "loop.jpg") == str(tmp_path / "loop.jpg")
+    assert resolved(tmp_path / "link.jpg") == str((tmp_path / "real.jpg").resolve())
+    assert suite_image("loop.jpg", [tmp_path]) == str(tmp_path / "loop.jpg")

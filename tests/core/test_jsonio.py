@@ -78,3 +78,20 @@ def test_vist_load_json_keeps_its_return_shape(tmp_path: Path) -> None:
     assert len(problems) == 1 and "not valid UTF-8" in str(problems[0]) and "line 1" in str(problems[0])
     path.write_text('{"annotations": []}')
     assert load_json(path) == ({"annotations": []}, [])
+
+
+def test_a_lone_surrogate_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    """Issue 39, item 13: ``"\\ud800"`` is valid JSON but no text (every later step that encodes it failed with a
+    traceback naming no file); pairs (an emoji as two escapes) and an escaped backslash before "ud800" are text."""
+    path = tmp_path / "s.json"
+    path.write_text('{"a": "x \\ud83d\\ude00 \\\\ud800 ok",\n "b": ["\\udc00"]}', encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_json(path)
+    assert str(info.value) == (f"{path}, line 2, column 9: a string holds a lone surrogate (\\udc00), which is not "
+                               "text: '\\udc00'")
+    path.write_text('{"a": "x \\ud83d\\ude00 \\\\ud800 ok"}', encoding="utf-8")
+    assert read_json(path) == {"a": "x \U0001F600 \\ud800 ok"}
+    lines = tmp_path / "s.jsonl"
+    lines.write_text('{"a": 1}\n{"\\ud800": 2}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"s.jsonl, line 2, column 3: a string holds a lone surrogate \(\\ud800\)"):
+        read_jsonl(lines)

@@ -489,6 +489,25 @@ def test_a_pool_folder_with_a_link_loop_is_read_through_its_links(inputs, tmp_pa
     assert json.loads((out / "summary.json").read_text())["pool"]["images"] == 0
 
 
+
+def test_a_link_loop_named_in_a_pool_table_or_as_an_sg_image_is_that_images_error(inputs, tmp_path):
+    """Item 7's loop through the other ways a path reaches the builder: a pool table's row or a verb's sg_images
+    naming a link to itself stopped the build with ``RuntimeError: Symlink loop`` (``Path.resolve``); the image
+    is now unreadable like a missing one (the pool counts it, the SG image's rows carry the error)."""
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    Image.new("RGB", (8, 8)).save(folder / "ok.jpg")
+    (folder / "loop.jpg").symlink_to(folder / "loop.jpg")
+    table = folder / "pool.csv"
+    table.write_text("path\nloop.jpg\nok.jpg\n")
+    verbs = tmp_path / "verbs.csv"
+    verbs.write_text("verb,roles,templates,sg_images,pg_captions\n"
+                     "beg,agent=man,{agent} {verb},pool/loop.jpg,A man kneels.\n")
+    out = tmp_path / "run"
+    assert build(str(verbs), "--pool", str(table), "--out", str(out), "--quiet") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["pool"]["images"], summary["pool"]["unreadable"]) == (2, 1)
+
 def test_a_template_slot_that_is_not_a_role_is_refused_naming_it(tmp_path):
     """Issue 39, item 6: ``{0.__class__.__mro__}`` is no slot: it used to stay in the caption verbatim (and reach
     candidates.csv); the entry is now refused with its problem, naming the slot, and the other entries built."""

@@ -47,6 +47,31 @@ def test_other_csv_readers_keep_them_in_the_text(tmp_path: Path) -> None:
     assert item.captions == ["A man\u2028rides a horse."]
 
 
+
+def test_tables_connote_writes_read_back_with_a_separator_in_the_text(tmp_path: Path) -> None:
+    """Issue 39, item 14, the readers of connote's own tables: JSON Lines rows are written with
+    ``ensure_ascii=False``, so a caption's U+2028 is in the file as it is; ``connote track``'s run tables, a study's
+    gold items and the VMC labels CSV split at it (a JSONDecodeError traceback, a cut CSV row)."""
+    from connote.collect.project import DATA
+    from connote.collect.study_settings import _move_gold_items
+    from connote.commands.tracking import item_rows
+    from connote.runs.store import write_jsonl
+    from connote.vmc.correlate import read_vmc_labels
+
+    caption = "a man begs\u2028on the street\u0085today"
+    write_jsonl(tmp_path / "items.jsonl", [{"item_id": "a", "caption": caption}, {"item_id": "b", "caption": "x"}])
+    assert [r["caption"] for r in item_rows(tmp_path)["items"]] == [caption, "x"]
+    study = tmp_path / "study"
+    study.mkdir()
+    write_jsonl(study / DATA, [{"id": "a", "text": caption}, {"id": "g", "text": "gold\u2028item"}])
+    _move_gold_items(study, {"g": {"q": "yes"}})
+    assert [json.loads(line)["text"] for line in (study / DATA).read_text(encoding="utf-8").split("\n")
+            if line] == [caption]
+    labels = tmp_path / "labels.csv"
+    labels.write_text('item_id,rater,criterion,label\nv1,"ann\u2028one",fluency,1\nv1,two,fluency,0\n',
+                      encoding="utf-8")
+    assert read_vmc_labels(labels) == {"fluency": {"v1": [1.0, 0.0]}}
+
 def test_unbalanced_quote_does_not_swallow_the_next_row(tmp_path: Path) -> None:
     path = _csv(tmp_path, 'a,/x.png,SG,"a man begs,SG,1', "b,/x.png,SG,a dog runs,SG,1", "c,/x.png,SG,c,SG,1")
     with pytest.raises(InputError) as info:

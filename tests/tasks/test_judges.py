@@ -120,7 +120,8 @@ def test_a_storm_past_the_retries_is_an_item_error_retried_on_rerun(serve, tmp_p
 
 RATINGS = {"4": 4, "**4**": 4, "4.": 4, "4 - agree": 4, "4 (agree)": 4, "Rating: 2": 2, "Score: 4": 4,
            "On a scale of 1-5, I would rate this story a 4.": 4, "I'd give it 3 out of 5.": 3, "Rating: 4/5": 4,
-           "My answer is 5": 5, "I would rate it a 2 on a scale of 1 to 5": 2}
+           "My answer is 5": 5, "I would rate it a 2 on a scale of 1 to 5": 2,
+           "**3**\n\nThe story follows the photos, but 5 of its sentences repeat.": 3}
 NOT_RATINGS = ("5 5 5 we went to the park .",  # a judge echoing a story that begins with numbers
                "5 friends went to the beach .", "On a scale of 1-5 this is good.", "I would rather not rate this.",
                "rating: 2 or maybe rating: 4", "3.5", "6")
@@ -135,6 +136,19 @@ def test_the_share_rating_is_the_one_that_answers_the_question() -> None:
     for answer in NOT_RATINGS:
         with pytest.raises(ParseError):
             parse_share(answer)
+
+
+def test_the_pairwise_choice_is_the_letter_that_answers() -> None:
+    """Item 3's rule for the pairwise rubric (v2): the first "A" or "B" of any sentence was read as the choice, so an
+    echoed story ("A man went ...") preferred story A; the letter must answer the question."""
+    from connote.tasks.judge import ParseError
+
+    answers = {"A": 1.0, "b.": 0.0, "**A**": 1.0, "(B)": 0.0, "A is better": 1.0, "Story B": 0.0,
+               "B because it is grounded": 0.0, "Answer: B": 0.0, "My answer is Story A.": 1.0, "I prefer B.": 0.0}
+    assert {a: parse_pairwise(a)["prefer_a"] for a in answers} == answers
+    for answer in ("A man went to the park .", "A dog . A cat .", "Both are fine", "B-movie plots are fun ."):
+        with pytest.raises(ParseError):
+            parse_pairwise(answer)
 
 
 def test_parsers() -> None:

@@ -144,3 +144,18 @@ def test_bad_answer_rows_name_their_line(tmp_path: Path, capsys) -> None:
     assert main(["metaphor", "score", str(bad), "--bootstrap", "0"]) == 2
     err = capsys.readouterr().err
     assert "answers.jsonl" in err and "2" in err and "'text'" in err
+
+
+def test_an_answer_file_with_a_separate_caption_table(tmp_path: Path, capsys) -> None:
+    """``--refs TABLE`` beside an answer file scores the videos the file answered that the table has captions for
+    (it stopped with ``TypeError: unhashable type: 'dict'`` building that set: the file's samples are mappings)."""
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"question_id": vid, "video_id": vid, "text": text, "true_caption": "x"})
+                               + "\n" for vid, text in (("v1", "the sea is as blue as ice"), ("v1", "the sea is calm"),
+                                                        ("v2", "the man is as strong as an ox"))), encoding="utf-8")
+    refs = tmp_path / "refs.csv"
+    refs.write_text("unique_id,annotator_1\nv1,the sea is as blue as the sky\nv3,a cat on a mat\n", encoding="utf-8")
+    assert main(["metaphor", "score", str(answers), "--refs", str(refs), "--metrics", "bleu", "--bootstrap", "0",
+                 "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert run["n"] == 1 and list(run["per_video"]) == ["v1"]  # v2 has no caption in the table, v3 no answer

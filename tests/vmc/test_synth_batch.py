@@ -116,12 +116,34 @@ def test_write_batch_refuses_what_the_batch_api_cannot_take(tmp_path: Path,
     assert "--model openai:NAME (got 'hf-chat:x')" in capsys.readouterr().err
     assert synth(str(table), "--images", str(images), "--send-image", *out) == 2
     assert "text-only requests" in capsys.readouterr().err
-    long = tmp_path / "long.csv"
-    long.write_text("id,image,caption\nok,a.jpg,A cat.\n" + "x" * 65 + ",a.jpg,A dog.\n")
-    assert synth(str(long), *out) == 2
-    err = capsys.readouterr().err
-    assert f"{long}, line 3" in err and "custom_id (1 to 64 characters)" in err and "Traceback" not in err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_row_id_too_long_for_a_custom_id_beside_its_digest_is_written_and_answered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A custom_id has 64 characters; with the request's digest (issue 39, item 4) an id of 52 or more used to stop
+    --write-batch ("cannot be a Batch API custom_id"): such a key is shortened to its head and a digest of it, and
+    the answer under that custom_id goes to its row, one under the same key for another request does not."""
+    from connote.models.openai_batch import MAX_CUSTOM_ID, batch_custom_id
+
+    long_ids = ["coco/val2014/COCO_val2014_000000000042.jpg#caption-3-xx", "y" * 65, "y" * 64 + "z"]
+    table = tmp_path / "long.csv"
+    table.write_text("id,image,caption\n" + "".join(f"{rid},a.jpg,A dog number {k}.\n"
+                                                    for k, rid in enumerate(long_ids)))
+    requests = tmp_path / "r.jsonl"
+    assert synth(str(table), "--write-batch", str(requests), "--out", str(tmp_path / "run")) == 0
+    capsys.readouterr()
+    ids = [json.loads(x)["custom_id"] for x in requests.read_text().splitlines()]
+    assert len(set(ids)) == 3 and all(len(c) <= MAX_CUSTOM_ID for c in ids) and ids[0].startswith("coco/val2014/")
+    answers = [ok(ids[0], "The dog is as loyal as a friend."), ok(ids[1], "The dog is as fast as a hare."),
+               ok(batch_custom_id(long_ids[2], "0" * 12), "An answer to another request.")]
+    output = write_lines(tmp_path / "out.jsonl", answers[::-1])
+    run = tmp_path / "run"
+    assert synth(str(table), "--model", f"openai-batch:{output}", "--out", str(run)) == 1
+    rows = {r["id"]: r for r in map(json.loads, (run / "synth.jsonl").read_text().splitlines())}
+    assert rows[long_ids[0]]["metaphor"] == "The dog is as loyal as a friend."
+    assert rows[long_ids[1]]["metaphor"] == "The dog is as fast as a hare."
+    assert "answers another request than this run's" in rows[long_ids[2]]["error"]
 
 
 def test_answers_from_the_output_file_are_filtered_and_failures_recorded(

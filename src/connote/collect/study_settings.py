@@ -25,6 +25,7 @@ import yaml
 from connote.collect.project import CONFIG, DATA, MANIFEST, read_manifest
 from connote.collect.quality import DEFAULT_RULE, questions
 from connote.core.errors import InputError
+from connote.core.jsonio import read_jsonl
 from connote.runs.store import write_jsonl
 
 GOLD = "gold.jsonl"
@@ -122,8 +123,7 @@ def configure_study(folder: Path, *, platform: str | None = None, per_participan
 def _move_gold_items(folder: Path, gold: dict[str, dict[str, str]]) -> None:
     """Move the gold items from ``data.jsonl`` to ``gold.jsonl`` with Potato's ``gold_label``."""
     kept, moved = [], []
-    for line in (folder / DATA).read_text(encoding="utf-8").splitlines():
-        item = json.loads(line)
+    for _, item in read_jsonl(folder / DATA, what="study items"):
         if item["id"] in gold:
             moved.append({**item, "gold_label": gold[item["id"]]})
         else:

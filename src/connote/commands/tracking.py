@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.jsonio import read_json, read_jsonl
 
 #: Tracker name -> the module it needs (all installed by ``pip install 'connote[track]'``).
 TRACKERS = {"mlflow": "mlflow", "wandb": "wandb", "trackio": "trackio"}
@@ -44,7 +45,7 @@ def read_results(folder: str | Path) -> tuple[Path, dict[str, Any]]:
     for name in RESULTS_FILES:
         path = folder / name
         if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path, what="results file")
             if isinstance(data, dict):
                 return path, data
     raise InputError(f"not a run folder: no {', '.join(RESULTS_FILES)}", path=folder)
@@ -80,7 +81,7 @@ def item_rows(folder: Path) -> dict[str, list[dict[str, Any]]]:
     """The per-item tables of a run folder: each ``*.jsonl`` file's rows (nested values as JSON text)."""
     tables = {}
     for path in sorted(folder.glob("*.jsonl")):
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [row for _, row in read_jsonl(path, what="run table")]
         tables[path.stem] = [{k: v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v)
                               for k, v in row.items()} for row in rows if isinstance(row, dict)]
     return tables

@@ -71,6 +71,16 @@ def file_sha256(path: str | Path) -> str:
     return _DIGESTS[key]
 
 
+def resolved(path: str | Path) -> str:
+    """``path`` made absolute through its links, or, where a link loops (``Path.resolve`` raises ``RuntimeError:
+    Symlink loop`` in Python 3.11) or cannot be followed, made absolute as written: reading it later fails as that
+    file's own error, not the command's."""
+    try:
+        return str(Path(path).resolve())
+    except (RuntimeError, OSError):
+        return os.path.abspath(path)
+
+
 def reachable_files(folder: str | Path) -> tuple[list[tuple[str, Path]], set[str]]:
     """Every regular file a reader of ``folder`` can reach, as ``(relative posix path, path)`` in sorted order,
     and the real paths of the folders listed.

@@ -8,7 +8,9 @@ What is refused (exit status 2 through the CLI), and how it is reported:
 * malformed JSON: the parser's message with its line and column (as ``json`` reports them);
 * JSON nested too deeply for Python's parser (``RecursionError``): the file (and line for JSONL),
   never a traceback;
-* an object with the same key twice (``json`` would keep the last silently): the file and the keys.
+* an object with the same key twice (``json`` would keep the last silently): the file and the keys;
+* a string holding a lone surrogate (``"\\ud800"`` without its pair: valid JSON, but no text, so every later
+  step that writes or encodes it would fail): the file, line and column of the escape.
 
 ``decode_utf8(..., replace=True)`` is the tolerant variant for readers whose format promises to go
 on with replacement characters (the VIST readers report the bad bytes as a problem instead).
@@ -16,7 +18,9 @@ on with replacement characters (the VIST readers report the bad bytes as a probl
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,14 +124,68 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+#: A JSON escape of a UTF-16 surrogate that is not half of a pair (a high one not followed by a low one, a low one
+#: not after a high one): the only way a string read from UTF-8 text can hold a lone surrogate.
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+_LONE_ESCAPE = re.compile(f"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")
+
+
+def _not_text(value: Any) -> str | None:
+    """The first string (key or value) in ``value`` that cannot be written as UTF-8 (a lone surrogate), or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return v
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def _lone_escape(text: str) -> re.Match[str] | None:
+    """The first escape of a lone surrogate in ``text`` (not text after an escaped backslash), or None."""
+    for m in _LONE_ESCAPE.finditer(text):
+        k = m.start()
+        while k > 0 and text[k - 1] == "\\":
+            k -= 1
+        if (m.start() - k) % 2 == 0:  # a real escape (after an escaped backslash, "ud800" is text)
+            return m
+    return None
+
+
+def _lone_surrogate(text: str, value: Any, path: str | Path, line: int | None) -> None:
+    """Refuse a parsed JSON value holding a lone surrogate (``"\\ud800"`` alone is valid JSON but not text: every
+    later step that writes or encodes it fails), naming the file and the escape's line and column."""
+    if "\\u" not in text:
+        return
+    found = _lone_escape(text)
+    bad = _not_text(value) if found is not None else None
+    if found is None or bad is None:
+        return
+    pos = found.start()
+    shown = bad if len(bad) <= 60 else bad[:57] + "..."
+    raise InputError(f"a string holds a lone surrogate ({found.group(0)}), which is not text: {ascii(shown)}",
+                     path=path, line=line if line is not None else text.count("\n", 0, pos) + 1,
+                     column=pos - text.rfind("\n", 0, pos))
+
+
 def parse_json(text: str, path: str | Path, *, line: int | None = None, message: str = "malformed JSON") -> Any:
     """``json.loads`` with failures as ``InputError``.
 
     ``line`` is the file line ``text`` came from (JSON Lines); malformed JSON then reports that line
-    and the parser's column, else the parser's own line and column.
+    and the parser's column, else the parser's own line and column. A string holding a lone surrogate is refused.
     """
     try:
-        return json.loads(text, object_pairs_hook=_unique_object)
+        value = json.loads(text, object_pairs_hook=_unique_object)
+        _lone_surrogate(text, value, path, line)
+        return value
     except _DuplicateKeys as exc:
         keys = ", ".join(repr(k) for k in exc.keys[:5]) + (" ..." if len(exc.keys) > 5 else "")
         raise InputError(f"duplicate key(s) {keys} in one JSON object (which value is meant is ambiguous)",
@@ -204,19 +262,46 @@ def read_json_entries(path: str | Path, *, what: str = "JSON file") -> tuple[Any
         elif ch == closing:
             if ws.match(text, pos + 1).end() != len(text):
                 raise fail(pos + 1, "extra data after the top-level JSON value")
+            _lone_surrogate(text, out, path, None)
             return out, lines
         else:
             raise fail(pos, f"expected ',' or '{closing}'")
 
 
+@functools.cache
+def _unique_key_loader() -> Any:
+    """PyYAML's safe loader refusing a mapping with one key twice (``yaml.safe_load`` keeps the last silently, as
+    ``json`` does): the same rule as the JSON readers'. Merge keys (``<<``) still override as YAML defines."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line + 1)
+                except TypeError:  # an unhashable key: SafeLoader's own error names it
+                    break
+                if first != key_node.start_mark.line + 1:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} in one mapping (first on line {first}; which value is "
+                        "meant is ambiguous)", key_node.start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:
-    """Parse a YAML file safely (no tags that build objects); returns (data, text). Every failure is an
-    ``InputError`` naming the file, and for bad YAML the line and column."""
+    """Parse a YAML file safely (no tags that build objects, no key twice in a mapping); returns (data, text).
+    Every failure is an ``InputError`` naming the file, and for bad YAML the line and column."""
     import yaml
 
     text = read_text(path, what=what)
     try:
-        return yaml.safe_load(text), text
+        return yaml.load(text, Loader=_unique_key_loader()), text  # a SafeLoader: no tags build objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

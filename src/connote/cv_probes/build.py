@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.core.files import reachable_files
+from connote.core.files import reachable_files, resolved
 from connote.core.jsonio import read_jsonl, read_text
 from connote.media.images import is_url
 
@@ -361,7 +361,7 @@ def read_verb_list(path: str | Path) -> list[VerbEntry]:
         frames = [f for f in frames if any(v.strip() for v in f.values())]
         images = []
         for ref in _split(row.get("sg_images"), ";"):
-            images.append(ref if Path(ref).is_absolute() else str((path.parent / ref).resolve()))
+            images.append(ref if Path(ref).is_absolute() else resolved(path.parent / ref))
         pg, pg_by_image = _pg_captions(row.get("pg_captions"), jsonl, path, lineno)
         entry = VerbEntry(entry_id=entry_id, verb=verb.lower(), line=lineno,
                           frame=str(row.get("frame") or "").strip() or None, roles=frames,
@@ -478,7 +478,7 @@ def read_pool(pool: str | Path) -> list[PoolImage]:
         raise InputError("image pool not found (expected a folder of images or a CSV/parquet of paths)", path=pool)
     if pool.is_dir():  # through links, each folder once: a link loop in the pool ends
         files = [p for _, p in reachable_files(pool)[0] if p.suffix.lower() in IMAGE_SUFFIXES]
-        return [PoolImage(str(p.resolve()), str(p)) for p in files]
+        return [PoolImage(resolved(p), str(p)) for p in files]
     rows = _table_refs(pool)
     if not rows:
         return []
@@ -493,7 +493,7 @@ def read_pool(pool: str | Path) -> list[PoolImage]:
         if not ref:
             continue
         if not is_url(ref) and not Path(ref).is_absolute():
-            ref = str((pool.parent / ref).resolve())
+            ref = resolved(pool.parent / ref)
         out.append(PoolImage(ref, f"{pool}:{line}"))
     return out
 

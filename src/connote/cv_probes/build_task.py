@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError, ItemError
-from connote.core.files import file_sha256
+from connote.core.files import file_sha256, resolved
 from connote.cv_probes.build import (
     MANIFEST_COLUMNS,
     PoolImage,
@@ -482,13 +482,13 @@ def write_final(path: Path, rows: list[dict[str, Any]], validated: Path) -> str:
     status: dict[str, list[str]] = {}
     flagged_captions: set[str] = set()
     for row in reader:
-        status.setdefault(str(Path(row["pg_image"]).resolve()), []).append(row["needs_repair"])
+        status.setdefault(resolved(row["pg_image"]), []).append(row["needs_repair"])
         if row["needs_repair"] == "1":
             flagged_captions.add(row["caption"])
     final = []
     for r in rows:
         if r.get("retrieved_for"):
-            flags = status.get(str(Path(r["image"]).resolve()), [])
+            flags = status.get(resolved(r["image"]), [])
             if not flags or any(f != "0" for f in flags):
                 continue  # not validated yet, or rejected by the annotators
         final.append({**r, "needs_repair": "1" if r["caption"] in flagged_captions else "0"})

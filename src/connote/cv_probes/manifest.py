@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
+from connote.core.files import resolved
 from connote.core.jsonio import read_jsonl, read_text, text_lines
 from connote.cv_probes.records import KINDS, ProbeItem, default_label
 from connote.media.images import is_url
@@ -206,10 +206,7 @@ def read_probe_manifest(path: str | Path, *, captions: str = "original") -> list
         caption_kind = str(row.get("caption_kind") or "").strip().upper()
         image = str(row.get("image") or "").strip()
         if image and not is_url(image) and not Path(image).is_absolute():
-            try:
-                image = str((path.parent / image).resolve())
-            except (OSError, RuntimeError):  # a symlink loop: loading it is an item error, not a crash
-                image = os.path.abspath(path.parent / image)
+            image = resolved(path.parent / image)  # a symlink loop: loading it is an item error, not a crash
         caption = str(row.get("caption") or "").strip()
         simplified = str(row.get("caption_simplified") or "").strip() or None
         errors = []

@@ -91,8 +91,16 @@ def body_digest(body: dict[str, Any]) -> str:
 
 
 def batch_custom_id(key: str, digest: str) -> str:
-    """``KEY#DIGEST``: the custom_id of the request ``key`` whose content has ``digest``."""
-    return f"{key}{DIGEST_MARK}{digest}"
+    """``KEY#DIGEST``: the custom_id of the request ``key`` whose content has ``digest``. A key too long for the
+    64 characters a custom_id may have beside its digest is its head, ``~`` and 8 hex digits of sha256 over the
+    whole key (``coco/val2014/COCO_val2014_0000000~1f2e3d4c#DIGEST``): still one id per key."""
+    tail = f"{DIGEST_MARK}{digest}"
+    if len(key) + len(tail) > MAX_CUSTOM_ID:
+        import hashlib
+
+        short = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        key = f"{key[:MAX_CUSTOM_ID - len(tail) - len(short) - 1]}~{short}"
+    return f"{key}{tail}"
 
 
 def split_custom_id(custom_id: str) -> tuple[str, str | None]:
@@ -325,7 +333,7 @@ class OpenAIBatchAnswers:
                     f"run's request (the request {NOT_THIS_REQUEST} unless checked): pass "
                     "?requests=REQUESTS.jsonl, the request files the batch ran")
             return key, self.answers[key], None
-        other = sorted(cid for cid in self.answers if split_custom_id(cid)[0] == key)
+        other = sorted(cid for cid in self.answers if split_custom_id(cid)[0] == split_custom_id(exact)[0])
         if other:
             return other[0], None, BatchFailure(
                 f"custom_id {other[0]!r} answers another request than this run's {exact!r}: the request "

@@ -68,15 +68,20 @@ TABLE_COLUMNS = {"items": ("fingerprint", "item_id", "item_key", "data", "error"
                  "set_aside": ("fingerprint", "item_id", "data", "reason", "created")}
 
 
-def damage(data: Any) -> str | None:
-    """Why a stored row's ``data`` cannot be a row (not text, not JSON, not a JSON object), or None."""
+def damage(data: Any, item_id: str | None = None) -> str | None:
+    """Why a stored row's ``data`` cannot be the row of ``item_id`` (not text, not JSON, not a JSON object, or an
+    object without that ``item_id``, which every row :meth:`RunStore.put` writes carries), or None."""
     if not isinstance(data, str):
         return f"not text ({type(data).__name__})"
     try:
         row = json.loads(data)
     except (ValueError, RecursionError) as exc:
         return f"not JSON ({str(exc)[:80]})"
-    return None if isinstance(row, dict) else f"a JSON {type(row).__name__}, not an object"
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__}, not an object"
+    if item_id is not None and row.get("item_id") != item_id:
+        return f"an object whose item_id is {row.get('item_id')!r}, not {item_id!r}"
+    return None
 
 
 def canonical_json(obj: Any) -> str:
@@ -255,15 +260,15 @@ class RunStore:
         with self._sql():
             cur = self._con.execute("SELECT item_id, item_key, data FROM items WHERE fingerprint = ? AND error IS "
                                     "NULL", (fp,))
-            return {item_id for item_id, key, data in cur if keys.get(item_id) == key and damage(data) is None}
+            return {item_id for item_id, key, data in cur if keys.get(item_id) == key and damage(data, item_id) is None}
 
     def set_aside_damaged(self, fp: str) -> dict[str, str]:
-        """Move the rows of ``fp`` whose data is not a JSON object out of the items into ``set_aside`` (kept there,
-        never read again), so their items are computed again; returns item id -> what was wrong. One damaged row
-        never blocks the run."""
+        """Move the rows of ``fp`` whose data is not their row (:func:`damage`) out of the items into ``set_aside``
+        (kept there, never read again), so their items are computed again; returns item id -> what was wrong. One
+        damaged row never blocks the run."""
         with self._sql():
             cur = self._con.execute("SELECT item_id, data FROM items WHERE fingerprint = ?", (fp,))
-            bad = {item_id: (data, why) for item_id, data in cur if (why := damage(data)) is not None}
+            bad = {item_id: (data, why) for item_id, data in cur if (why := damage(data, item_id)) is not None}
         if bad:
             now = time.time()
             with self._sql(), self._con:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
+from connote.core.files import resolved
 from connote.explain.options import MmshapOptions
 from connote.media.images import image_identity, is_url, load_image
 from connote.metrics.options import opt
@@ -78,9 +79,9 @@ def suite_image(name: str, roots: Sequence[Path]) -> str:
     if is_url(name):
         return name
     try:
-        return str(find_image(roots, name, photo_id=False, extensions=IMAGE_SUFFIXES).resolve())
+        return resolved(find_image(roots, name, photo_id=False, extensions=IMAGE_SUFFIXES))
     except ItemError:
-        return str((roots[0] / name).resolve()) if roots else name
+        return resolved(roots[0] / name) if roots else name
 
 
 _WORDS = re.compile(r"[\w']+")

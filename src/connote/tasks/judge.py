@@ -36,11 +36,11 @@ class ParseError(ValueError):
     """A judge's answer that does not follow the rubric's answer format."""
 
 
-#: What the share rubric's question accepts as its answer: the whole reply is the rating (bold or quoted, a
-#: closing period allowed); or the reply starts with it and its label ("4 - agree", "4 (agree)", "4. The story
-#: ..."); or it is stated as the rating ("I would rate this story a 4", "Rating: 4", "my answer is 4", "4/5",
-#: "4 out of 5"). A number anywhere else (the scale "1-5", an echoed story "5 5 5 ...", "5 friends went ...") is
-#: not a rating, and two different stated ratings are none.
+#: What the share rubric's question accepts as its answer: the whole reply, or its first line, is the rating (bold or
+#: quoted, a closing period allowed: "4" then a paragraph of reasons); or the reply starts with it and its label
+#: ("4 - agree", "4 (agree)", "4. The story ..."); or it is stated as the rating ("I would rate this story a 4",
+#: "Rating: 4", "my answer is 4", "4/5", "4 out of 5"). A number anywhere else (the scale "1-5", an echoed story
+#: "5 5 5 ...", "5 friends went ...") is not a rating, and two different stated ratings are none.
 _WHOLE = re.compile(r"(\d+)\s*[.!]?")
 _LEADING = re.compile(r"(\d+)\s*(?:[-\u2013\u2014:.)(]|=)\s*[^\d\s]")
 _STATED = re.compile(r"\b(?:rate|rating|rated|score|scored|answer|give)\b[^.\d\n]{0,40}?(?<![\d.])(\d+)"
@@ -52,7 +52,8 @@ def parse_rating(answer: str, lo: int, hi: int) -> int:
     """The rating a reply gives to a ``lo``-``hi`` question, in the answer format above; else ``ParseError``."""
     text = answer.strip().strip("*_`\"' \n")
     found: set[int] = set()
-    if m := _WHOLE.fullmatch(text) or _LEADING.match(text):
+    first_line = text.split("\n", 1)[0].strip().strip("*_`\"' ")
+    if m := _WHOLE.fullmatch(text) or _WHOLE.fullmatch(first_line) or _LEADING.match(text):
         found = {int(m.group(1))}
     else:
         found = {int(x) for x in _STATED.findall(text)} | {int(x) for x in re.findall(_OUT_OF.format(hi=hi), text)}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from connote.core.errors import InputError
-from connote.core.jsonio import read_text
+from connote.core.jsonio import read_text, text_lines
 from connote.metrics.correlation import RatingsFormat
 
 
@@ -30,7 +30,7 @@ def read_vmc_labels(path: str | Path) -> dict[str, dict[str, list[float]]]:
     if path.is_dir():
         path = path / "labels.csv"
     text = read_text(path, what="labels file")
-    rows = list(csv.reader(text.splitlines()))
+    rows = list(csv.reader(text_lines(text)))
     header = [c.strip().lower() for c in rows[0]] if rows else []
     need = ("item_id", "criterion", "label")
     if not all(c in header for c in need):

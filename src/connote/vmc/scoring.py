@@ -197,7 +197,8 @@ def score_runs(runs: Sequence[str | Path], refs_path: str | Path | None, *, spli
         # without a split, score the videos the runs captioned (all runs share one id set)
         seen: set[str] = set()
         for r in runs:
-            seen |= set(read_answer_file(r)[0]) if is_answer_file(r) else set(read_run_captions(r))
+            seen |= ({vid for sample in read_answer_file(r)[0] for vid in sample} if is_answer_file(r)
+                     else set(read_run_captions(r)))
         refs = {i: refs[i] for i in refs if i in seen}
         if not any(refs.values()):
             raise InputError("no references to score against: no video the run captioned has captions in this "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ from connote.commands import checks
 from connote.commands.config import config_option
 from connote.commands.options import check_invariance_option, track_option
 from connote.commands.output import echo_json as _echo_json
+from connote.core.jsonio import read_jsonl
 from connote.vist.cli import _exit, story_app
 
 # --------------------------------------------------------------------------- vist generate
@@ -76,8 +76,7 @@ def demo_cmd(
         _echo_json(result.to_dict())
         return
     typer.echo(f"sample data: {out / 'sample'}; stories: {summary.stories_path}")
-    for line in Path(summary.stories_path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for _, row in read_jsonl(summary.stories_path, what="stories"):
         typer.echo(f"  {row.get('album_id')}: {row.get('story') or row.get('story_text_normalized') or ''}")
     typer.echo("album protocol scores (BLEU-1..4, METEOR, ROUGE-L, CIDEr-D; 0-1 scale):")
     for name, value in result.scores.items():
