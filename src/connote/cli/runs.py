@@ -12,7 +12,8 @@ from typing import Any
 
 import typer
 
-from connote.commands.tracking import RESULTS_FILES, read_results
+from connote.commands.tracking import read_results
+from connote.runs.store import RESULTS_FILES
 
 #: Top-level numbers that describe the run, not its result (left out of the headline).
 NOT_HEADLINE = ("n_", "seconds", "world_size", "task_version", "seed", "pairs_this_run", "items_this_run")
