@@ -23,8 +23,9 @@ def parse_pairwise(answer: str) -> dict[str, float]:
     return {"prefer_a": 1.0 if m.group(1).upper() == "A" else 0.0}
 
 
-#: 2: the rating is read in its answer format (:func:`parse_rating`), no longer the first integer anywhere
-SHARE = Rubric("share", 2, "story", (
+#: 2: the rating is read in its answer format (:func:`parse_rating`), no longer the first integer anywhere;
+#: 3: the scale's legend ("1 = strongly disagree") is not a stated rating
+SHARE = Rubric("share", 3, "story", (
     "Here is a story written for the photos above.\n\nStory: {text}\n\n"
     "How strongly do you agree with this statement: \"If these were my photos, I would like using a story "
     "like this to share my experience with my friends.\"\n"
