@@ -263,8 +263,10 @@ class Task(ABC):
         task.progress = progress
         return task
 
-    def extra_results(self, spec: str) -> dict[str, Any]:
-        """What the results file records beside the numbers (default: nothing; e.g. the model spec as typed)."""
+    def extra_results(self, spec: Any) -> dict[str, Any]:
+        """What the results file records beside the numbers (default: nothing; e.g. the model spec as typed).
+        ``spec`` is the run's checked spec (a :class:`~connote.models.registry.ResolvedSpec`; ``str(spec)`` is the
+        text as given), the one the model is built from."""
         return {}
 
     def print_result(self, result: RunResult, *, as_json: bool = False) -> int:

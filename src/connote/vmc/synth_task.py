@@ -101,7 +101,7 @@ class MetaphorSynthTask(Task):
     def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
         return cls(data, **{**options, "prompt": options.get("prompt") or SYNTH_PROMPT}, progress=progress)
 
-    def extra_results(self, spec: str) -> dict[str, Any]:
+    def extra_results(self, spec: Any) -> dict[str, Any]:
         """With a Batch API output file as the model: the answers no request of this run takes (counted and named,
         never used)."""
         from connote.models.openai_batch import OpenAIBatchAnswers
