@@ -144,7 +144,7 @@ class JudgeTask(Task):
     name, version, capability = "judge", 2, "generate"
     reads, title = "stories or captions with their photos or videos", "LLM/VLM judge with a versioned rubric."
     label = "judge calls"
-    #: ``judge.json`` before 2026-12: readers of run folders accept both (``connote.commands.tracking``)
+    #: ``judge.json`` before 2026-12: readers of run folders accept both (``connote.runs.store.results_path``)
     results_file = "results.json"
 
     def __init__(self, items: Sequence[JudgeInput], rubrics: Sequence[Rubric], *, image_dir: str | Path | None = None,
