@@ -32,6 +32,11 @@ def test_the_sample_runs_are_listed_with_their_numbers_and_reported_from_the_lis
     (root / "probes" / "results.json").write_text(json.dumps(results))
     assert main(["runs", str(root / "probes"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["state"] == "stale"
+    # so is a run whose model backend's code differs from the code installed now (the digest it recorded)
+    assert set(probes["code"]) == {"task", "model"}
+    (root / "probes" / "results.json").write_text(json.dumps(dict(probes, code=dict(probes["code"], model="0" * 64))))
+    assert main(["runs", str(root / "probes"), "--json"]) == 0
+    assert [(e["state"], e["changed"]) for e in json.loads(capsys.readouterr().out)] == [("stale", ["model code"])]
     (root / "probes" / "results.json").write_text(json.dumps(dict(probes, n_failed=2)))
     assert main(["runs", str(root / "probes"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["state"] == "partial"

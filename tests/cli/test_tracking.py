@@ -134,3 +134,24 @@ def test_a_missing_or_unknown_tracker_is_one_line_and_exit_2(probe_run: Path, ca
     assert main(["cv-probes", "run", "--out", str(probe_run), "--no-progress", "--track", "wandb"]) == 2
     err = capsys.readouterr().err
     assert "pip install 'connote[track]'" in err and "Traceback" not in err
+
+
+#: Every run command (each runs a registered task through the one run path) with what it needs besides --out.
+RUN_COMMANDS = {
+    "connote run": ["run", "cv-probes"], "cv-probes run": ["cv-probes", "run"],
+    "cv-probes explain": ["cv-probes", "explain"], "explain --suite": ["explain", "--suite", "valse"],
+    "suite run": ["suite", "run", "winoground"], "suite explain": ["suite", "explain", "valse"],
+    "vist generate": ["vist", "generate"], "vist demo": ["vist", "demo"], "vmc caption": ["vmc", "caption"],
+    "vmc synth": ["vmc", "synth"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(RUN_COMMANDS))
+def test_every_run_command_takes_track_and_checks_it_before_running(command: str, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    """Issue 41, item 3: ``--track`` on every run command, checked before anything is written (``connote explain
+    --suite`` once dropped it and ran untracked)."""
+    out = tmp_path / "run"
+    assert main([*RUN_COMMANDS[command], "--out", str(out), "--track", "neptune"]) == 2
+    assert "--track neptune: expected one of mlflow, wandb, trackio" in capsys.readouterr().err
+    assert not out.exists()

@@ -23,7 +23,6 @@ NO_JSON = {
     "metaphor caption": "prints one JSON summary line",
     "collect make": "prints one JSON summary line",
     "collect sample": "prints one JSON summary line",
-    "metaphor synth": "prints the kept/dropped counts and the run folder (results.json has them)",
 }
 #: the older group names (hidden aliases) reach the same commands as the paper's group
 OLDER_GROUPS = {"story": "vist", "metaphor": "vmc"}

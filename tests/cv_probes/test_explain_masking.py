@@ -11,9 +11,8 @@ from connote.cli import main
 from connote.explain.shapley import exact_shapley
 from connote.models import load_model
 from connote.models.masking import MMSHAP_MASKED_ID, masking_game, require_masking
+from tests.support.probe_manifest import ROWS, write_manifest
 from tests.support.tiny_models import BUILDERS, random_image
-
-from .conftest import ROWS, write_manifest
 
 CAPTION = "a man begs on the street"
 

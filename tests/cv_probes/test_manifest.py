@@ -5,8 +5,7 @@ import pytest
 from connote.cli import main
 from connote.core.errors import InputError
 from connote.cv_probes.manifest import read_probe_manifest
-
-from .conftest import HEADER, ROWS, write_manifest
+from tests.support.probe_manifest import HEADER, ROWS, write_manifest
 
 
 def test_csv_fields_labels_and_votes(manifest):

@@ -14,8 +14,7 @@ from scipy.stats import pearsonr
 
 from connote.cli import main
 from connote.cv_probes.task import harmonic_mean, run_probe
-
-from .conftest import ROWS, write_manifest
+from tests.support.probe_manifest import ROWS, write_manifest
 
 # p(match) per caption for a hand-checked table: a lookup "model" over the captions of ROWS.
 TABLE = {

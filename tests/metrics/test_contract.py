@@ -34,8 +34,8 @@ from connote.core.errors import InputError
 from connote.metrics import METRICS, compute_scores
 from connote.metrics.options import option_names, parse_options
 from connote.metrics.registry import MetricInput, version_tag
-from tests.metrics.conftest import generated_corpus
 from tests.metrics.test_embedding_metrics import HashEmbedder
+from tests.support.corpora import generated_corpus
 
 
 class OtherEmbedder(HashEmbedder):

@@ -59,6 +59,16 @@ def test_a_run_checks_its_spec_once_and_describes_the_model_once(tmp_path, clip_
     assert again["n_resumed"] == 6 and again["model_fingerprint"] == first["model_fingerprint"]
 
 
+def test_a_task_whose_results_read_its_model_shares_the_runs_spec(tmp_path, counted, capsys):
+    """vmc synth records the Batch API answers no request takes (extra_results reads the answers file): through the
+    run's resolved spec, so the spec is still checked once, fresh and resumed."""
+    for _ in range(2):
+        assert main(["vmc", "synth", "--out", str(tmp_path / "synth"), "--max-failed", "1", "--quiet"]) == 0
+        assert counted["check_spec"] == 1
+        counted.update(check_spec=0)
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["unmatched_answers"] == 0
+
+
 def test_the_resolved_spec_is_what_the_factory_and_the_identity_get(clip_dir, monkeypatch):
     from connote.models.lazy import LazyModel, model_identity
 

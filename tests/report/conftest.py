@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from connote.cli import main  # noqa: E402
-from tests.cv_probes.conftest import HEADER, ROWS  # (the probe tests' 10-pair manifest, with votes)
 from tests.support import tiny_models
+from tests.support.probe_manifest import HEADER, ROWS  # (the probe tests' 10-pair manifest, with votes)
 
 #: Two raters' fluency labels whose Cohen's kappa is 0.5833 (the docstring example of cohen_kappa).
 FLUENCY_A = [1, 1, 0, 0, 1, 0, 1, 1, 0, 1]

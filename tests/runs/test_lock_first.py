@@ -1,5 +1,6 @@
 """The run folder is locked and the spec checked before anything is written or loaded (issue 22, item 5): probe,
-explain, story generate, metaphor caption, and the probe suites' run and explain (issue 39, item 12)."""
+explain, story generate, metaphor caption, and the probe suites' run and explain (issue 39, item 12), metaphor synth and
+story demo (issue 37, item 1)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ COMMANDS = {"probe": ["probe", "--quiet"], "explain": ["explain", "--quiet"],
             "metaphor caption": ["metaphor", "caption", "--quiet"],
             # issue 39, item 12: the probe suites' runs lock their folder the same way
             "suite run": ["suite", "run", "sugarcrepe", "--no-progress"],
-            "suite explain": ["suite", "explain", "valse", "--no-progress"]}
+            "suite explain": ["suite", "explain", "valse", "--no-progress"],
+            # issue 37, item 1: metaphor synth is an alias of the one run path too
+            "metaphor synth": ["metaphor", "synth", "--quiet"], "story demo": ["story", "demo", "--json"]}
 
 
 def _fail_if_called(*args, **kwargs):

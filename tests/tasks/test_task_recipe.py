@@ -134,3 +134,19 @@ def test_the_task_recipe_runs_as_written_and_gets_a_report_section(recipe, tmp_p
     # rerun: every row is resumed from the store, the numbers are the same
     exec(recipe["run"], namespace)  # noqa: S102
     assert namespace["result"].outcome.resumed == 6 and namespace["result"].results["accuracy"] == stored["accuracy"]
+
+    # connote runs: the run is complete while the task's code is the code installed; an edit of the task's module
+    # (the page's file, here in its package on sys.path) makes it stale, naming what changed
+    from connote.core import code
+
+    capsys.readouterr()
+    assert main(["runs", "runs", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert (entry["task"], entry["state"], entry["changed"]) == ("my-task", "complete", [])
+    assert set(stored["code"]) == {"task", "model"}
+    source = tmp_path / "pkgs" / PACKAGE / "my_task.py"
+    source.write_text(source.read_text() + "\n# an edit of the task's code\n")
+    code.code_digest.cache_clear()
+    assert main(["runs", "runs", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert (entry["state"], entry["changed"]) == ("stale", ["task code"])

@@ -170,8 +170,8 @@ class CountingEmbedder:
 
 
 def test_leave_one_out_smoothed_bleu_and_embedding() -> None:
-    from connote.metrics.correlation import EMBEDDING_SIMILARITY, SMOOTHED_BLEU, smoothed_bleu
-    from connote.vist.correlate import leave_one_out_scores
+    from connote.metrics.correlation import smoothed_bleu
+    from connote.vist.correlate import EMBEDDING_SIMILARITY, SMOOTHED_BLEU, leave_one_out_scores
 
     seq = ("1", "2")
     stories = {"a": (seq, "the cat sat on the mat"), "b": (seq, "the cat is on the mat"), "c": (seq, "a dog ran")}

@@ -171,3 +171,21 @@ def test_cli_train_encoder_order(tmp_path: Path, sis_file: Path, capsys) -> None
     assert json.loads((tmp_path / "fwd" / "train.json").read_text())["config"]["encoder_order"] == "forward"
     assert main([*common, "--out", str(tmp_path / "x"), "--encoder-order", "backward"]) == 2
     assert "backward" in capsys.readouterr().err
+
+
+def test_a_measured_decode_reports_its_tokens_and_first_step(trained) -> None:
+    """Speed in every result (issue 41, item 4): the GRU baseline's stories count their tokens (the words and the
+    end token) and time their first decoding step, as the Hugging Face and API backends do."""
+    from connote.runs.speed import measuring, speed_block
+
+    model, feats = trained
+    with measuring() as meter:
+        stories = [model.generate(f, method="greedy") for f in feats]
+    assert stories == STORIES
+    assert meter["calls"] == len(STORIES)
+    assert meter["tokens"] == sum(len(s.split()) + 1 for s in STORIES)  # each story's words and its end token
+    assert len(meter["first_token_seconds"]) == len(STORIES) and all(t > 0 for t in meter["first_token_seconds"])
+    block = speed_block(meter, computed=3, resumed=0, seconds=1.0)
+    assert block["tokens"] == meter["tokens"] and block["time_to_first_token_s"] > 0
+    model.generate(feats[0], method="greedy")  # outside a run nothing is measured
+    assert meter["calls"] == len(STORIES)

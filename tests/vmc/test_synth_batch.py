@@ -386,3 +386,29 @@ def test_an_answer_goes_to_the_request_it_answers_when_a_table_without_ids_is_re
                                                 (tmp_path / "checked" / "synth.jsonl").read_text().splitlines())}
     assert rows["A man riding a bicycle."]["answer"] == answers["A man riding a bicycle."]  # row 1 both times
     assert "differs from the request file" in rows["A cat on a sofa."]["error"]
+
+
+def test_vmc_synth_is_an_alias_of_connote_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37, item 1: ``vmc synth`` runs through the one run path (``connote run vmc-synth``): the same results
+    and printing, ``--json``, and ``--track`` checked before anything runs (issue 41, item 3)."""
+    alias, direct = tmp_path / "alias", tmp_path / "run"
+    assert synth("--out", str(alias), "--max-failed", "1") == 0
+    printed_alias = capsys.readouterr()
+    assert main(["run", "vmc-synth", "--out", str(direct), "--set", "max_failed=1", "--no-progress"]) == 0
+    printed_direct = capsys.readouterr()
+    a, b = (json.loads((d / "results.json").read_text()) for d in (alias, direct))
+    counts = ("captions", "kept", "dropped", "dropped_by_reason", "failed", "failed_by_reason", "n_computed_this_run")
+    assert {k: a[k] for k in counts} == {k: b[k] for k in counts} and a["config"]["prompt"] == b["config"]["prompt"]
+    assert a["model_fingerprint"]["files"] == b["model_fingerprint"]["files"]  # each folder's own copy of the sample
+    assert printed_alias.out.replace(str(alias), "OUT") == printed_direct.out.replace(str(direct), "OUT")
+    assert "caption(s): 9 kept" in printed_alias.err and "caption(s): 9 kept" in printed_direct.err
+    # max_failed is the command's exit rule, not a setting of the rows: the same run resumes, and exits 1 without it
+    assert main(["run", "vmc-synth", "--out", str(direct), "--no-progress"]) == 1
+    assert json.loads((direct / "results.json").read_text())["fingerprint"] == b["fingerprint"]
+    capsys.readouterr()
+    assert synth("--out", str(alias), "--max-failed", "1", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["kept"] == 9
+    fresh = tmp_path / "fresh"
+    assert synth("--out", str(fresh), "--track", "no-such-tracker") == 2
+    assert "--track no-such-tracker: expected one of mlflow, wandb, trackio" in capsys.readouterr().err
+    assert not fresh.exists()

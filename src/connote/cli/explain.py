@@ -30,7 +30,7 @@ def explain(*, suite: Optional[str] = None, **options: Any) -> int:
                          budget=options["budget"], estimator=options["estimator"], compat=options["compat"],
                          sample=options["sample"], seed=options["seed"], grid=options["grid"],
                          allow_network=options["allow_network"], json_out=options["json_out"],
-                         progress=options["progress"], config=None)
+                         progress=options["progress"], track=options["track"], config=None)
 
 
 # typer reads the signature and the resolved annotations: the CV-Probes command's, with --suite added

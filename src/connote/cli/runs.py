@@ -1,8 +1,9 @@
 """``connote runs [FOLDER…]``: the run folders under a root (default ``./runs``), one line each: task, model,
 data, settings signature (the run fingerprint, and the batch-invariance figure of a run made with
 ``--check-invariance``), headline numbers, date and state — complete, partial (items failed) or stale (written by
-an older version of its task than the code now has). ``--json`` gives the listing
-that ``connote report LIST.json`` reads, so a paper's table is one command."""
+other code than is installed now: another version of its task, or another source of the task's or the model
+backend's modules, as the ``code`` digests its results file records). ``--json`` gives the listing that ``connote
+report LIST.json`` reads, so a paper's table is one command."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 
 import typer
 
-from connote.commands.tracking import RESULTS_FILES, read_results
+from connote.commands.tracking import read_results
+from connote.runs.store import RESULTS_FILES
 
 #: Top-level numbers that describe the run, not its result (left out of the headline).
 NOT_HEADLINE = ("n_", "seconds", "world_size", "task_version", "seed", "pairs_this_run", "items_this_run")
@@ -32,13 +34,26 @@ def run_folders(roots: list[Path]) -> list[Path]:
     return sorted(dict.fromkeys(found))
 
 
-def current_version(task: str) -> int | None:
+def changed_since(results: dict[str, Any]) -> list[str]:
+    """What differs between the code that wrote a results file and the code installed now: ``task version``
+    (the task's declared version), ``task code`` and ``model code`` (the digests a run records as ``code``,
+    :func:`connote.tasks.api.code_digests`). Empty for a kind with no registered task to compare with."""
     from connote.tasks import TASKS
+    from connote.tasks.api import code_digests
 
-    try:
-        return int(TASKS.get(task).version)
-    except Exception:  # noqa: BLE001 - a suite's or another kind's name: no registered task to compare with
-        return None
+    task = results.get("task")
+    if not isinstance(task, str) or task not in TASKS:  # a suite's or another kind's name
+        return []
+    changed = []
+    if results.get("task_version") not in (None, int(TASKS.get(task).version)):
+        changed.append("task version")
+    recorded = results.get("code")
+    if isinstance(recorded, dict):  # folders written before runs recorded their code have none
+        model = results.get("model_fingerprint")
+        now = code_digests(task, model.get("backend") if isinstance(model, dict) else None)
+        changed += [f"{part} code" for part in ("task", "model")
+                    if part in recorded and recorded[part] != now.get(part)]
+    return changed
 
 
 def describe(folder: Path) -> dict[str, Any]:
@@ -55,13 +70,12 @@ def describe(folder: Path) -> dict[str, Any]:
         data = data.get("path") or json.dumps(data, default=str)[:80]
     headline = {k: v for k, v in results.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                 and not k.startswith(NOT_HEADLINE) and not k.endswith("_this_run")}
-    now = current_version(task)
-    stale = now is not None and results.get("task_version") not in (None, now)
-    state = "stale" if stale else "partial" if results.get("n_failed") else "complete"
+    changed = changed_since(results)
+    state = "stale" if changed else "partial" if results.get("n_failed") else "complete"
     return {"folder": str(folder), "task": task, "task_version": results.get("task_version"), "model": model,
             "data": data, "signature": results.get("fingerprint"),
             "batch_invariance": invariance_brief(results.get("batch_invariance")) or None, "headline": headline,
-            "date": results.get("created"), "state": state}
+            "date": results.get("created"), "state": state, "changed": changed}
 
 
 def runs(
@@ -87,7 +101,7 @@ def runs(
         head = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r["headline"].items())
         table.add_row(r["folder"], f"{r['task']} v{r['task_version']}", str(r["model"]), str(r["data"]),
                       "\n".join(filter(None, [str(r["signature"]), r["batch_invariance"]])), head, str(r["date"]),
-                      r["state"])
+                      r["state"] + (f" ({', '.join(r['changed'])} changed)" if r["changed"] else ""))
     Console().print(table)
     print(f"{len(listing)} run folder(s)")
 

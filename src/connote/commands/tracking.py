@@ -22,8 +22,6 @@ from connote.core.jsonio import read_json, read_jsonl
 
 #: Tracker name -> the module it needs (all installed by ``pip install 'connote[track]'``).
 TRACKERS = {"mlflow": "mlflow", "wandb": "wandb", "trackio": "trackio"}
-#: Results files of run folders, in the order they are looked for.
-RESULTS_FILES = ("results.json", "run.json", "judge.json")
 #: Fields of a results file that are not headline numbers.
 NOT_METRICS = {"config", "versions", "model_fingerprint", "seed", "created", "world_size", "task_version"}
 TRACK_HELP = "Log the finished run to an experiment tracker: mlflow, wandb or trackio (extra [track]; offline-capable)."
@@ -41,13 +39,13 @@ def require_tracker(name: str | None) -> None:
 
 def read_results(folder: str | Path) -> tuple[Path, dict[str, Any]]:
     """The results file of a run folder and its content."""
-    folder = Path(folder)
-    for name in RESULTS_FILES:
-        path = folder / name
-        if path.is_file():
-            data = read_json(path, what="results file")
-            if isinstance(data, dict):
-                return path, data
+    from connote.runs.store import RESULTS_FILES, results_path
+
+    path = results_path(folder)
+    if path.is_file():
+        data = read_json(path, what="results file")
+        if isinstance(data, dict):
+            return path, data
     raise InputError(f"not a run folder: no {', '.join(RESULTS_FILES)}", path=folder)
 
 

@@ -96,8 +96,8 @@ class ExplainTask(Task):
     def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
         return cls(data, **options, seed=seed, progress=progress)
 
-    def extra_results(self, spec: str) -> dict[str, Any]:
-        return {"model": spec}
+    def extra_results(self, spec: Any) -> dict[str, Any]:
+        return {"model": str(spec)}
 
     def print_result(self, result: Any, *, as_json: bool = False) -> int:
         if as_json:

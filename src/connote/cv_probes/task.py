@@ -310,9 +310,9 @@ class ProbeTask(Task):
     def render(self, results: dict[str, Any]) -> str:
         return markdown_table(results, title=f"{results.get('model')} ({self.captions} captions)")
 
-    def extra_results(self, spec: str) -> dict[str, Any]:
+    def extra_results(self, spec: Any) -> dict[str, Any]:
         """What results.json records beside the numbers: the model spec, the captions, the manifest's path."""
-        return {"model": spec, "captions": self.captions, "data": str(self.data.resolve())}
+        return {"model": str(spec), "captions": self.captions, "data": str(self.data.resolve())}
 
     def write_outputs(self, out: Path, rows: list[dict[str, Any]], results: dict[str, Any]) -> None:
         write_json(out / "results.json", results)

@@ -105,16 +105,6 @@ def read_metric_scores(path: str | Path) -> dict[str, dict[str, float]]:
     return out
 
 
-SMOOTHED_BLEU = "smoothed-BLEU"
-EMBEDDING_SIMILARITY = "MiniLM-cosine"
-STUDY_METRICS = ("meteor", "smoothed_bleu", "embedding")
-"""The paper's three measures: METEOR, smoothed BLEU, and the sentence-embedding stand-in for Skip-Thoughts."""
-LOCAL_METRICS = {"smoothed_bleu": SMOOTHED_BLEU, "embedding": EMBEDDING_SIMILARITY}
-#: ``meteor`` in the study is reported under both settings in use, each named: the jar's ``-t hter`` (the VIST
-#: challenge's and AREL's measurement) and pycocoevalcap's ``-l en -norm``.
-METEOR_COLUMNS = {"arel": "METEOR-hter", "coco": "METEOR-coco"}
-
-
 def smoothed_bleu(hypothesis: str, references: Sequence[str], *, max_n: int = 4) -> float:
     """Sentence-level BLEU smoothed as Lin & Och (2004), "BLEU-S" (the VIST paper's smoothed-BLEU).
 

@@ -350,18 +350,23 @@ def run_metadata(config: Mapping[str, Any], *, seed: int | None = None,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-#: The file in a run folder that records its results and fingerprint; ``run.json`` is the name VIST's stories,
-#: VMC's captions and metaphor synth runs used before, still read in folders they wrote (:func:`results_path`).
-RESULTS_FILE, OLD_RESULTS_FILE = "results.json", "run.json"
+#: The file in a run folder that records its results and fingerprint; ``run.json`` (VIST's stories, VMC's captions
+#: and metaphor synth runs) and ``judge.json`` (judges) are the names used before, still read in folders written
+#: then (:func:`results_path`).
+RESULTS_FILE, OLD_RESULTS_FILES = "results.json", ("run.json", "judge.json")
+#: Every name a run folder's results file has had, the current one first.
+RESULTS_FILES = (RESULTS_FILE, *OLD_RESULTS_FILES)
 
 
 def results_path(folder: str | Path, name: str = RESULTS_FILE) -> Path:
     """The results file of run folder ``folder``: its ``name`` (a task's ``results_file``), else the ``run.json``
-    of a folder written before every task wrote ``results.json`` (``name`` when the folder holds neither)."""
+    or ``judge.json`` of a folder written before every task wrote ``results.json`` (``name`` when the folder holds
+    none of them)."""
     folder = Path(folder)
     new = folder / name
-    old = folder / OLD_RESULTS_FILE
-    return old if not new.is_file() and old.is_file() else new
+    if new.is_file():
+        return new
+    return next((folder / old for old in OLD_RESULTS_FILES if (folder / old).is_file()), new)
 
 
 def write_json(path: str | Path, obj: Any) -> None:

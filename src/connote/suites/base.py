@@ -190,8 +190,8 @@ class SuiteRunning:
         extra = {"seed": seed} if cls.takes_seed else {}
         return cls(data, **options, **extra, progress=progress)  # type: ignore[call-arg]
 
-    def extra_results(self, spec: str) -> dict[str, Any]:
-        return {"model": spec}
+    def extra_results(self, spec: Any) -> dict[str, Any]:
+        return {"model": str(spec)}
 
 
 class PairSuiteTask(SuiteRunning, Task):

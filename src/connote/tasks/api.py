@@ -41,7 +41,34 @@ INPUT_KINDS = {"images": "any number of images", "video": "the frames of one vid
 
 #: The fields :meth:`Task.run` adds to what :meth:`Task.aggregate` returned (plus ``<label>_this_run``).
 RUN_FIELDS = ("task", "task_version", "fingerprint", "model_fingerprint", "n_resumed", "n_computed_this_run",
-              "n_failed", "seconds_this_run", "speed", "world_size", "config", "versions", "seed", "created")
+              "n_failed", "seconds_this_run", "speed", "world_size", "code", "config", "versions", "seed",
+              "created")
+
+
+def _backend_name(described: Any) -> str | None:
+    """The backend a model's ``describe()`` names (None for a model that names none)."""
+    return described.get("backend") if isinstance(described, dict) else None
+
+
+def code_digests(task: type[Task] | Task | str, backend: str | None) -> dict[str, str]:
+    """The digests of the code a run runs (:func:`connote.core.code.code_digest`: a module and what it imports
+    within connote, read from the source files): ``task``, the task's module (a class, an instance or a registered
+    name), and ``model``, the module of the backend registered as ``backend`` (left out when none is). A run records
+    them in its results file (``code``); ``connote runs`` calls a run folder stale when they differ from the code
+    installed now."""
+    from connote.core.code import code_digest
+    from connote.models.lazy import target_module
+    from connote.models.registry import MODELS
+
+    if isinstance(task, str):
+        from connote.tasks import TASKS
+
+        task = TASKS.get(task)
+    cls = task if isinstance(task, type) else type(task)
+    found = {"task": code_digest(cls.__module__)}
+    if backend and backend in MODELS:
+        found["model"] = code_digest(target_module(MODELS.get(backend).target))
+    return found
 
 
 @dataclass
@@ -236,8 +263,10 @@ class Task(ABC):
         task.progress = progress
         return task
 
-    def extra_results(self, spec: str) -> dict[str, Any]:
-        """What the results file records beside the numbers (default: nothing; e.g. the model spec as typed)."""
+    def extra_results(self, spec: Any) -> dict[str, Any]:
+        """What the results file records beside the numbers (default: nothing; e.g. the model spec as typed).
+        ``spec`` is the run's checked spec (a :class:`~connote.models.registry.ResolvedSpec`; ``str(spec)`` is the
+        text as given), the one the model is built from."""
         return {}
 
     def print_result(self, result: RunResult, *, as_json: bool = False) -> int:
@@ -343,6 +372,7 @@ class Task(ABC):
             "n_computed_this_run": outcome.computed, "n_failed": outcome.failed,
             f"{self.label}_this_run": outcome.computed,
             "seconds_this_run": round(outcome.seconds, 3), "speed": speed, "world_size": outcome.world,
+            "code": code_digests(self, _backend_name(description["model"])),
             **({"n_set_aside": outcome.set_aside} if outcome.set_aside else {}),
             **(extra_results or {}),
             **run_metadata(self.config(), seed=seed),

@@ -39,12 +39,13 @@ class ParseError(ValueError):
 #: What the share rubric's question accepts as its answer: the whole reply, or its first line, is the rating (bold or
 #: quoted, a closing period allowed: "4" then a paragraph of reasons); or the reply starts with it and its label
 #: ("4 - agree", "4 (agree)", "4. The story ..."); or it is stated as the rating ("I would rate this story a 4",
-#: "Rating: 4", "my answer is 4", "4/5", "4 out of 5"). A number anywhere else (the scale "1-5", an echoed story
-#: "5 5 5 ...", "5 friends went ...") is not a rating, and two different stated ratings are none.
+#: "Rating: 4", "my answer is 4", "4/5", "4 out of 5"). A number anywhere else (the scale "1-5", its legend "answer
+#: with one number: 1 = strongly disagree", an echoed story "5 5 5 ...", "5 friends went ...") is not a rating, and
+#: two different stated ratings are none.
 _WHOLE = re.compile(r"(\d+)\s*[.!]?")
 _LEADING = re.compile(r"(\d+)\s*(?:[-\u2013\u2014:.)(]|=)\s*[^\d\s]")
 _STATED = re.compile(r"\b(?:rate|rating|rated|score|scored|answer|give)\b[^.\d\n]{0,40}?(?<![\d.])(\d+)"
-                     r"(?!\d|\.\d|\s*(?:-|\u2013|to)\s*\d)", flags=re.IGNORECASE)
+                     r"(?!\d|\.\d|\s*(?:-|\u2013|to)\s*\d|\s*=)", flags=re.IGNORECASE)  # "1 = ...": a scale's legend
 _OUT_OF = r"(?<![\d.])(\d+)\s*(?:/|out\s+of)\s*{hi}\b"
 
 
@@ -64,6 +65,16 @@ def parse_rating(answer: str, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise ParseError(f"expected a rating {lo}-{hi}, got {value} in {answer[:80]!r}")
     return value
+
+
+def read_answer(rubric: Rubric, prompt: str, answer: str) -> dict[str, float]:
+    """The scores in a judge's ``answer`` to ``prompt``, read by the rubric. A judge that repeats the prompt
+    first (a plain LM continuing its input) is read from what follows it, so the prompt's own example answer or
+    scale is never taken for the judge's: the prompt alone is no answer (``ParseError``)."""
+    text, asked = answer.lstrip(), prompt.strip()
+    if asked and text.startswith(asked):
+        text = text[len(asked):]
+    return rubric.parse(text)
 
 
 @dataclass(frozen=True)
@@ -130,10 +141,11 @@ def _digest(path: Path) -> str:
 class JudgeTask(Task):
     """Ask a judge each rubric's question about each item (see the module docstring)."""
 
-    name, version, capability = "judge", 1, "generate"
+    #: 2: an answer that repeats the prompt is read from what follows it (:func:`read_answer`)
+    name, version, capability = "judge", 2, "generate"
     reads, title = "stories or captions with their photos or videos", "LLM/VLM judge with a versioned rubric."
     label = "judge calls"
-    #: ``judge.json`` before 2026-12: readers of run folders accept both (``connote.commands.tracking``)
+    #: ``judge.json`` before 2026-12: readers of run folders accept both (``connote.runs.store.results_path``)
     results_file = "results.json"
 
     def __init__(self, items: Sequence[JudgeInput], rubrics: Sequence[Rubric], *, image_dir: str | Path | None = None,
@@ -207,7 +219,7 @@ class JudgeTask(Task):
                                               seed=self.seed))
         if requests:
             answers = model.generate(requests)
-            for w, answer in zip(ready, answers, strict=True):
+            for w, request, answer in zip(ready, requests, answers, strict=True):
                 rubric, it = w.payload
                 if isinstance(answer, BaseException):
                     rows[w.item_id] = self.error_row(w, f"{type(answer).__name__}: {answer}")
@@ -215,7 +227,7 @@ class JudgeTask(Task):
                 row = {"rubric": rubric.tag(), "item": it.item_id, "answer": str(answer), "scores": None,
                        "parse_error": None}
                 try:
-                    row["scores"] = rubric.parse(str(answer))
+                    row["scores"] = read_answer(rubric, request.prompt, str(answer))
                 except ParseError as exc:
                     row["parse_error"] = str(exc)
                 rows[w.item_id] = row

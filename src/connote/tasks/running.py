@@ -129,8 +129,9 @@ def run_registered(name: str | type[Task], *, model: str | None, out: str | Path
             raise InputError(f"task {cls.name}: --model is needed")
         from connote.tasks.api import run_task
 
-        result = run_task(task, resolved or check_spec(spec), out, seed=seed, check_invariance=check_invariance,
-                          extra_results={**task.extra_results(spec), **(extra_results or {})})
+        checked = resolved or check_spec(spec)  # the run's one resolved spec: the model and extra_results share it
+        result = run_task(task, checked, out, seed=seed, check_invariance=check_invariance,
+                          extra_results={**task.extra_results(checked), **(extra_results or {})})
     if not result.is_main:  # the other ranks of a distributed run: rank 0 reports
         return 0
     return task.print_result(result, as_json=as_json)

@@ -13,20 +13,25 @@ from typing import Any
 
 from connote.core.errors import InputError
 from connote.metrics.correlation import (
-    EMBEDDING_SIMILARITY,
-    LOCAL_METRICS,
-    METEOR_COLUMNS,
     PAIR_A_COLUMNS,
     PAIR_B_COLUMNS,
     PREFERENCE_COLUMNS,
-    SMOOTHED_BLEU,
-    STUDY_METRICS,
     MiniLMEmbedder,
     RatingsFormat,
     SentenceEmbedder,
     embedding_similarity,
     smoothed_bleu,
 )
+
+#: The study's names of the two measures computed per story here (the others come from the metric engine).
+SMOOTHED_BLEU = "smoothed-BLEU"
+EMBEDDING_SIMILARITY = "MiniLM-cosine"
+STUDY_METRICS = ("meteor", "smoothed_bleu", "embedding")
+"""The paper's three measures: METEOR, smoothed BLEU, and the sentence-embedding stand-in for Skip-Thoughts."""
+LOCAL_METRICS = {"smoothed_bleu": SMOOTHED_BLEU, "embedding": EMBEDDING_SIMILARITY}
+#: ``meteor`` in the study is reported under both settings in use, each named: the jar's ``-t hter`` (the VIST
+#: challenge's and AREL's measurement) and pycocoevalcap's ``-l en -norm``.
+METEOR_COLUMNS = {"arel": "METEOR-hter", "coco": "METEOR-coco"}
 
 
 def _is_preferences(path: Path, header: set[str] | None) -> bool:

@@ -34,7 +34,8 @@ def parse_pairwise(answer: str) -> dict[str, float]:
 
 
 #: 2: the rating is read in its answer format (:func:`parse_rating`), no longer the first integer anywhere;
-#: 3: a first line that is the rating alone ("4", then reasons) is the answer (v2 read it as a parse error)
+#: 3: a first line that is the rating alone ("4", then reasons) is the answer (v2 read it as a parse error), and the
+#: scale's legend ("1 = strongly disagree") is not a stated rating
 SHARE = Rubric("share", 3, "story", (
     "Here is a story written for the photos above.\n\nStory: {text}\n\n"
     "How strongly do you agree with this statement: \"If these were my photos, I would like using a story "

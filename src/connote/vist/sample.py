@@ -110,6 +110,14 @@ def _sis(albums: list[tuple[str, str, list[str], list[list[str]]]]) -> dict:
             "info": {"description": "connote offline sample (packaged photos)"}}
 
 
+def sample_paths(folder: str | Path) -> dict[str, Path]:
+    """The paths of the sample's files in ``folder`` by name (what :func:`write_sample_vist` writes there)."""
+    folder = Path(folder)
+    return {"train": folder / "train.story-in-sequence.json", "test": folder / "test.story-in-sequence.json",
+            "template": folder / "test-template.json", "images": folder / "images",
+            "ratings": folder / "sample-ratings.csv", "preferences": folder / "sample-preferences.csv"}
+
+
 def write_sample_vist(folder: str | Path) -> dict[str, Path]:
     """Write the sample files and photos into ``folder``; returns their paths by name."""
     folder = Path(folder)
@@ -120,15 +128,13 @@ def write_sample_vist(folder: str | Path) -> dict[str, Path]:
             path = folder / "images" / f"{_photo_id(album_id, k)}.jpg"
             if not path.exists():
                 PHOTOS[name]().save(path, quality=90)
-    paths = {"train": folder / "train.story-in-sequence.json", "test": folder / "test.story-in-sequence.json",
-             "template": folder / "test-template.json", "images": folder / "images"}
+    paths = sample_paths(folder)
     paths["train"].write_text(json.dumps(_sis(train), indent=1), encoding="utf-8")
     paths["test"].write_text(json.dumps(_sis(TEST), indent=1), encoding="utf-8")
     template = {"team_name": "", "evaluation_info": {"additional_description": "connote sample template"},
                 "output_stories": [{"album_id": a, "photo_sequence": [_photo_id(a, k) for k in range(len(p))],
                                     "story_text_normalized": ""} for a, _t, p, _s in TEST]}
     paths["template"].write_text(json.dumps(template, indent=1), encoding="utf-8")
-    paths["ratings"] = folder / "sample-ratings.csv"
     paths["ratings"].write_text("story_id,rating,rater\n" + "".join(f"{k},{v},sample-author\n"
                                                                    for k, v in RATINGS.items()), encoding="utf-8")
     paths["preferences"] = folder / "sample-preferences.csv"

@@ -292,9 +292,18 @@ def decode(model: StoryModel, feats: np.ndarray, *, beam_size: int = 1, no_dups:
 def decode_nbest(model: StoryModel, feats: np.ndarray, *, n_best: int = 5, beam_size: int | None = None,
                  no_dups: bool = False, grounded: set[str] | None = None, max_len: int = 100,
                  length_penalty: float = 0.0) -> list[str]:
-    """The ``n_best`` highest-scoring texts of a beam search (width ``max(beam_size, n_best)``), best first."""
+    """The ``n_best`` highest-scoring texts of a beam search (width ``max(beam_size, n_best)``), best first.
+
+    While a run measures its speed (:mod:`connote.runs.speed`) the best text's tokens (its end token included) and
+    the time to the first decoding step's scores (the encoder included, as a Hugging Face model's prefill) are
+    reported to it."""
+    import time
+
     import torch
 
+    from connote.runs.speed import add_tokens
+
+    start, first = time.perf_counter(), None
     vocab, mod = model.vocab, model.module
     beam_size = max(int(beam_size or n_best), int(n_best))
     mod.eval()
@@ -315,6 +324,8 @@ def decode_nbest(model: StoryModel, feats: np.ndarray, *, n_best: int = 5, beam_
                     continue
                 last = torch.tensor([[seq[-1] if seq else vocab.index[BOS]]])
                 logits, h2 = mod.step(last, h)
+                if first is None:
+                    first = time.perf_counter() - start
                 logp = torch.log_softmax(logits[0, -1].float(), dim=-1).numpy().copy()
                 logp[never] = -np.inf
                 if allowed is not None:
@@ -331,6 +342,7 @@ def decode_nbest(model: StoryModel, feats: np.ndarray, *, n_best: int = 5, beam_
                     candidates.append((score + float(logp[t]), seq + [t], h2, t == eos))
             candidates.sort(key=lambda c: _rank(c[0], len(c[1]), length_penalty), reverse=True)
             beams = candidates[:beam_size]
+    add_tokens(len(beams[0][1]), first)
     return [vocab.decode(seq) for _, seq, _, _ in beams[:n_best]]
 
 

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from connote.commands.config import config_option
+from connote.commands.options import json_option, track_option
 
 
 def synth_cmd(
@@ -47,6 +48,8 @@ def synth_cmd(
     send_image: Annotated[bool, typer.Option("--send-image", help="Send the image with the prompt (for chat VLMs "
                                              "such as hf-vlm, which need one; the paper sent text only).")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    json_out: Annotated[bool, json_option()] = False,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> int:
     """Convert image captions to template metaphors with any generation backend and keep those in the template.
@@ -56,19 +59,21 @@ def synth_cmd(
     With --write-batch it writes OpenAI Batch API requests instead; --model openai-batch:OUTPUT.jsonl then reads
     the batch's answers. Without CAPTIONS it runs on the packaged sample and its Batch API output file.
     """
+    from connote.commands.tracking import run_registered
     from connote.vmc import synth_task
 
     synth_task.check_synth_flags(out, batch_size=batch_size, max_new_tokens=max_new_tokens, limit=limit,
                                  requests_per_file=requests_per_file, temperature=temperature, max_failed=max_failed)
-    if captions is None:
-        captions, images, model = synth_task.sample_inputs(out, images, model, write_batch)
-    options = {"images": images, "prompt": prompt or synth_task.SYNTH_PROMPT, "temperature": temperature,
+    options = {"images": str(images) if images is not None else None, "prompt": prompt, "temperature": temperature,
                "max_new_tokens": max_new_tokens, "batch_size": batch_size, "limit": limit, "send_image": send_image,
-               "progress": progress}
+               "max_failed": max_failed}
     if write_batch is not None:
-        task = synth_task.MetaphorSynthTask(captions, **options)
+        if captions is None:
+            captions, images, model = synth_task.sample_inputs(out, images, model, write_batch)
+        task = synth_task.MetaphorSynthTask.from_options(captions, {**options, "images": images}, progress=progress)
         return synth_task.write_batch_requests(task, write_batch, model, requests_per_file)
-    return synth_task.synthesize_and_report(captions, model, out, max_failed, **options)
+    return run_registered("vmc-synth", model=model, out=out, data=captions, seed=None, progress=progress,
+                          track=track, as_json=json_out, data_flag="CAPTIONS", options=options)
 
 
 def register_synth(group: typer.Typer) -> None:

@@ -70,6 +70,7 @@ class SynthOptions:
     batch_size: int = opt(16, "captions per generate call", ge=1)
     limit: int | None = opt(None, "only the first N captions", ge=1)
     send_image: bool = opt(False, "send the image with the prompt (chat VLMs)")
+    max_failed: int = opt(0, "exit 1 when more than this many rows failed (recorded and retried by a rerun)", ge=0)
 
 
 def write_sample(folder: Path) -> Sample:
@@ -100,21 +101,50 @@ class MetaphorSynthTask(Task):
     def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
         return cls(data, **{**options, "prompt": options.get("prompt") or SYNTH_PROMPT}, progress=progress)
 
-    def print_result(self, result: Any, *, as_json: bool = False) -> int:
-        """The counts (as ``connote vmc synth``): kept, dropped and failed captions, and the table written."""
-        import json
+    def extra_results(self, spec: Any) -> dict[str, Any]:
+        """With a Batch API output file as the model: the answers no request of this run takes (counted and named,
+        never used)."""
+        from connote.models.openai_batch import OpenAIBatchAnswers
+        from connote.models.registry import load_model, resolved
 
-        r = result.results
+        checked = resolved(spec)
+        factory = checked.backend.factory()  # the class, or its from_spec
+        answers = getattr(factory, "__self__", factory) is OpenAIBatchAnswers
+        return self.unmatched(load_model(checked)) if answers else {}
+
+    def unmatched(self, answers: Any) -> dict[str, Any]:
+        """The answers of a Batch API output (``OpenAIBatchAnswers``) that no request of this run takes."""
+        unmatched = answers.unmatched(self.request_ids())
+        return {"unmatched_answers": len(unmatched), "unmatched_custom_ids": unmatched[:20]}
+
+    def print_result(self, result: Any, *, as_json: bool = False) -> int:
+        """What ``connote vmc synth`` prints: the counts on stderr (kept, dropped and failed captions by reason, the
+        answers no request took) and the summary as one JSON line (``as_json``: the task's summary); exit 1 when
+        more than ``max_failed`` rows failed."""
+        import json
+        import sys
+
+        r, out = result.results, result.out
+        status = 1 if r["failed"] > self.max_failed else 0
         if as_json:
             super().print_result(result, as_json=True)
-            return 1 if r["failed"] else 0
-        print(json.dumps({"run": str(result.out), "table": str(result.out / "metaphors.json"),
-                          **{k: r[k] for k in ("captions", "kept", "dropped", "failed")}}))
-        return 1 if r["failed"] else 0
+            return status
+        print(f"{r['captions']} caption(s): {r['kept']} kept, {r['dropped']} dropped {r['dropped_by_reason']}, "
+              f"{r['failed']} failed {r['failed_by_reason']}; table {out / 'metaphors.json'}", file=sys.stderr)
+        if r.get("unmatched_answers"):
+            shown = ", ".join(r["unmatched_custom_ids"][:5])
+            print(f"note: {r['unmatched_answers']} answer(s) in the Batch API output match no request of this run "
+                  f"and were not used ({shown}{', ...' if r['unmatched_answers'] > 5 else ''})", file=sys.stderr)
+        summary = {k: r[k] for k in ("captions", "kept", "dropped", "dropped_by_reason", "failed",
+                                     "failed_by_reason", "n_resumed", "n_computed_this_run", "unmatched_answers")
+                   if k in r}
+        print(json.dumps({"run": str(out), "table": str(out / "metaphors.json"), **summary}))
+        return status
 
     def __init__(self, captions: str | Path, *, images: str | Path | None = None, prompt: str = SYNTH_PROMPT,
                  temperature: float = 0.0, max_new_tokens: int = 64, batch_size: int = 16,
-                 limit: int | None = None, send_image: bool = False, progress: bool = True) -> None:
+                 limit: int | None = None, send_image: bool = False, max_failed: int = 0,
+                 progress: bool = True) -> None:
         if temperature < 0:
             raise InputError(f"--temperature must be >= 0, got {temperature}")
         synth_prompt("x", prompt)  # a prompt without {caption} is refused before anything loads
@@ -127,6 +157,7 @@ class MetaphorSynthTask(Task):
             raise InputError("--send-image needs --images (the folder the table's image paths are relative to)")
         self.prompt, self.temperature, self.max_new_tokens = prompt, float(temperature), int(max_new_tokens)
         self.batch_size, self.send_image, self.progress = int(batch_size), bool(send_image), progress
+        self.max_failed = int(max_failed)  # how many failed rows the command's exit status lets pass
 
     def bind(self, model: Any) -> None:
         """The capability and inputs check; a text-only model cannot be sent the image."""
@@ -269,10 +300,8 @@ def synthesize(captions: str | Path, model: str | Any, out: str | Path, **option
     task = MetaphorSynthTask(captions, **options)
     if isinstance(model, str):
         model = load_model(model)
-    extra: dict[str, Any] = {}
-    if isinstance(model, OpenAIBatchAnswers):  # answers no request of this run takes: counted, never used
-        unmatched = model.unmatched(task.request_ids())
-        extra = {"unmatched_answers": len(unmatched), "unmatched_custom_ids": unmatched[:20]}
+    # answers no request of this run takes: counted, never used
+    extra = task.unmatched(model) if isinstance(model, OpenAIBatchAnswers) else {}
     results, _ = task.run(model, out, extra_results=extra)
     return results
 
@@ -338,28 +367,3 @@ def write_batch_requests(task: MetaphorSynthTask, path: Path, model: str | None,
     print(json.dumps({"requests": len(lines), "files": [str(f) for f in files], "model": name,
                       "left_out": len(skipped), "left_out_by_reason": dict(sorted(reasons.items()))}))
     return 0
-
-
-def synthesize_and_report(captions: str | Path, model: str | None, out: Path, max_failed: int,
-                          **options: Any) -> int:
-    """``connote vmc synth``'s run: :func:`synthesize`, the counts on stderr and the summary as one JSON line;
-    returns the exit status (1 when more than ``max_failed`` rows failed)."""
-    import json
-    import sys
-
-    if model is None:
-        raise InputError("--model is needed (a generate backend, e.g. openai:gpt-3.5-turbo, hf-chat:DIR or "
-                         "openai-batch:OUTPUT.jsonl), or --write-batch to write Batch API requests")
-    results = synthesize(captions, model, out, **options)
-    print(f"{results['captions']} caption(s): {results['kept']} kept, {results['dropped']} dropped "
-          f"{results['dropped_by_reason']}, {results['failed']} failed {results['failed_by_reason']}; "
-          f"table {out / 'metaphors.json'}", file=sys.stderr)
-    if results.get("unmatched_answers"):
-        shown = ", ".join(results["unmatched_custom_ids"][:5])
-        print(f"note: {results['unmatched_answers']} answer(s) in the Batch API output match no request of this run "
-              f"and were not used ({shown}{', ...' if results['unmatched_answers'] > 5 else ''})", file=sys.stderr)
-    summary = {k: results[k] for k in ("captions", "kept", "dropped", "dropped_by_reason", "failed",
-                                       "failed_by_reason", "n_resumed", "n_computed_this_run", "unmatched_answers")
-               if k in results}
-    print(json.dumps({"run": str(out), "table": str(out / "metaphors.json"), **summary}))
-    return 1 if results["failed"] > max_failed else 0

@@ -56,31 +56,35 @@ def demo_cmd(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Generator spec (default: the offline "
                                               "retrieval baseline over the sample's training stories).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON.")] = False,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Offline end to end on a tiny sample from packaged photos: write data, generate, score (album protocol)."""
-    from connote.tasks.api import run_task
-    from connote.vist.sample import sample_retrieval_spec, write_sample_vist
-    from connote.vist.task import GenerationSummary, StorytellingTask, load_sequences
+    import contextlib
+
+    from connote.commands.tracking import run_registered
+    from connote.vist.sample import sample_paths
+    from connote.vist.task import StorytellingTask
 
     checks.folder("--out", out)
-    paths = write_sample_vist(out / "sample")
-    spec = model or sample_retrieval_spec(paths)  # the same generator as `vist generate` without data
-    print(f"sample VIST set written to {out / 'sample'}; model {spec}", file=sys.stderr)
-    task = StorytellingTask(load_sequences(paths["template"]), image_dir=paths["images"],
-                            meta={"sequences": str(paths["template"])}, progress=sys.stderr.isatty())
-    summary = GenerationSummary(**task.summary(run_task(task, spec, out)))
-    result, stored, _ = StorytellingTask.score(out, paths["test"], protocol="album")
+    # `vist generate` without data (the one run path: the folder locked, the sample and its retrieval generator);
+    # its summary goes to stderr with the notices, so that stdout holds the scores
+    with contextlib.redirect_stdout(sys.stderr):
+        status = run_registered("vist-storytelling", model=model, out=out, seed=None, progress=sys.stderr.isatty(),
+                                track=track, data_flag="data given")
+    result, stored, _ = StorytellingTask.score(out, sample_paths(out / "sample")["test"], protocol="album")
     print(f"scores stored in {stored} (connote report {out})", file=sys.stderr)
     if as_json:
         _echo_json(result.to_dict())
-        return
-    typer.echo(f"sample data: {out / 'sample'}; stories: {summary.stories_path}")
-    for _, row in read_jsonl(summary.stories_path, what="stories"):
-        typer.echo(f"  {row.get('album_id')}: {row.get('story') or row.get('story_text_normalized') or ''}")
-    typer.echo("album protocol scores (BLEU-1..4, METEOR, ROUGE-L, CIDEr-D; 0-1 scale):")
-    for name, value in result.scores.items():
-        typer.echo(f"  {name:10s} {value:.4f}")
+    else:
+        typer.echo(f"sample data: {out / 'sample'}; stories: {out / 'stories.jsonl'}")
+        for _, row in read_jsonl(out / "stories.jsonl", what="stories"):
+            typer.echo(f"  {row.get('album_id')}: {row.get('story') or row.get('story_text_normalized') or ''}")
+        typer.echo("album protocol scores (BLEU-1..4, METEOR, ROUGE-L, CIDEr-D; 0-1 scale):")
+        for name, value in result.scores.items():
+            typer.echo(f"  {name:10s} {value:.4f}")
+    if status:  # a story that failed (recorded in stories.jsonl; a rerun tries it again)
+        _exit(status)
 
 
 @story_app.command("backends")
