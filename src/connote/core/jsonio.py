@@ -18,7 +18,6 @@ on with replacement characters (the VIST readers report the bad bytes as a probl
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
@@ -268,30 +267,36 @@ def read_json_entries(path: str | Path, *, what: str = "JSON file") -> tuple[Any
             raise fail(pos, f"expected ',' or '{closing}'")
 
 
-@functools.cache
-def _unique_key_loader() -> Any:
-    """PyYAML's safe loader refusing a mapping with one key twice (``yaml.safe_load`` keeps the last silently, as
-    ``json`` does): the same rule as the JSON readers'. Merge keys (``<<``) still override as YAML defines."""
+def _refuse_duplicate_keys(text: str) -> None:
+    """Raise a YAML error at the second occurrence of a key in one mapping (``yaml.safe_load`` keeps the last
+    silently, as ``json`` does): the same rule as the JSON readers'. Read on the composed node graph, which builds
+    no objects; each scalar key is made by PyYAML's safe constructor, so ``1`` and ``0x1`` are one key. Merge keys
+    (``<<``) still override as YAML defines; a key that is itself a list or mapping is left to ``safe_load``, which
+    refuses it."""
     import yaml
 
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    keys = yaml.constructor.SafeConstructor()
+    stack, visited = ([root] if root is not None else []), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:  # an alias shares its anchor's node
+            continue
+        visited.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
+            for key_node, value_node in node.value:
+                stack.extend((key_node, value_node))
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
                     continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.setdefault(key, key_node.start_mark.line + 1)
-                except TypeError:  # an unhashable key: SafeLoader's own error names it
-                    break
-                if first != key_node.start_mark.line + 1:
+                key = keys.construct_object(key_node)
+                if key in seen:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r} in one mapping (first on line {first}; which value is "
+                        None, None, f"duplicate key {key!r} in one mapping (first on line {seen[key]}; which value is "
                         "meant is ambiguous)", key_node.start_mark)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
+                seen[key] = key_node.start_mark.line + 1
 
 
 def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:
@@ -301,7 +306,8 @@ def read_yaml(path: str | Path, *, what: str = "YAML file") -> tuple[Any, str]:
 
     text = read_text(path, what=what)
     try:
-        return yaml.load(text, Loader=_unique_key_loader()), text  # a SafeLoader: no tags build objects
+        _refuse_duplicate_keys(text)
+        return yaml.safe_load(text), text
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
