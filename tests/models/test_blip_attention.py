@@ -72,8 +72,9 @@ def test_rows_of_shared_images_score_as_eager_transformers(tiny_blip_dir, option
     image_of = [i for i, _ in PAIRS]
     rows = [ids[c] for _, c in PAIRS]
     ref = eager_reference(tiny_blip_dir, PAIRS)
-    assert matcher.score_ids(states, image_of, rows, batch=5) == pytest.approx(ref, abs=1e-6)
-    assert matcher.score_ids(per_image, image_of, rows, batch=5) == pytest.approx(ref, abs=1e-6)
+    tol = 5e-6 if grouped else 1e-6  # fp32: SDPA against eager kernels (1.13e-6 seen on an Intel Xeon), as above
+    assert matcher.score_ids(states, image_of, rows, batch=5) == pytest.approx(ref, abs=tol)
+    assert matcher.score_ids(per_image, image_of, rows, batch=5) == pytest.approx(ref, abs=tol)
     assert all(side.groups is None for side in matcher._sides)  # a call leaves no rows behind
 
 
