@@ -19,7 +19,9 @@ downloaded: every model is real size, built from its config with random weights,
   tokens/s, peak memory and the bf16 flip rate against batch 1.
 
 The probe table also gives the input side alone (the engine's own read/decode/resize/normalise path on
-every image of the run) as a share of the engine's wall. Each script section runs in its own process with
+every image of the run) as a share of the engine's wall, and ``cv-probes run`` itself over the same pairs as a
+manifest of JPEG files (files read a chunk ahead, decoded on the GPU, scores stored chunk by chunk) in pairs/s.
+Each script section runs in its own process with
 its own time limit (explain 120 s, train 100 s, generate 150 s), cut to what is left of the whole run's
 ``--budget`` (420 s on a GPU, so the run fits one 8-minute call); the figures are written after every
 section, so a run stopped from outside keeps what it measured.
@@ -235,18 +237,49 @@ def probe_section(args: argparse.Namespace, peak: float | None, log: Any) -> dic
     from probe_throughput import make_pairs
 
     images, captions, pairs = make_pairs(args.images, args.captions_per_image, size=(640, 480), distinct=64)
-    for name in args.models:
-        try:
-            results[name] = probe_one(name, args, peak, images, captions, pairs, log)
-        except Exception as exc:  # one model's failure must not cost the other figures
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-            log(f"probe {name}: failed: {results[name]['error']}")
-            release(args.device)
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        manifest = probe_files(Path(tmp) / "photos", images, captions, pairs)
+        for name in args.models:
+            try:
+                results[name] = probe_one(name, args, peak, images, captions, pairs, log, manifest)
+            except Exception as exc:  # one model's failure must not cost the other figures
+                results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                log(f"probe {name}: failed: {results[name]['error']}")
+                release(args.device)
     return results
 
 
+def probe_files(folder: Path, images: list[Any], captions: list[str], pairs: list[tuple[int, int]]) -> Path:
+    """The pairs as a CV-Probes manifest over the photos written as JPEG files (quality 90), for the figure of
+    ``cv-probes run`` itself: files read ahead, decoded (on the GPU there), scored and stored chunk by chunk."""
+    import csv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, image in enumerate(images):
+        image.save(folder / f"photo{i:05d}.jpg", quality=90)
+    path = folder / "probes.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["item_id", "image", "image_kind", "caption", "caption_kind"])
+        for k, (i, c) in enumerate(pairs):
+            w.writerow([f"pair{k}", f"photo{i:05d}.jpg", "SG", captions[c], "SG" if k % 2 == 0 else "PG"])
+    return path
+
+
+def probe_run(matcher: Any, manifest: Path, args: argparse.Namespace) -> float:
+    """Seconds of ``connote cv-probes run`` over ``manifest`` with the loaded ``matcher`` (its default chunks),
+    store and outputs included."""
+    from connote.cv_probes.task import run_probe
+
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        t = time.perf_counter()
+        run_probe(manifest, out=Path(tmp) / "run", model_obj=matcher, progress=False)
+        synchronize(args.device)
+        return time.perf_counter() - t
+
+
 def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: list[Any], captions: list[str],
-              pairs: list[tuple[int, int]], log: Any) -> dict[str, Any]:
+              pairs: list[tuple[int, int]], log: Any, manifest: Path) -> dict[str, Any]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -296,6 +329,7 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
             matcher._preprocess(images)
         synchronize(device)
         input_s = time.perf_counter() - t
+        run_s = probe_run(matcher, manifest, args)
         sample = pairs[: min(len(pairs), 256)]
         counter = FlopCounterMode(display=False)
         with counter:
@@ -306,6 +340,7 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
                "connote_peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
                "gflops_per_pair": flops_per_pair / 1e9, "plan": matcher.work_plan(),
                "input_s": input_s, "input_share_of_wall": input_s / ours_s,
+               "run_pairs_per_s": len(pairs) / run_s,
                # the same numbers on both sides (up to the dtype's rounding): a speed-up must not change them
                "max_abs_dp": max(abs(float(a) - float(b)) for a, b in zip(naive_p, ours_p)),
                "section_s": time.perf_counter() - t0}
@@ -315,7 +350,8 @@ def probe_one(name: str, args: argparse.Namespace, peak: float | None, images: l
         del matcher
         release(device)
     log(f"probe {name}: naive {row['naive_pairs_per_s']:.1f} pairs/s, connote {row['connote_pairs_per_s']:.1f} "
-        f"pairs/s ({row['speedup']:.1f}x), {row['section_s']:.0f} s")
+        f"pairs/s ({row['speedup']:.1f}x), cv-probes run {row['run_pairs_per_s']:.1f} pairs/s, "
+        f"{row['section_s']:.0f} s")
     return row
 
 
@@ -412,15 +448,18 @@ def table(figures: dict[str, Any]) -> str:
     if figures.get("skipped"):
         lines += [f"Skipped (the run's budget was spent): {', '.join(figures['skipped'])}", ""]
     if "probe" in figures:
-        lines += ["| probe model | params | naive pairs/s | connote pairs/s | ratio | GFLOP/pair | share of bf16 peak |"
-                  " input side / wall | peak GiB | max abs dp |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += ["| probe model | params | naive pairs/s | connote pairs/s | ratio | cv-probes run pairs/s | "
+                  "GFLOP/pair | share of bf16 peak | input side / wall | peak GiB | max abs dp |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, r in figures["probe"].items():
             if "error" in r:
-                lines.append(f"| {name} | error: {r['error']} | | | | | | | | |")
+                lines.append(f"| {name} | error: {r['error']} | | | | | | | | | |")
                 continue
             share = r.get("fraction_of_bf16_peak")
+            run = r.get("run_pairs_per_s")
             lines.append(f"| {name} | {r['params'] / 1e6:.1f}M | {r['naive_pairs_per_s']:.1f} | "
-                         f"{r['connote_pairs_per_s']:.1f} | {r['speedup']:.1f}x | {r['gflops_per_pair']:.1f} | "
+                         f"{r['connote_pairs_per_s']:.1f} | {r['speedup']:.1f}x | "
+                         f"{'' if run is None else f'{run:.1f}'} | {r['gflops_per_pair']:.1f} | "
                          f"{'' if share is None else f'{share:.1%}'} | {r['input_share_of_wall']:.0%} | "
                          f"{gib(r['connote_peak_gib'])} | "
                          f"{r['max_abs_dp']:.1e} |")

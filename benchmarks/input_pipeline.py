@@ -23,6 +23,14 @@ process (its peak RSS is its own):
             seconds (the stand-in's sleeps), wall, and wall / max(input, compute) (goal <= 1.15); the input
             seconds are the faster of two passes after the timed call (the machine's load varies).
 
+``run``     ``connote cv-probes run``'s path over the photos as JPEG files on disk and a manifest (``--chunk`` pairs
+            per stored chunk), with the same stand-in model: ``run-serial`` = the task before it read ahead (each
+            chunk's photos opened and decoded by Pillow one after another on the calling thread, then scored),
+            ``run-ahead`` = the task now (the next chunk's files read on a thread while the model scores this one,
+            JPEGs handed over encoded and decoded by the engine's workers, on the GPU when there is one). Printed:
+            wall of the whole run (store writes included), the stand-in's compute seconds, wall / compute, and the
+            ratio of the two walls.
+
     python benchmarks/input_pipeline.py                            # 256 photos, 8 ms per image (~1 min)
     python benchmarks/input_pipeline.py --images 32 --compute-ms 2 # a quick look
     python benchmarks/input_pipeline.py --processor clip336        # CLIP-L/336's pixels (LLaVA-1.5, hf-vlm)
@@ -208,6 +216,51 @@ def engine_side(args: argparse.Namespace) -> None:
             "wall": wall, "groups": len(groups), "pairs": len(pairs), "peak_rss": peak_rss_bytes()})
 
 
+def write_probe_files(folder: Path, data: list[bytes], captions: int) -> Path:
+    """Each photo as its own JPEG file and a CV-Probes manifest of ``captions`` captions per photo."""
+    import csv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "probes.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["item_id", "image", "image_kind", "caption", "caption_kind"])
+        for i, b in enumerate(data):
+            (folder / f"photo{i:05d}.jpg").write_bytes(b)
+            for c in range(captions):
+                w.writerow([f"p{i}-{c}", f"photo{i:05d}.jpg", "SG", CAPTIONS[c], "SG" if c % 2 == 0 else "PG"])
+    return path
+
+
+def run_side(args: argparse.Namespace) -> None:
+    """One CV-Probes run over files with the stand-in model, the task as it is (``run-ahead``) or as it was."""
+    import tempfile
+
+    from connote.cv_probes import task as probe_task
+    from connote.cv_probes.task import ProbeTask, run_probe
+    from connote.tasks.api import Task
+
+    quiet(args.threads)
+    model = StandIn.build(args.compute_ms / 1000, args.batch, args.image_batch)
+    model.preprocess_workers = args.workers
+    if args.side == "run-serial":  # the task before the read-ahead: no prepare, one thread, Pillow decodes
+        ProbeTask.prepare = Task.prepare
+        probe_task.load_workers = lambda: 1
+        probe_task.takes_encoded_images = lambda m: False
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = write_probe_files(Path(tmp) / "data", photo_bytes(args.images), args.captions)
+        run_probe(write_probe_files(Path(tmp) / "warm", photo_bytes(4), args.captions), out=Path(tmp) / "warm-run",
+                  model_obj=model, progress=False, pairs_per_chunk=args.chunk)  # warm-up
+        model.compute_seconds = 0.0
+        t = time.perf_counter()
+        results = run_probe(manifest, out=Path(tmp) / "run", model_obj=model, progress=False,
+                            pairs_per_chunk=args.chunk)
+        wall = time.perf_counter() - t
+    n = sum(cell["n"] for cell in results["cells"].values()) if "cells" in results else args.images * args.captions
+    report({"side": args.side, "wall": wall, "compute_seconds": model.compute_seconds, "pairs": n,
+            "chunks": -(-args.images * args.captions // args.chunk), "peak_rss": peak_rss_bytes()})
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--images", type=int, default=256, help="photos (the four repeated)")
@@ -220,7 +273,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, default=3, help="timed passes of each input side (the fastest is printed)")
     ap.add_argument("--processor", choices=sorted(PROCESSORS), default="blip",
                     help="whose pixels the input side makes (the engine side always uses BLIP's)")
-    ap.add_argument("--side", choices=["hf", "device", "serial", "pipelined"], help=argparse.SUPPRESS)
+    ap.add_argument("--chunk", type=int, default=64, help="pairs per stored chunk of the run (cv-probes --chunk)")
+    ap.add_argument("--side", choices=["hf", "device", "serial", "pipelined", "run-serial", "run-ahead"],
+                    help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -229,12 +284,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.side in ("hf", "device"):
         input_side(args)
         return 0
+    if args.side in ("run-serial", "run-ahead"):
+        run_side(args)
+        return 0
     if args.side:
         engine_side(args)
         return 0
     me = [str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])]
     load = os.getloadavg()[0]
-    sides = {s: run_worker([*me, "--side", s], s) for s in ("hf", "device", "serial", "pipelined")}
+    sides = {s: run_worker([*me, "--side", s], s)
+             for s in ("hf", "device", "serial", "pipelined", "run-serial", "run-ahead")}
     mib = 2 ** 20
     print(f"input side, {args.images} JPEG photos -> {PROCESSORS[args.processor]}, {os.cpu_count()} cores, "
           f"{sides['hf']['threads']} torch threads, {args.workers} workers, load {load:.1f}:")
@@ -256,6 +315,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['wall']:6.2f} s  wall/max(input, compute) {overlap[s]:.2f}  peak RSS {r['peak_rss'] / mib:6.0f} MiB")
     print(f"  pipelined wall / max(input, compute): {overlap['pipelined']:.2f} (goal <= {OVERLAP_GOAL}); "
           f"serial / pipelined wall: {sides['serial']['wall'] / sides['pipelined']['wall']:.2f}x")
+    ahead = sides["run-ahead"]
+    print(f"cv-probes run over {args.images} JPEG files, {ahead['pairs']} pairs in {ahead['chunks']} chunks of "
+          f"{args.chunk}, stand-in encoder {args.compute_ms:g} ms/image:")
+    for s in ("run-serial", "run-ahead"):
+        r = sides[s]
+        print(f"  {s:10s} wall {r['wall']:6.2f} s  compute {r['compute_seconds']:6.2f} s  wall/compute "
+              f"{r['wall'] / r['compute_seconds']:.2f}  peak RSS {r['peak_rss'] / mib:6.0f} MiB")
+    print(f"  run-serial / run-ahead wall: {sides['run-serial']['wall'] / ahead['wall']:.2f}x")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

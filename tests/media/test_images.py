@@ -238,3 +238,43 @@ def test_server_trickling_its_headers_is_cut_off_at_the_deadline(serve: Callable
 
     # each header line arrives within a socket timeout, but the headers never end
     _assert_cut_off_at_the_deadline(serve, status, lambda k: f"X-Slow-{k}: 1\r\n".encode())
+
+
+def _photo(name: str = "astronaut") -> Image.Image:
+    from skimage import data as skimage_data
+
+    return Image.fromarray(getattr(skimage_data, name)())
+
+
+def test_keep_jpeg_returns_the_bytes_only_where_a_decoder_makes_load_images_pixels(tmp_path: Path) -> None:
+    """``keep_jpeg``: an upright RGB or greyscale JPEG, whole and within max_side, stays encoded, and torchvision's
+    decoder makes exactly the pixels load_image makes of it; every other image is loaded as without the option."""
+    torch = pytest.importorskip("torch")
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    photo = _photo().resize((320, 240))
+    kept = {"rgb.jpg": photo, "grey.jpg": photo.convert("L"), "rgb-progressive.jpg": photo}
+    for name, im in kept.items():
+        im.save(tmp_path / name, "JPEG", quality=88, progressive="progressive" in name)
+    for name in kept:
+        data = load_image(tmp_path / name, keep_jpeg=True)
+        assert isinstance(data, bytes) and data == (tmp_path / name).read_bytes(), name
+        decoded = decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.RGB)
+        assert np.array_equal(decoded.permute(1, 2, 0).numpy(), np.asarray(load_image(tmp_path / name))), name
+
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotated: load_image turns it upright, a decoder would not
+    photo.save(tmp_path / "rotated.jpg", "JPEG", exif=exif.tobytes())
+    photo.convert("CMYK").save(tmp_path / "cmyk.jpg", "JPEG")
+    photo.save(tmp_path / "photo.png")
+    whole = (tmp_path / "rgb.jpg").read_bytes()
+    (tmp_path / "cut.jpg").write_bytes(whole[: len(whole) * 3 // 4])  # truncated: Pillow's error, named
+    photo.resize((DEFAULT_MAX_SIDE + 16, 600)).save(tmp_path / "wide.jpg", "JPEG")  # downscaled on load
+    for name in ("rotated.jpg", "cmyk.jpg", "photo.png", "wide.jpg"):
+        loaded = load_image(tmp_path / name, keep_jpeg=True)
+        assert isinstance(loaded, Image.Image) and loaded.mode == "RGB", name
+        assert np.array_equal(np.asarray(loaded), np.asarray(load_image(tmp_path / name))), name
+    assert load_image(tmp_path / "rotated.jpg", keep_jpeg=True).size == (240, 320)
+    with pytest.raises(ItemError, match="cut.jpg: cannot read image"):
+        load_image(tmp_path / "cut.jpg", keep_jpeg=True)
+    assert isinstance(load_image(tmp_path / "rgb.jpg", keep_jpeg=True, max_bytes=100), Image.Image)

@@ -196,3 +196,41 @@ def test_reusing_out_for_another_model_is_said(tmp_path: Path, capsys) -> None:
     run_probe(path, out=out, model_obj=Other(), progress=True)
     err = capsys.readouterr().err
     assert "held the results of another run" in err and "model recording" in err
+
+
+def test_prepare_runs_one_batch_ahead_on_a_thread_and_a_failure_costs_no_item(tmp_path: Path) -> None:
+    """``prepare``: batch k+1 is prepared on a thread while compute holds batch k (compute waits for it: run
+    serially, the wait would end at the timeout and the test fail); compute gets each batch's result; a batch
+    whose preparation raised, and the items of a failed batch retried one by one, get None and are computed."""
+    import threading
+
+    prepared: dict[str, threading.Event] = {}
+    threads: set[str] = set()
+    calls: list[tuple[list[str], object]] = []
+
+    def prepare(batch):
+        threads.add(threading.current_thread().name)
+        first = batch[0].item_id
+        prepared.setdefault(first, threading.Event()).set()
+        if first == "c":
+            raise OSError("disk went away")
+        return f"ready-{first}"
+
+    def compute(batch, ready):
+        ids = [w.item_id for w in batch]
+        calls.append((ids, ready))
+        following = {"a": "c", "c": "e"}.get(ids[0])
+        if ready is not None and following:
+            assert prepared.setdefault(following, threading.Event()).wait(10), f"{following} not read ahead"
+        if ids == ["e", "f"]:
+            raise RuntimeError("one bad item in the batch")
+        return [{"v": w.payload, "ready": ready} for w in batch]
+
+    items = [WorkItem(x, f"k{x}", k) for k, x in enumerate("abcdef")]
+    out = run_items(tmp_path, {"task": "t"}, items, compute, on_error=lambda w, m: {"v": None, "error": m},
+                    batch_size=2, progress=False, prepare=prepare)
+    assert threads == {"connote-prefetch"}
+    assert calls == [(["a", "b"], "ready-a"), (["c", "d"], None), (["e", "f"], "ready-e"), (["e"], None),
+                     (["f"], None)]
+    assert [r["v"] for r in out.rows] == [0, 1, 2, 3, 4, 5] and out.failed == 0
+    assert [r["ready"] for r in out.rows] == ["ready-a", "ready-a", None, None, None, None]

@@ -78,20 +78,64 @@ def _chunks_by_image(items: Sequence[WorkItem], pairs_per_chunk: int) -> list[li
     return chunks
 
 
-def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_network: bool) -> list[dict]:
-    """Score one chunk. An image that cannot be loaded and a pair the model could not score become
-    per-item errors; a failing model call raises (the runner then retries pair by pair)."""
-    images: list[Any] = []
-    slots: dict[str, int] = {}  # image path -> index in ``images``
-    image_errors: dict[str, str] = {}
-    for it in chunk:
-        if it.image in slots or it.image in image_errors:
-            continue
+#: Threads that read and decode a chunk's images at most (Pillow and the JPEG decoders release the GIL).
+LOAD_WORKERS = 8
+
+
+def load_workers() -> int:
+    """Threads for :func:`load_chunk_images`: one a usable core, at most :data:`LOAD_WORKERS`."""
+    from connote.core.prefetch import usable_cores
+
+    return max(1, min(LOAD_WORKERS, usable_cores()))
+
+
+def takes_encoded_images(model: Any) -> bool:
+    """Whether ``model`` decodes a JPEG's bytes itself (on its GPU when it has one): the matching engine's and
+    a chat VLM's device path (``takes_encoded_images``); every other model gets decoded images."""
+    return bool(getattr(model, "takes_encoded_images", False))
+
+
+def load_chunk_images(chunk: Sequence[ProbeItem], allow_network: bool, *, keep_jpeg: bool = False,
+                      workers: int = 1) -> tuple[list[Any], dict[str, int], dict[str, str]]:
+    """The distinct images of ``chunk``, each loaded once, in first-use order, on ``workers`` threads:
+    ``(images, slot of each image path, error of each image that could not be loaded)``. With ``keep_jpeg``
+    a JPEG the model's decoder reads as Pillow would stays encoded (:func:`~connote.media.images.load_image`)."""
+    refs = list(dict.fromkeys(it.image for it in chunk))
+
+    def one(ref: str) -> tuple[Any, str | None]:
         try:
-            images.append(load_image(it.image, allow_network=allow_network))
-            slots[it.image] = len(images) - 1
+            return load_image(ref, allow_network=allow_network, keep_jpeg=keep_jpeg), None
         except ItemError as exc:
-            image_errors[it.image] = str(exc)
+            return None, str(exc)
+
+    if workers > 1 and len(refs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(refs)), thread_name_prefix="connote-load") as pool:
+            loaded = list(pool.map(one, refs))
+    else:
+        loaded = [one(ref) for ref in refs]
+    images: list[Any] = []
+    slots: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    for ref, (image, error) in zip(refs, loaded):
+        if error is not None:
+            errors[ref] = error
+        else:
+            slots[ref] = len(images)
+            images.append(image)
+    return images, slots, errors
+
+
+def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_network: bool,
+                loaded: tuple[list[Any], dict[str, int], dict[str, str]] | None = None) -> list[dict]:
+    """Score one chunk. An image that cannot be loaded and a pair the model could not score become
+    per-item errors; a failing model call raises (the runner then retries pair by pair). ``loaded`` is the
+    chunk's images from :func:`load_chunk_images` (read ahead by the runner), else they are loaded here."""
+    if loaded is None:
+        loaded = load_chunk_images(chunk, allow_network, keep_jpeg=takes_encoded_images(model),
+                                   workers=load_workers())
+    images, slots, image_errors = loaded
     ok = [it for it in chunk if it.image in slots]
     probs: list[Any] = []
     if ok:
@@ -298,8 +342,14 @@ class ProbeTask(Task):
             return []
         return _chunks_by_image(todo, self.pairs_per_chunk or chunk_pairs(self._model))
 
-    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
-        return score_chunk(model, [w.payload for w in batch], self.captions, self.allow_network)
+    def prepare(self, batch: list[WorkItem]) -> Any:
+        """The chunk's images read and decoded (JPEGs left encoded for a model that decodes them on its device)
+        on a few threads, while the model scores the chunk before."""
+        return load_chunk_images([w.payload for w in batch], self.allow_network,
+                                 keep_jpeg=takes_encoded_images(self._model), workers=load_workers())
+
+    def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
+        return score_chunk(model, [w.payload for w in batch], self.captions, self.allow_network, loaded=ready)
 
     def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
         return _row(item.payload, self.captions, None, message)

@@ -190,14 +190,33 @@ def _downscale(img: Image.Image, max_side: int) -> Image.Image:
 SOURCE_KEY = "connote_source"
 
 
+def _decodes_alike(img: Image.Image, max_side: int | None) -> bool:
+    """Whether a JPEG decoder given the file's bytes makes the pixels :func:`load_image` makes: an RGB or
+    greyscale JPEG (not CMYK, whose conversion differs), upright (no EXIF rotation) and not downscaled."""
+    return (img.format == "JPEG" and img.mode in ("RGB", "L")
+            and (max_side is None or max(img.size) <= max_side)
+            and img.getexif().get(0x0112, 1) == 1)
+
+
+def _whole_jpeg(data: bytes) -> bool:
+    """The bytes end at a JPEG's end-of-image marker (a truncated file, or one with data after the image,
+    is left to Pillow, which reports or skips what a GPU decoder might not)."""
+    return data.rstrip(b"\0")[-2:] == b"\xff\xd9"
+
+
 def load_image(ref: str | Path, *, allow_network: bool = False, timeout: float = 30.0,
                max_side: int | None = DEFAULT_MAX_SIDE, max_pixels: int = DEFAULT_MAX_PIXELS,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> Image.Image:
+               max_bytes: int = DEFAULT_MAX_BYTES, keep_jpeg: bool = False) -> Image.Image | bytes:
     """Load an image as RGB with EXIF orientation applied, its longer side at most ``max_side``.
 
     ``max_side=None`` keeps the full size. Raises ``ItemError`` naming the file (missing, a
     directory, a symlink loop, unreadable, too many pixels, a URL while network is off, a download
     over ``timeout`` seconds or ``max_bytes`` bytes); see the module docstring for the bounds.
+
+    ``keep_jpeg=True`` (for a model that decodes JPEGs itself, on its GPU: :mod:`connote.models.pixels`)
+    returns a JPEG's encoded bytes instead of decoding it, where a decoder makes the same pixels from them
+    (:func:`_decodes_alike`: RGB or greyscale, upright, within ``max_side``, the file whole and at most
+    ``max_bytes``); only the header is read to decide. Every other image is loaded as without it.
     """
     ref = str(ref)
     try:
@@ -229,6 +248,16 @@ def load_image(ref: str | Path, *, allow_network: bool = False, timeout: float =
             if width * height > max_pixels:
                 raise ItemError(f"{ref}: image is {width}x{height} = {width * height:,} pixels, over the "
                                 f"{max_pixels:,}-pixel limit")
+            if keep_jpeg and _decodes_alike(img, max_side):
+                if isinstance(source, io.BytesIO):
+                    data = source.getvalue()
+                elif Path(source).stat().st_size <= max_bytes:
+                    data = Path(source).read_bytes()
+                else:
+                    data = b""
+                if _whole_jpeg(data):
+                    img.close()
+                    return data
             if max_side is not None and img.format == "JPEG" and max(img.size) > max_side:
                 # decode at 1/2, 1/4 or 1/8 scale, never below max_side on the longer side
                 scale = max_side / max(img.size)

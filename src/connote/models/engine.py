@@ -25,15 +25,14 @@ import contextlib
 import functools
 import math
 import os
-import queue
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from PIL import Image
 
+from connote.core.prefetch import prefetch
 from connote.core.registry import require
 from connote.models.memory import halve_on_oom, layer_bytes
 
@@ -208,6 +207,15 @@ class TensorMatcher:
     def pixel_spec(self) -> Any:
         """The model's image transform as a :class:`connote.models.pixels.PixelSpec`; None: only the processor."""
         return None
+
+    @property
+    def takes_encoded_images(self) -> bool:
+        """Whether a task should hand :meth:`match_probability` JPEGs as their encoded bytes
+        (:func:`connote.media.images.load_image` with ``keep_jpeg``): on a GPU with the device path, which decodes
+        a batch of them there in one call. On a CPU a task's threads decode the next chunk's photos while the model
+        works on this one, which overlaps more than decoding each group of them inside the call (measured:
+        ``benchmarks/input_pipeline.py``'s run sides); the device path still takes bytes from any caller."""
+        return self.preprocess == "device" and self.pixel_spec() is not None and self.device.startswith("cuda")
 
     def processor_pixels(self, images: Sequence[Image.Image]) -> Any:
         """Pixels made by the model's own processor (``preprocess=hf``)."""
@@ -536,46 +544,6 @@ class TensorMatcher:
 
 #: Sub-groups whose pixels :meth:`TensorMatcher.match_probability` prepares ahead of the one running.
 PREFETCH_GROUPS = 2
-
-
-def prefetch(items: Sequence[Any], prepare: Any, depth: int = PREFETCH_GROUPS) -> Iterator[tuple[Any, Any]]:
-    """``(item, prepare(item))`` in order, ``prepare`` running on a thread at most ``depth`` items ahead of the
-    consumer. An error in ``prepare`` is raised at its item; a consumer that stops early stops the thread."""
-    if len(items) <= 1 or depth < 1:
-        for item in items:
-            yield item, prepare(item)
-        return
-    ready: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def work() -> None:
-        for item in items:
-            if stop.is_set():
-                return
-            try:
-                result: tuple[bool, Any] = (True, prepare(item))
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-                result = (False, exc)
-            while not stop.is_set():
-                try:
-                    ready.put(result, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if not result[0]:
-                return
-
-    thread = threading.Thread(target=work, name="connote-prefetch", daemon=True)
-    thread.start()
-    try:
-        for item in items:
-            ok, value = ready.get()
-            if not ok:
-                raise value
-            yield item, value
-    finally:
-        stop.set()
-        thread.join()
 
 
 def index_states(states: Any, idx: Any) -> Any:

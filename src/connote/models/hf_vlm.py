@@ -85,6 +85,12 @@ class YesNoVlmMatcher:
                              f"({why}); use preprocess=hf (or auto)")
         self.preprocess = self._auto_preprocess if preprocess == "auto" else preprocess
 
+    @property
+    def takes_encoded_images(self) -> bool:
+        """Whether :meth:`match_probability` takes an image as a JPEG's encoded bytes: on the device path, as
+        :attr:`connote.models.engine.TensorMatcher.takes_encoded_images`."""
+        return self.preprocess == "device" and str(self.device).startswith("cuda")
+
     def _device_spec(self) -> tuple[Any, str]:
         """The pixel spec of the model's image processor where ``preprocess=device`` gives the processor's inputs
         (:func:`~connote.models.pixels.checked_spec` on the pixels; the same token ids from the image token

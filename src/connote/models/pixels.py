@@ -233,7 +233,9 @@ def _map(fn: Any, items: Sequence[Any], workers: int) -> list[Any]:
 
 
 def _usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from connote.core.prefetch import usable_cores
+
+    return usable_cores()
 
 
 def _resize_crop(stack: Any, spec: PixelSpec) -> Any:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from connote.core.errors import ConnoteError
+from connote.core.prefetch import prefetch
 from connote.core.progress import progress_bar
 from connote.runs.distributed import Dist, init_distributed
 from connote.runs.store import RunStore
@@ -96,25 +97,46 @@ def run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[W
               batches: Callable[[list[WorkItem]], list[list[WorkItem]]] | None = None, batch_size: int = 8,
               progress: bool = True, label: str = "items", dist: Dist | None = None,
               log: Callable[[str], None] | None = None,
-              model_memo: tuple[str, Mapping[str, Any]] | None = None) -> RunOutcome:
+              model_memo: tuple[str, Mapping[str, Any]] | None = None,
+              prepare: Callable[[list[WorkItem]], Any] | None = None) -> RunOutcome:
     """Compute every item not already stored with the same fingerprint and content key.
 
     ``compute(batch)`` returns one row (a dict) per item, in order; the runner adds ``item_id``,
     ``item_key`` and ``error`` (None unless the row sets one). ``on_error(item, message)`` builds the
     row of an item that failed. ``description`` is everything that makes the run's numbers (task,
     version, model fingerprint, settings); it is hashed into the run fingerprint.
+
+    ``prepare(batch)``, when given, is the part of a batch's work that needs no model (reading and decoding
+    its files): it runs on a thread one batch ahead, so the next batch's files are read while the model works
+    on this one, and ``compute(batch, ready)`` gets its result. A batch whose preparation raised, and the
+    items of a failed batch retried one by one, get ``ready=None`` (``compute`` then prepares them itself).
     """
+    kwargs = dict(on_error=on_error, batches=batches, batch_size=batch_size, progress=progress, label=label,
+                  log=log, model_memo=model_memo, prepare=prepare)
     if dist is not None:
-        return _run_items(out, description, items, compute, on_error=on_error, batches=batches,
-                          batch_size=batch_size, progress=progress, label=label, dist=dist, log=log,
-                          model_memo=model_memo)
+        return _run_items(out, description, items, compute, dist=dist, **kwargs)
     dist = init_distributed()
     try:  # the process group is closed on every way out: a rank that exits with it open aborts (gloo's threads)
-        return _run_items(out, description, items, compute, on_error=on_error, batches=batches,
-                          batch_size=batch_size, progress=progress, label=label, dist=dist, log=log,
-                          model_memo=model_memo)
+        return _run_items(out, description, items, compute, dist=dist, **kwargs)
     finally:
         dist.close()
+
+
+def _prepared(units: Sequence[list[WorkItem]],
+              prepare: Callable[[list[WorkItem]], Any] | None) -> Iterator[tuple[list[WorkItem], Any]]:
+    """``(unit, what prepare made of it)``, prepared one unit ahead on a thread; None without ``prepare``, or
+    where it raised (the error is the items' to meet when ``compute`` prepares them itself)."""
+    if prepare is None:
+        yield from ((unit, None) for unit in units)
+        return
+
+    def ready(unit: list[WorkItem]) -> Any:
+        try:
+            return prepare(unit)
+        except Exception:  # noqa: BLE001 - compute prepares the unit again and meets the error per item
+            return None
+
+    yield from prefetch(units, ready, depth=1)
 
 
 def _run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[WorkItem],
@@ -122,7 +144,8 @@ def _run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[
                on_error: Callable[[WorkItem, str], dict[str, Any]],
                batches: Callable[[list[WorkItem]], list[list[WorkItem]]] | None, batch_size: int,
                progress: bool, label: str, dist: Dist, log: Callable[[str], None] | None,
-               model_memo: tuple[str, Mapping[str, Any]] | None) -> RunOutcome:
+               model_memo: tuple[str, Mapping[str, Any]] | None,
+               prepare: Callable[[list[WorkItem]], Any] | None = None) -> RunOutcome:
     if log is None:
         def log(msg: str) -> None:
             if progress:
@@ -189,8 +212,10 @@ def _run_items(out: str | Path, description: Mapping[str, Any], items: Sequence[
             print(f"{len(items)} {label}: {resumed} stored, {len(todo)} to compute"
                   + (f", {len(bad)} known bad" if bad else ""), file=sys.stderr, flush=True)
         with progress_bar(n_todo, text, enabled=progress and dist.is_main) as bar:
-            for unit in units:
-                rows = _compute_with_retry(compute, unit, on_error)
+            for unit, ready in _prepared(units, prepare):
+                call = compute if prepare is None else (
+                    lambda batch, unit=unit, ready=ready: compute(batch, ready if batch is unit else None))
+                rows = _compute_with_retry(call, unit, on_error)
                 store.put(fp, [_finish(r, it) for r, it in zip(rows, unit)])
                 bar.advance(len(unit), stored=True)
         elapsed = time.time() - started

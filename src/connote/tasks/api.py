@@ -204,7 +204,17 @@ class Task(ABC):
 
     @abstractmethod
     def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
-        """One row per item of ``batch``; may raise (the runner retries item by item)."""
+        """One row per item of ``batch``; may raise (the runner retries item by item). A task that defines
+        :meth:`prepare` takes a third argument, ``ready``: what it made of the batch, or None (prepare it now)."""
+
+    def prepare(self, batch: list[WorkItem]) -> Any:
+        """The part of ``batch``'s work that needs no model (reading and decoding its files), which the runner
+        runs on a thread one batch ahead of the model (:func:`connote.runs.runner.run_items`); a task that
+        defines it takes the result in :meth:`compute`. The base class prepares nothing."""
+        return None
+
+    def _prepares(self) -> bool:
+        return type(self).prepare is not Task.prepare
 
     @abstractmethod
     def error_row(self, item: WorkItem, message: str) -> dict[str, Any]:
@@ -341,9 +351,13 @@ class Task(ABC):
 
         invariance = None
         with running_in(out), measuring() as meter:  # a model may keep files of its own there (a served engine's log)
-            outcome = run_items(out, description, items, lambda batch: self.compute(model, batch),
+            prepares = self._prepares()
+            outcome = run_items(out, description, items,
+                                (lambda batch, ready: self.compute(model, batch, ready)) if prepares
+                                else (lambda batch: self.compute(model, batch)),
                                 on_error=self.error_row, batches=self._batches, batch_size=self.batch_size,
-                                progress=self.progress, label=self.label, model_memo=memo)
+                                progress=self.progress, label=self.label, model_memo=memo,
+                                prepare=self.prepare if prepares else None)
             speed = speed_block(meter, computed=outcome.computed, resumed=outcome.resumed, seconds=outcome.seconds)
             if self.progress and outcome.is_main and outcome.computed:
                 import sys

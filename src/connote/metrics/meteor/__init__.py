@@ -420,10 +420,9 @@ def _resolve_jobs(n_jobs: int | None, n_items: int) -> int:
     import multiprocessing as mp
 
     if n_jobs is None or n_jobs <= 0:
-        try:
-            n_jobs = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):  # pragma: no cover - macOS / Windows
-            n_jobs = os.cpu_count() or 1
+        from connote.core.prefetch import usable_cores
+
+        n_jobs = usable_cores()
     if n_items < 64 or "fork" not in mp.get_all_start_methods():
         return 1
     return max(1, min(n_jobs, n_items // 32))
