@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["DEPTH", "prefetch", "usable_cores"]
+__all__ = ["DEPTH", "map_threads", "prefetch", "usable_cores"]
 
 #: How many items :func:`prefetch` prepares ahead of the one its consumer holds, unless told.
 DEPTH = 2
@@ -65,3 +65,14 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # macOS, Windows
         return os.cpu_count() or 1
+
+
+def map_threads(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
+    """``[fn(x) for x in items]`` on up to ``workers`` threads (work that releases the GIL: reading and decoding
+    files), in order; on the calling thread when one worker or one item."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(workers, len(items)), thread_name_prefix="connote-load") as pool:
+        return list(pool.map(fn, items))

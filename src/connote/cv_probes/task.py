@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from connote.core.errors import ItemError
+from connote.core.prefetch import map_threads
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.cv_probes.records import CELLS, ProbeItem
-from connote.media.images import image_identity, load_image
+from connote.media.images import image_identity, load_image, load_workers, takes_encoded_images
 from connote.metrics.options import opt
 from connote.metrics.statistics import accuracy_interval  # noqa: F401 (the task's cells use it; kept importable here)
 from connote.runs import write_json
@@ -78,23 +79,6 @@ def _chunks_by_image(items: Sequence[WorkItem], pairs_per_chunk: int) -> list[li
     return chunks
 
 
-#: Threads that read and decode a chunk's images at most (Pillow and the JPEG decoders release the GIL).
-LOAD_WORKERS = 8
-
-
-def load_workers() -> int:
-    """Threads for :func:`load_chunk_images`: one a usable core, at most :data:`LOAD_WORKERS`."""
-    from connote.core.prefetch import usable_cores
-
-    return max(1, min(LOAD_WORKERS, usable_cores()))
-
-
-def takes_encoded_images(model: Any) -> bool:
-    """Whether ``model`` decodes a JPEG's bytes itself (on its GPU when it has one): the matching engine's and
-    a chat VLM's device path (``takes_encoded_images``); every other model gets decoded images."""
-    return bool(getattr(model, "takes_encoded_images", False))
-
-
 def load_chunk_images(chunk: Sequence[ProbeItem], allow_network: bool, *, keep_jpeg: bool = False,
                       workers: int = 1) -> tuple[list[Any], dict[str, int], dict[str, str]]:
     """The distinct images of ``chunk``, each loaded once, in first-use order, on ``workers`` threads:
@@ -108,13 +92,7 @@ def load_chunk_images(chunk: Sequence[ProbeItem], allow_network: bool, *, keep_j
         except ItemError as exc:
             return None, str(exc)
 
-    if workers > 1 and len(refs) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(workers, len(refs)), thread_name_prefix="connote-load") as pool:
-            loaded = list(pool.map(one, refs))
-    else:
-        loaded = [one(ref) for ref in refs]
+    loaded = map_threads(one, refs, workers)
     images: list[Any] = []
     slots: dict[str, int] = {}
     errors: dict[str, str] = {}

@@ -279,6 +279,24 @@ def load_image(ref: str | Path, *, allow_network: bool = False, timeout: float =
         raise ItemError(f"{ref}: cannot read image ({type(exc).__name__}: {exc})") from exc
 
 
+#: Threads that read and decode a batch's images at most (Pillow and the JPEG decoders release the GIL).
+LOAD_WORKERS = 8
+
+
+def load_workers() -> int:
+    """Threads a task reads and decodes a batch's images on: one a usable core, at most :data:`LOAD_WORKERS`."""
+    from connote.core.prefetch import usable_cores
+
+    return max(1, min(LOAD_WORKERS, usable_cores()))
+
+
+def takes_encoded_images(model: Any) -> bool:
+    """Whether a task should hand ``model`` JPEGs encoded (``load_image(keep_jpeg=True)``): the model says so
+    (``takes_encoded_images``: the matching engine and chat VLMs on the device path on a GPU, which decode a
+    batch there in one call); every other model gets decoded images."""
+    return bool(getattr(model, "takes_encoded_images", False))
+
+
 def image_identity(image: str) -> dict[str, Any]:
     """What identifies an image's content: the URL, or the local file's path, size and sha256."""
     if image.startswith(("http://", "https://")):

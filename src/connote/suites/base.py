@@ -22,8 +22,9 @@ from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
 from connote.core.files import resolved
+from connote.core.prefetch import map_threads
 from connote.explain.options import MmshapOptions
-from connote.media.images import image_identity, is_url, load_image
+from connote.media.images import image_identity, is_url, load_image, load_workers, takes_encoded_images
 from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
@@ -129,9 +130,10 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]], title: str | 
 # --------------------------------------------------------------------------------------------- task
 
 
-def _load(path: str, crop: tuple[float, float, float, float] | None, allow_network: bool) -> Any:
+def _load(path: str, crop: tuple[float, float, float, float] | None, allow_network: bool,
+          keep_jpeg: bool = False) -> Any:
     if crop is None:
-        return load_image(path, allow_network=allow_network)
+        return load_image(path, allow_network=allow_network, keep_jpeg=keep_jpeg)
     from connote.media.images import DEFAULT_MAX_SIDE
 
     image = load_image(path, allow_network=allow_network, max_side=None)
@@ -253,22 +255,49 @@ class PairSuiteTask(SuiteRunning, Task):
         return {"item_id": item.item_id, **item.fields, "captions": item.captions, "pairs": item.pairs,
                 "scores": scores, "error": error}
 
-    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+    def bind(self, model: Any) -> None:
+        super().bind(model)
+        self._model = model
+
+    def prepare(self, batch: list[WorkItem]) -> Any:
+        """The batch's images read and decoded on a few threads while the model scores the batch before
+        (JPEGs left encoded for a model that decodes them on its GPU)."""
+        return self._images(batch, takes_encoded_images(getattr(self, "_model", None)))
+
+    def _images(self, batch: list[WorkItem], keep_jpeg: bool) -> tuple[list[Any], dict[tuple[str, Any], int],
+                                                                     dict[str, str]]:
+        """``(images, slot of each (path, crop), error of each item with an image that could not be loaded)``:
+        each distinct image of the batch loaded once, in first-use order, on :func:`load_workers` threads."""
+        refs = list(dict.fromkeys((path, it.crops[k] if it.crops else None)
+                                  for it in (w.payload for w in batch) for k, path in enumerate(it.images)))
+
+        def one(ref: tuple[str, Any]) -> tuple[Any, str | None]:
+            try:
+                return _load(ref[0], ref[1], self.allow_network, keep_jpeg=keep_jpeg), None
+            except ItemError as exc:
+                return None, str(exc)
+
+        loaded = map_threads(one, refs, load_workers())
         images: list[Any] = []
         slots: dict[tuple[str, Any], int] = {}
+        failed: dict[tuple[str, Any], str] = {}
+        for ref, (image, error) in zip(refs, loaded):
+            if error is not None:
+                failed[ref] = error
+            else:
+                slots[ref] = len(images)
+                images.append(image)
         bad: dict[str, str] = {}
         for w in batch:
             it: SuiteItem = w.payload
             for k, path in enumerate(it.images):
-                crop = it.crops[k] if it.crops else None
-                ref = (path, crop)
-                if ref in slots:
-                    continue
-                try:
-                    images.append(_load(path, crop, self.allow_network))
-                    slots[ref] = len(images) - 1
-                except ItemError as exc:
-                    bad[w.item_id] = str(exc)
+                error = failed.get((path, it.crops[k] if it.crops else None))
+                if error is not None:
+                    bad[w.item_id] = error
+        return images, slots, bad
+
+    def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
+        images, slots, bad = ready if ready is not None else self._images(batch, takes_encoded_images(model))
         captions: list[str] = []
         caption_slot: dict[str, int] = {}
         pairs: list[tuple[int, int]] = []
