@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from connote.core.errors import ItemError
-from connote.core.prefetch import map_threads
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.cv_probes.records import CELLS, ProbeItem
-from connote.media.images import image_identity, load_image, load_workers, takes_encoded_images
+from connote.media.images import image_identity, load_distinct, load_image, load_workers, takes_encoded_images
 from connote.metrics.options import opt
 from connote.metrics.statistics import accuracy_interval  # noqa: F401 (the task's cells use it; kept importable here)
 from connote.runs import write_json
@@ -84,25 +82,8 @@ def load_chunk_images(chunk: Sequence[ProbeItem], allow_network: bool, *, keep_j
     """The distinct images of ``chunk``, each loaded once, in first-use order, on ``workers`` threads:
     ``(images, slot of each image path, error of each image that could not be loaded)``. With ``keep_jpeg``
     a JPEG the model's decoder reads as Pillow would stays encoded (:func:`~connote.media.images.load_image`)."""
-    refs = list(dict.fromkeys(it.image for it in chunk))
-
-    def one(ref: str) -> tuple[Any, str | None]:
-        try:
-            return load_image(ref, allow_network=allow_network, keep_jpeg=keep_jpeg), None
-        except ItemError as exc:
-            return None, str(exc)
-
-    loaded = map_threads(one, refs, workers)
-    images: list[Any] = []
-    slots: dict[str, int] = {}
-    errors: dict[str, str] = {}
-    for ref, (image, error) in zip(refs, loaded):
-        if error is not None:
-            errors[ref] = error
-        else:
-            slots[ref] = len(images)
-            images.append(image)
-    return images, slots, errors
+    return load_distinct([it.image for it in chunk],
+                         lambda ref: load_image(ref, allow_network=allow_network, keep_jpeg=keep_jpeg), workers)
 
 
 def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_network: bool,

@@ -30,6 +30,7 @@ import time
 import urllib.error
 import urllib.request
 import warnings
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -288,6 +289,32 @@ def load_workers() -> int:
     from connote.core.prefetch import usable_cores
 
     return max(1, min(LOAD_WORKERS, usable_cores()))
+
+
+def load_distinct(refs: Sequence[Hashable], load: Callable[[Any], Any],
+                  workers: int) -> tuple[list[Any], dict[Any, int], dict[Any, str]]:
+    """Each distinct ref loaded once by ``load`` (on ``workers`` threads), in first-use order:
+    ``(images, slot of each ref loaded, error of each ref whose load raised an ItemError)``."""
+    from connote.core.prefetch import map_threads
+
+    distinct = list(dict.fromkeys(refs))
+
+    def one(ref: Any) -> tuple[Any, str | None]:
+        try:
+            return load(ref), None
+        except ItemError as exc:
+            return None, str(exc)
+
+    images: list[Any] = []
+    slots: dict[Any, int] = {}
+    errors: dict[Any, str] = {}
+    for ref, (image, error) in zip(distinct, map_threads(one, distinct, workers)):
+        if error is not None:
+            errors[ref] = error
+        else:
+            slots[ref] = len(images)
+            images.append(image)
+    return images, slots, errors
 
 
 def takes_encoded_images(model: Any) -> bool:

@@ -22,9 +22,8 @@ from typing import Any, ClassVar
 
 from connote.core.errors import InputError, ItemError
 from connote.core.files import resolved
-from connote.core.prefetch import map_threads
 from connote.explain.options import MmshapOptions
-from connote.media.images import image_identity, is_url, load_image, load_workers, takes_encoded_images
+from connote.media.images import image_identity, is_url, load_distinct, load_image, load_workers, takes_encoded_images
 from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
@@ -268,25 +267,10 @@ class PairSuiteTask(SuiteRunning, Task):
                                                                      dict[str, str]]:
         """``(images, slot of each (path, crop), error of each item with an image that could not be loaded)``:
         each distinct image of the batch loaded once, in first-use order, on :func:`load_workers` threads."""
-        refs = list(dict.fromkeys((path, it.crops[k] if it.crops else None)
-                                  for it in (w.payload for w in batch) for k, path in enumerate(it.images)))
-
-        def one(ref: tuple[str, Any]) -> tuple[Any, str | None]:
-            try:
-                return _load(ref[0], ref[1], self.allow_network, keep_jpeg=keep_jpeg), None
-            except ItemError as exc:
-                return None, str(exc)
-
-        loaded = map_threads(one, refs, load_workers())
-        images: list[Any] = []
-        slots: dict[tuple[str, Any], int] = {}
-        failed: dict[tuple[str, Any], str] = {}
-        for ref, (image, error) in zip(refs, loaded):
-            if error is not None:
-                failed[ref] = error
-            else:
-                slots[ref] = len(images)
-                images.append(image)
+        refs = [(path, it.crops[k] if it.crops else None) for it in (w.payload for w in batch)
+                for k, path in enumerate(it.images)]
+        images, slots, failed = load_distinct(
+            refs, lambda ref: _load(ref[0], ref[1], self.allow_network, keep_jpeg=keep_jpeg), load_workers())
         bad: dict[str, str] = {}
         for w in batch:
             it: SuiteItem = w.payload
