@@ -138,6 +138,7 @@ def to_device(images: Sequence[Any], device: str, workers: int = 1, decode_jpegs
     it is used on any device, which is how the tests drive this path on a CPU). Only JPEGs the GPU decoder reads
     go to it (:func:`gpu_decodable`); a batch it refuses is decoded again photo by photo, and a photo it refuses
     alone is decoded on the CPU (:func:`decode_each`), so that one unusual photo does not fail the batch."""
+    torch = require("torch", "hf")
     cuda = str(device).startswith("cuda")
     out: list[Any] = [None] * len(images)
     if decode_jpegs is None and cuda:
@@ -151,7 +152,7 @@ def to_device(images: Sequence[Any], device: str, workers: int = 1, decode_jpegs
     for k, t in zip(rest, cpu):
         if cuda and t.device.type == "cpu":
             t = t.contiguous().pin_memory().to(device, non_blocking=True)
-        elif str(t.device) != str(device) and not cuda:
+        elif t.device != torch.device(device):  # a tensor given on another device (another GPU's too)
             t = t.to(device)
         out[k] = t
     return out
