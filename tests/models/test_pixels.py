@@ -318,10 +318,12 @@ def test_jpeg_bytes_are_decoded_on_the_gpu_near_the_cpu_decode(photo_files) -> N
     gpu = pixel_batch(data, spec, "cuda").cpu()
     cpu = pixel_batch(data, spec, "cpu")
     assert (gpu - cpu).abs().max().item() <= 0.1  # nvJPEG's IDCT rounds differently from libjpeg's
-    # decoded on the CPU, resized and normalised on the GPU: the processor's pixels within the GPU tolerance
+    # decoded on the CPU, resized and normalised on the GPU: the processor's pixels within the float passes'
+    # tolerance and one level more (CUDA's float arithmetic may round a value at .5 the other way)
     images = opened(photo_files["PNG"])
     ref = processor(images=images, return_tensors="pt")["pixel_values"]
-    assert (pixel_batch(images, spec, "cuda").cpu() - ref).abs().max().item() <= GPU_PIXEL_TOL
+    diff = (pixel_batch(images, spec, "cuda").cpu() - ref).abs()
+    assert diff.max().item() <= GPU_PIXEL_TOL + 0.015 and (diff > PIXEL_TOL).float().mean().item() < 0.01
     # a CMYK JPEG goes to the CPU decoder; the others stay on the GPU
     cmyk = _encoded(images[0].convert("CMYK"), "JPEG", quality=90)
     mixed = to_device([data[0], cmyk, data[1]], "cuda")
