@@ -62,9 +62,18 @@ sys.path.insert(0, str(BENCH))
 
 SECTIONS = ("probe", "explain", "train", "generate")
 PROBE_MODELS = ("blip-base", "blip2", "clip-l")
-#: Dense bf16 tensor-core peak (TFLOP/s) by device name; ``--peak-tflops`` for others.
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0,
-                    "RTX 4090": 165.0, "V100": 125.0}
+#: Dense bf16 tensor-core peak (TFLOP/s) by a part of the device's name (the longest part found wins: "H100 PCIe"
+#: over "H100", "L40S" over "L4"); ``--peak-tflops`` for others. H100/H200 SXM 989, their PCIe/NVL cards less.
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H200 NVL": 835.0, "H100": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0,
+                    "A100": 312.0, "L40S": 362.0, "L40": 181.0, "A10G": 125.0, "L4": 121.0, "RTX 4090": 165.0,
+                    "V100": 125.0}
+
+
+def peak_bf16_tflops(device_name: str) -> float | None:
+    """The dense bf16 peak of a GPU named ``device_name`` (``torch.cuda.get_device_name()``), None when the table
+    has no part of its name (MFU is then left out, not guessed)."""
+    found = [part for part in PEAK_BF16_TFLOPS if part in device_name]
+    return PEAK_BF16_TFLOPS[max(found, key=len)] if found else None
 
 
 class Unavailable(Exception):
@@ -580,8 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     args.deadline = started + args.budget
-    gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device
-    peak = args.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in gpu), None)
+    gpu = torch.cuda.get_device_name(torch.device(args.device)) if args.device.startswith("cuda") else args.device
+    peak = args.peak_tflops or peak_bf16_tflops(gpu)
     figures: dict[str, Any] = {"gpu": gpu, "peak_tflops": peak, "torch": torch.__version__, "smoke": args.smoke,
                                "settings": {k: (str(v) if isinstance(v, Path) else None if v == float("inf") else v)
                                             for k, v in vars(args).items() if k != "deadline"}}

@@ -42,7 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_figures import PEAK_BF16_TFLOPS  # noqa: E402  (one table of GPU peaks for both scripts)
+from gpu_figures import peak_bf16_tflops  # noqa: E402  (one table of GPU peaks for both scripts)
 
 
 def configs(size: str) -> tuple[Any, Any]:
@@ -230,8 +230,7 @@ def main() -> None:
     bf16 = args.bf16 if args.bf16 is not None else args.device.startswith("cuda")
     peak = args.peak_tflops
     if peak is None and args.device.startswith("cuda"):
-        name = torch.cuda.get_device_name()
-        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+        peak = peak_bf16_tflops(torch.cuda.get_device_name(torch.device(args.device)))
 
     def autocast() -> Any:
         return torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=bf16)

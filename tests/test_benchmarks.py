@@ -73,6 +73,16 @@ def test_gpu_benchmark_fails_fast_without_cuda(tmp_path):
     assert not (tmp_path / "figs").exists()
 
 
+def test_gpu_peak_is_looked_up_by_the_longest_part_of_the_device_name():
+    """torch.cuda.get_device_name() as NVIDIA's cards give it: a PCIe or NVL H100 is not taken for an SXM one, and
+    a GPU the table lacks gets no peak (MFU left out, the run goes on), not an error."""
+    peak = _gpu_figures().peak_bf16_tflops
+    assert peak("NVIDIA H100 80GB HBM3") == 989.0 and peak("NVIDIA H200") == 989.0
+    assert peak("NVIDIA H100 PCIe") == 756.0 and peak("NVIDIA H100 NVL") == 835.0
+    assert peak("NVIDIA L40S") == 362.0 and peak("NVIDIA L40") == 181.0 and peak("NVIDIA L4") == 121.0
+    assert peak("NVIDIA A100-SXM4-80GB") == 312.0 and peak("Tesla T4") is None and peak("") is None
+
+
 def test_gpu_benchmark_rejects_bad_arguments(capsys):
     gpu = _gpu_figures()
     with pytest.raises(SystemExit) as exc:

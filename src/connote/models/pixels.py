@@ -8,7 +8,8 @@ BLIP, BLIP-2, FLAVA, CLIP) or given (ALBEF's transform). :func:`pixel_batch` app
 * PIL images and uint8 tensors become uint8 ``(3, H, W)`` tensors on the CPU (no float copy there), go to
   the device from pinned memory with ``non_blocking=True`` when it is a GPU, and are resized there;
 * JPEG bytes are decoded on the GPU (``torchvision.io.decode_jpeg(device=...)``, one batched call) when the
-  model is on CUDA; other encoded images (PNG, WebP, JPEG on a CPU) are decoded on CPU worker threads;
+  model is on CUDA (a JPEG nvJPEG does not read, by its header or by its refusal, is decoded on the CPU instead);
+  other encoded images (PNG, WebP, JPEG on a CPU) are decoded on CPU worker threads;
 * on a GPU photos of the same size are resized together; after the resize (and crop) every photo has the
   model's size, so rescale and normalise run once on the stacked batch, fused into one subtract-divide in
   float32 (as transformers' torchvision processors do), and the result is cast to the model's dtype;
@@ -129,29 +130,114 @@ def to_uint8(image: Any) -> Any:
     return torch.from_numpy(array.copy()).permute(2, 0, 1)
 
 
-def to_device(images: Sequence[Any], device: str, workers: int = 1) -> list[Any]:
+def to_device(images: Sequence[Any], device: str, workers: int = 1, decode_jpegs: Any = None) -> list[Any]:
     """Each image as a uint8 ``(3, H, W)`` tensor on ``device``: JPEG bytes decoded there in one batched call
-    when it is a GPU, everything else made on the CPU (``workers`` threads) and moved from pinned memory."""
+    when it is a GPU, everything else made on the CPU (``workers`` threads) and moved from pinned memory.
+
+    ``decode_jpegs(tensors, device)``: the batched decoder (on CUDA, torchvision's nvJPEG ``decode_jpeg``; given,
+    it is used on any device, which is how the tests drive this path on a CPU). Only JPEGs the GPU decoder reads
+    go to it (:func:`gpu_decodable`); a batch it refuses is decoded again photo by photo, and a photo it refuses
+    alone is decoded on the CPU (:func:`decode_each`), so that one unusual photo does not fail the batch."""
     torch = require("torch", "hf")
     cuda = str(device).startswith("cuda")
     out: list[Any] = [None] * len(images)
-    if cuda:
-        jpeg = [k for k, im in enumerate(images) if _is_jpeg(im)]
-        if jpeg:
-            from torchvision.io import ImageReadMode, decode_jpeg
-
-            data = [torch.frombuffer(bytearray(images[k]), dtype=torch.uint8) for k in jpeg]
-            for k, t in zip(jpeg, decode_jpeg(data, mode=ImageReadMode.RGB, device=device)):
-                out[k] = t
+    if decode_jpegs is None and cuda:
+        decode_jpegs = _nvjpeg
+    if decode_jpegs is not None:
+        jpeg = [k for k, im in enumerate(images) if gpu_decodable(im)]
+        for k, t in zip(jpeg, decode_each([images[k] for k in jpeg], device, decode_jpegs)):
+            out[k] = t  # None: left to the CPU decoder below
     rest = [k for k in range(len(images)) if out[k] is None]
     cpu = _map(to_uint8, [images[k] for k in rest], workers)
     for k, t in zip(rest, cpu):
         if cuda and t.device.type == "cpu":
             t = t.contiguous().pin_memory().to(device, non_blocking=True)
-        elif str(t.device) != str(device) and not cuda:
+        elif t.device != torch.device(device):  # a tensor given on another device (another GPU's too)
             t = t.to(device)
         out[k] = t
     return out
+
+
+def _nvjpeg(tensors: list[Any], device: str) -> list[Any]:
+    """torchvision's batched GPU decoder (nvJPEG): RGB uint8 ``(3, H, W)`` tensors on ``device``."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    return decode_jpeg(tensors, mode=ImageReadMode.RGB, device=device)
+
+
+def decode_each(data: Sequence[Any], device: str, decode_jpegs: Any) -> list[Any]:
+    """``decode_jpegs`` on the JPEG bytes ``data`` as one batch: a tensor per photo, or None for a photo the decoder
+    refused. torchvision's GPU decoder raises for the whole batch when one photo fails (an unreadable header, a
+    chroma subsampling or coding nvJPEG lacks: "This function does not return partial results"), so a refused
+    batch is decoded again one photo at a time (nvJPEG picks its hardware or hybrid decoder per photo either way).
+    Running out of device memory is not a refusal: it is raised."""
+    torch = require("torch", "hf")
+    if not data:
+        return []
+    tensors = [torch.frombuffer(bytearray(d), dtype=torch.uint8) for d in data]
+    try:
+        return list(decode_jpegs(tensors, device))
+    except torch.OutOfMemoryError:
+        raise
+    except RuntimeError as exc:
+        if len(tensors) > 1:
+            _refused(exc, "the batch is decoded again photo by photo")
+        else:
+            _refused(exc, "the photo is decoded on the CPU")
+            return [None]
+    out: list[Any] = []
+    for t in tensors:
+        try:
+            out.append(decode_jpegs([t], device)[0])
+        except torch.OutOfMemoryError:
+            raise
+        except RuntimeError as exc:
+            _refused(exc, "the photo is decoded on the CPU")
+            out.append(None)
+    return out
+
+
+def _refused(exc: BaseException, then: str) -> None:
+    """One warning per kind of refusal (Python's warning filter shows each message once per place)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    warnings.warn(f"the GPU JPEG decoder refused a photo ({first}); {then}", RuntimeWarning, stacklevel=3)
+
+
+#: Start-of-frame markers: the JPEG codings, and those nvJPEG decodes (Huffman baseline, extended, progressive).
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_SOF_GPU = frozenset({0xC0, 0xC1, 0xC2})
+
+
+def gpu_decodable(data: Any) -> bool:
+    """Whether ``data`` is a JPEG the GPU decoder gives RGB for as the CPU decoder does: Huffman-coded (baseline,
+    extended or progressive), 8 bits a sample, 1 or 3 components, read from its frame header. Others go to the CPU
+    decoder: a CMYK or YCCK photo (4 components; nvJPEG converts them only when asked, which torchvision does
+    not), arithmetic or lossless coding, 12-bit samples, or a header that cannot be read (whose error the CPU
+    decoder then gives)."""
+    if not _is_jpeg(data):
+        return False
+    view = memoryview(data).cast("B")
+    pos, end = 2, len(view)
+    while pos + 4 <= end:
+        if view[pos] != 0xFF:
+            return False
+        marker = view[pos + 1]
+        if marker == 0xFF:  # a fill byte before a marker
+            pos += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # markers without a length
+            pos += 2
+            continue
+        length = (view[pos + 2] << 8) | view[pos + 3]
+        if marker in _SOF:
+            if pos + 10 > end:
+                return False
+            precision, components = view[pos + 4], view[pos + 9]
+            return marker in _SOF_GPU and precision == 8 and components in (1, 3)
+        if marker in (0xD9, 0xDA) or length < 2:  # end of image, or scan data before any frame header
+            return False
+        pos += 2 + length
+    return False
 
 
 def pixel_batch(images: Sequence[Any], spec: PixelSpec, device: str, dtype: Any = None,
@@ -238,16 +324,42 @@ def _usable_cores() -> int:
     return usable_cores()
 
 
-def _resize_crop(stack: Any, spec: PixelSpec) -> Any:
-    """uint8 ``(n, 3, h, w)`` photos of one size resized (and centre-cropped) as ``spec`` says."""
+def _resize_crop(stack: Any, spec: PixelSpec, float_passes: bool | None = None) -> Any:
+    """uint8 ``(n, 3, h, w)`` photos of one size resized (and centre-cropped) as ``spec`` says.
+
+    On the CPU torch resizes uint8 photos with its own uint8 kernel (what transformers' processors run). Other
+    devices have none: torchvision resizes them in float32 in one pass, which differed from the processors by up
+    to 10 of 255 levels at sharp edges (the uint8 kernel rounds and clips between its horizontal and its vertical
+    pass; bicubic overshoots there). ``float_passes`` (default: on a device other than the CPU) resizes as that
+    kernel does, in float32: the width, then rounded and clipped to 0..255, then the height (within 2 levels of the
+    processors, tests/models/test_pixels.py)."""
     from torchvision.transforms.v2 import InterpolationMode
     from torchvision.transforms.v2 import functional as F
 
+    torch = require("torch", "hf")
     target = spec.output_size(*stack.shape[-2:])
     if target != tuple(stack.shape[-2:]):
-        stack = F.resize(stack, list(target), interpolation=InterpolationMode[spec.resample],
-                         antialias=spec.antialias)
+        mode = InterpolationMode[spec.resample]
+        if float_passes is None:
+            float_passes = stack.device.type != "cpu"
+        if float_passes and spec.antialias and stack.dtype == torch.uint8 and mode not in (
+                InterpolationMode.NEAREST, InterpolationMode.NEAREST_EXACT):
+            stack = _uint8_passes(F, stack, target, mode, spec.antialias)
+        else:
+            stack = F.resize(stack, list(target), interpolation=mode, antialias=spec.antialias)
     return _center_crop(F, stack, spec.crop) if spec.crop is not None else stack
+
+
+def _uint8_passes(F: Any, stack: Any, target: tuple[int, int], mode: Any, antialias: bool) -> Any:
+    """uint8 photos resized in float32 as torch's uint8 kernel does on a CPU: the horizontal pass, its result
+    rounded and clipped to 0..255, then the vertical pass, rounded and clipped again."""
+    torch = require("torch", "hf")
+    height = stack.shape[-2]
+    out = stack.to(torch.float32)
+    for size in ((height, target[1]), target):  # the width first, then the height
+        if tuple(out.shape[-2:]) != size:
+            out = F.resize(out, list(size), interpolation=mode, antialias=antialias).clamp_(0, 255).round_()
+    return out.to(torch.uint8)
 
 
 def _normalise_(batch: Any, spec: PixelSpec) -> Any:
@@ -271,15 +383,16 @@ def _mean_std(spec: PixelSpec, device: str) -> tuple[Any, Any]:
         return tuple(torch.tensor(v, device=device).view(-1, 1, 1) / scale for v in (spec.mean, spec.std))
 
 
-def _stacked(tensors: Sequence[Any], spec: PixelSpec, dtype: Any) -> Any:
-    """Resize, crop and normalise uint8 ``(3, H, W)`` tensors (on one device), photos of a size together."""
+def _stacked(tensors: Sequence[Any], spec: PixelSpec, dtype: Any, float_passes: bool | None = None) -> Any:
+    """Resize, crop and normalise uint8 ``(3, H, W)`` tensors (on one device), photos of a size together.
+    ``float_passes``: as :func:`_resize_crop` (the GPU's resize, which a test runs on the CPU with True)."""
     torch = require("torch", "hf")
     by_shape: dict[tuple[int, int], list[int]] = {}
     for k, t in enumerate(tensors):
         by_shape.setdefault(tuple(t.shape[-2:]), []).append(k)
     resized: list[Any] = [None] * len(tensors)
     for ks in by_shape.values():
-        for k, t in zip(ks, _resize_crop(torch.stack([tensors[k] for k in ks]), spec)):
+        for k, t in zip(ks, _resize_crop(torch.stack([tensors[k] for k in ks]), spec, float_passes)):
             resized[k] = t
     batch = _normalise_(torch.stack(resized).to(torch.float32), spec)
     return batch if dtype is None or dtype == torch.float32 else batch.to(dtype)
