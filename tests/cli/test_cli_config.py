@@ -113,3 +113,50 @@ def test_config_help_promises_a_resolved_config_only_where_there_is_a_run_folder
     assert "config.yaml" not in helps["score"] and "config.yaml" not in helps["vist stats"]
     assert "The run folder gets the resolved config.yaml." in helps["cv-probes run"]
     assert "The run folder gets the resolved config.yaml." in helps["vist generate"]
+
+
+def _score_files(tmp_path: Path) -> tuple[Path, Path]:
+    hyp, ref = tmp_path / "hyp.json", tmp_path / "refs.json"
+    hyp.write_text(json.dumps({"a": "a dog runs in the park", "b": "a cat sits on a mat", "c": "two men talk"}))
+    ref.write_text(json.dumps({"a": ["a dog runs fast in the park"], "b": ["the cat sits on the mat"],
+                               "c": ["two men are talking", "men talk"]}))
+    return hyp, ref
+
+
+def _scored(argv: list[str], capsys) -> dict:
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    return {"scores": out["scores"], "signatures": out["signatures"]}
+
+
+def test_score_config_takes_a_list_of_metrics_as_the_command_line_takes_a_comma_list(tmp_path, capsys) -> None:
+    """``metrics: [bleu, cider]`` in ``connote score --config`` was refused (one value expected); it now scores
+    what ``--metrics bleu,cider`` scores, and the command line still wins over the file."""
+    hyp, ref = _score_files(tmp_path)
+    cfg = tmp_path / "score.yaml"
+    cfg.write_text(yaml.safe_dump({"hyp": str(hyp), "refs": str(ref), "metrics": ["bleu", "cider"],
+                                   "cider-sigma": 3.0}))
+    from_file = _scored(["score", "--config", str(cfg)], capsys)
+    by_flags = _scored(["score", "--hyp", str(hyp), "--refs", str(ref), "--metrics", "bleu,cider", "--cider-sigma",
+                        "3"], capsys)
+    assert from_file == by_flags and set(from_file["signatures"]) == {"bleu", "cider"}
+    assert set(_scored(["score", "--config", str(cfg), "--metrics", "rouge_l"], capsys)["signatures"]) == {"rouge_l"}
+    cfg.write_text(yaml.safe_dump({"hyp": str(hyp), "refs": str(ref), "metrics": "bleu,cider", "cider-sigma": 3.0}))
+    assert _scored(["score", "--config", str(cfg)], capsys) == by_flags  # the comma text still reads
+
+
+@pytest.mark.parametrize(("metrics", "expected"), [
+    (["bleu", "nosuch"], "key 'metrics', entry 2 ('nosuch'): not a metric; valid metrics: "),
+    (["bleu", 4], "key 'metrics', entry 2 (4): expected one metric name"),
+    (["bleu,cider"], "key 'metrics', entry 1 ('bleu,cider'): expected one metric name"),
+    (["bleu", {"cider": 1}], "key 'metrics', entry 2 ({'cider': 1}): expected one metric name"),
+    ([], "key 'metrics': an empty list names no metric"),
+])
+def test_score_config_bad_metric_entry_is_one_line_naming_file_and_entry(metrics, expected, tmp_path, capsys) -> None:
+    hyp, ref = _score_files(tmp_path)
+    cfg = tmp_path / "score.yaml"
+    cfg.write_text(yaml.safe_dump({"hyp": str(hyp), "refs": str(ref), "metrics": metrics}))
+    assert main(["score", "--config", str(cfg)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: {cfg}: {expected}"), captured.err
+    assert len(captured.err.strip().splitlines()) == 1 and captured.out == ""

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from connote.cli import main
 from connote.commands.tracking import metrics_of
+from tests.report.test_kind_and_study_contract import Writer
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +157,162 @@ def test_every_run_command_takes_track_and_checks_it_before_running(command: str
     assert main([*RUN_COMMANDS[command], "--out", str(out), "--track", "neptune"]) == 2
     assert "--track neptune: expected one of mlflow, wandb, trackio" in capsys.readouterr().err
     assert not out.exists()
+
+
+# ---- the commands that run something besides a registered task: the judges of correlate, the trainings ----
+
+
+class LengthJudge(Writer):
+    """A judge a test adds (``generate``): its answers from the prompt's length, no weights."""
+
+    backend = "track-judge"
+
+    def generate(self, requests):
+        return [self._answer(r.prompt or "") for r in requests]
+
+    @staticmethod
+    def _answer(prompt: str) -> str:
+        if "creativity" in prompt:  # VMC A.7's four criteria, as JSON
+            said = "yes" if len(prompt) % 2 else "no"
+            return json.dumps({k: said for k in ("fluency", "primary_concept_consistency", "consistency",
+                                                 "creativity")})
+        return str(1 + len(prompt) % 5)  # a 1-5 rating
+
+
+@pytest.fixture()
+def length_judge():
+    from connote.models.registry import MODELS, register_model
+
+    register_model(LengthJudge.backend, LengthJudge, capabilities={"generate"}, weights="none")
+    yield LengthJudge.backend
+    MODELS._entries.pop(LengthJudge.backend, None)
+    MODELS._help.pop(LengthJudge.backend, None)
+
+
+def _vmc_labels(folder: Path) -> Path:
+    """A VMC evaluation import (labels.csv, captions.csv) of four captions."""
+    folder.mkdir(parents=True)
+    (folder / "labels.csv").write_text("item_id,rater,criterion,label\n" + "".join(
+        f"v{i}_run,{r},creativity,{(i + (r == 'b')) % 2}\n" for i in range(4) for r in "ab"), encoding="utf-8")
+    (folder / "captions.csv").write_text("item_id,video_id,run,caption\n" + "".join(
+        f"v{i}_run,v{i},run,the car is as fast as {'a cheetah' * (i % 2) or 'a jeep'}\n" for i in range(4)),
+        encoding="utf-8")
+    return folder
+
+
+def _vist_sample(root: Path) -> dict[str, Path]:
+    import numpy as np
+
+    from connote.vist.data import read_official
+    from connote.vist.sample import write_sample_vist
+
+    paths = write_sample_vist(root / "sample")
+    ids = sorted(set(read_official(paths["train"]).images) | set(read_official(paths["test"]).images))
+    paths["features"] = root / "f.npz"
+    np.savez(paths["features"], **{p: np.random.default_rng(0).normal(size=4).astype(np.float32) for p in ids})
+    return paths
+
+
+#: Each command beside the run commands that takes --track: (arguments, the folder it would write), from a root.
+OTHER_COMMANDS = {
+    "vist correlate --judge": lambda t: (
+        ["vist", "correlate", str(_vist_sample(t)["ratings"]), "--stories",
+         str(t / "sample" / "test.story-in-sequence.json"), "--metrics", "none", "--judge", LengthJudge.backend,
+         "--judge-out", str(t / "judges"), "--n-boot", "0"],
+        t / "judges"),
+    "vmc correlate --judge": lambda t: (
+        ["vmc", "correlate", str(_vmc_labels(t / "import")), "--judge", LengthJudge.backend, "--judge-out",
+         str(t / "judges"), "--n-boot", "0"], t / "judges"),
+    "vist train": lambda t: (
+        ["vist", "train", "--sis", str(_vist_sample(t)["train"]), "--features", str(t / "f.npz"), "--steps", "2",
+         "--embed-dim", "8", "--hidden-dim", "8", "--out", str(t / "m")], t / "m"),
+    "vist train-captioner": lambda t: (
+        ["vist", "train-captioner", "--dii", str(t / "dii.json"), "--features", str(t / "f.npz"), "--steps", "2",
+         "--out", str(t / "c")], t / "c"),
+    "vmc train": lambda t: (["vmc", "train", "--config", "paper-git-baseline", "--sample", "--out", str(t / "s")],
+                            t / "s"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(OTHER_COMMANDS))
+def test_the_judges_and_trainings_take_track_and_check_it_before_running(command: str, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    """``--track`` on the commands left without it: the judge runs of ``vist correlate`` / ``vmc correlate`` and
+    the trainings; a tracker that cannot log is refused before anything is written."""
+    args, out = OTHER_COMMANDS[command](tmp_path)
+    assert main([*args, "--track", "neptune"]) == 2
+    err = capsys.readouterr().err
+    assert "--track neptune: expected one of mlflow, wandb, trackio" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["vist correlate", "vmc correlate"])
+def test_correlate_track_without_a_judge_is_refused(command: str, tmp_path: Path, capsys) -> None:
+    args, _ = OTHER_COMMANDS[f"{command} --judge"](tmp_path)
+    cut = args.index("--judge")
+    scores = tmp_path / "scores.json"
+    scores.write_text(json.dumps({"1": {"m": 0.1}}), encoding="utf-8")
+    assert main([*args[:cut], *args[cut + 2:], "--scores", str(scores), "--track", "mlflow"]) == 2
+    assert "--track mlflow logs the judges' runs: give --judge" in capsys.readouterr().err
+
+
+def _mlflow_runs(root: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list]:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"file:{root / 'mlruns'}")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+
+    def runs() -> list:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient()
+        experiment = client.get_experiment_by_name("connote")
+        return [] if experiment is None else client.search_runs([experiment.experiment_id])
+
+    return runs
+
+
+@pytest.mark.parametrize("command", ["vist correlate --judge", "vmc correlate --judge"])
+def test_a_judge_run_inside_correlate_is_logged(command: str, length_judge: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    runs = _mlflow_runs(tmp_path, monkeypatch)
+    args, judges = OTHER_COMMANDS[command](tmp_path)
+    assert main([*args, "--no-progress", "--track", "mlflow"]) == 0, capsys.readouterr().err
+    (folder,) = [p.parent for p in judges.glob("*/results.json")]
+    results = json.loads((folder / "results.json").read_text())
+    (run,) = runs()
+    assert run.data.params["task"] == "judge" and run.data.params["fingerprint"] == results["fingerprint"]
+    assert run.data.metrics == pytest.approx(metrics_of(results))
+    assert any(k.endswith("/n_scored") and v > 0 for k, v in run.data.metrics.items()), run.data.metrics
+
+
+def test_a_training_is_logged_with_its_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    runs = _mlflow_runs(tmp_path, monkeypatch)
+    args, out = OTHER_COMMANDS["vist train"](tmp_path)
+    assert main([*args, "--no-progress", "--track", "mlflow"]) == 0, capsys.readouterr().err
+    summary = json.loads((out / "train.json").read_text())
+    (run,) = runs()
+    assert run.data.params["task"] == "vist-train" and run.data.params["fingerprint"] == summary["fingerprint"]
+    assert run.data.params["config/steps"] == "2"
+    assert run.data.metrics == pytest.approx(metrics_of(summary)) and "final_loss" in run.data.metrics
+    from mlflow.tracking import MlflowClient
+
+    assert "train.json" in {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+
+
+@pytest.mark.slow  # trains the recipe's tiny random GIT on the sample clips
+def test_vmc_train_is_logged_with_its_step_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    pytest.importorskip("accelerate")
+    pytest.importorskip("av")
+    runs = _mlflow_runs(tmp_path, monkeypatch)
+    args, out = OTHER_COMMANDS["vmc train"](tmp_path)
+    assert main([*args, "--max-steps", "2", "--track", "mlflow"]) == 0, capsys.readouterr().err
+    (folder,) = [p.parent for p in out.glob("*/training.json")]
+    summary = json.loads((folder / "training.json").read_text())
+    assert summary["task"] == "vmc-train" and summary["steps"] == 2
+    (run,) = runs()
+    assert run.data.params["fingerprint"] == summary["fingerprint"] and run.data.metrics["steps"] == 2
+    assert run.data.metrics == pytest.approx(metrics_of(summary))
+    from mlflow.tracking import MlflowClient
+
+    files = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"training.json", "train_log.json"} <= files  # the step log as the run's table

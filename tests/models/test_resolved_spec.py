@@ -60,8 +60,8 @@ def test_a_run_checks_its_spec_once_and_describes_the_model_once(tmp_path, clip_
 
 
 def test_a_task_whose_results_read_its_model_shares_the_runs_spec(tmp_path, counted, capsys):
-    """vmc synth records the Batch API answers no request takes (extra_results reads the answers file): through the
-    run's resolved spec, so the spec is still checked once, fresh and resumed."""
+    """vmc synth records the Batch API answers no request takes (model_results reads them from the run's own
+    model): the spec is still checked once, fresh and resumed."""
     for _ in range(2):
         assert main(["vmc", "synth", "--out", str(tmp_path / "synth"), "--max-failed", "1", "--quiet"]) == 0
         assert counted["check_spec"] == 1

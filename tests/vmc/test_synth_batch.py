@@ -412,3 +412,31 @@ def test_vmc_synth_is_an_alias_of_connote_run(tmp_path: Path, capsys: pytest.Cap
     assert synth("--out", str(fresh), "--track", "no-such-tracker") == 2
     assert "--track no-such-tracker: expected one of mlflow, wandb, trackio" in capsys.readouterr().err
     assert not fresh.exists()
+
+
+def test_the_batch_output_is_read_once_per_run_and_its_unmatched_answers_counted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answers model was built twice a run (once to count the answers no request takes, once to answer), so
+    the output file was read twice; the count now comes from the run's own model (``model_results``). A fully
+    resumed run, which builds no model to answer, reads it once for the count; ``synthesize`` is the same path."""
+    import connote.models.openai_batch as batch
+    from connote.vmc.synth_task import synthesize
+
+    reads: list[list[str]] = []
+    real = batch.read_output
+    monkeypatch.setattr(batch, "read_output", lambda files: reads.append([p.name for p in files]) or real(files))
+    table, images = write_table(tmp_path)
+    answered = [ok(cid(r), f"The {r} is as calm as a lake.") for r in ("r1", "r2", "r3", "r4", "r5")]
+    output = write_lines(tmp_path / "out.jsonl", [*answered, ok("stray#0123456789ab", "The moon is as pale as milk.")])
+    args = [str(table), "--images", str(images), "--model", f"openai-batch:{output}", "--max-failed", "9"]
+    run = tmp_path / "run"
+    for computed in (5, 0):  # the first run answers every row with an image, the second resumes them all
+        reads.clear()
+        assert synth(*args, "--out", str(run)) == 0
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert reads == [["out.jsonl"]], reads
+        assert summary["n_computed_this_run"] == computed and summary["unmatched_answers"] == 1, summary
+        assert json.loads((run / "results.json").read_text())["unmatched_custom_ids"] == ["stray#0123456789ab"]
+    reads.clear()
+    results = synthesize(table, f"openai-batch:{output}", tmp_path / "api", images=images, progress=False)
+    assert reads == [["out.jsonl"]] and results["unmatched_custom_ids"] == ["stray#0123456789ab"]

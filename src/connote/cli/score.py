@@ -30,7 +30,8 @@ def register(app: typer.Typer) -> None:
         hyp: Optional[Path] = typer.Option(None, "--hyp", help='Predictions JSON: {"id": "text"} or {"id": ["text"]}.'),
         ref: Optional[Path] = typer.Option(None, "--refs", help='References JSON: {"id": ["ref1", "ref2", ...]}.'),
         metrics: str = typer.Option("bleu,meteor,rouge_l,cider", "--metrics",
-                                    help="Comma-separated: " + ", ".join(METRICS.names()) + "."),
+                                    help="Comma-separated (in --config also a list): " + ", ".join(METRICS.names())
+                                    + "."),
         tokenize: str = typer.Option("none", "--tokenize",
                                      help="none (text already tokenized) or ptb (pycocoevalcap's PTB step)."),
         per_item: bool = typer.Option(False, "--per-item", help="Also report every item's scores."),
@@ -39,7 +40,7 @@ def register(app: typer.Typer) -> None:
                                          help="Delete connote's metric caches (METEOR paraphrase index, WordNet "
                                               "tables; rebuilt on next use) and say what was freed; with no --hyp/"
                                               "--refs, only that."),
-        config: Annotated[Optional[Path], config_option()] = None,
+        config: Annotated[Optional[Path], _config_option()] = None,
         metric_settings: Optional[dict] = None,
     ) -> None:
         """Score predictions against references: BLEU-1..4, METEOR, ROUGE-L, CIDEr-D (pycocoevalcap's numbers)."""
@@ -57,6 +58,14 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write("\n")
             return
         print_scores(result, per_item=per_item)
+
+
+def _config_option() -> Any:
+    """``--config``: the file's ``metrics`` may be a list of metric names, as ``--metrics`` is a comma-separated one."""
+    from connote.commands.config import CommaList
+    from connote.metrics.registry import METRICS
+
+    return config_option(lists={"metrics": CommaList("metric", METRICS.names)})
 
 
 def _clear_caches() -> None:

@@ -7,9 +7,12 @@ given on the command line wins over the file and the file wins over the built-in
 Keys are the names shown by ``--help``: an option's long name without the leading dashes (``batch-size``,
 ``out``, ``json``; for an on/off pair the positive name, ``progress``), or an argument's name as shown
 in the usage line (``sequences``); dashes and underscores are interchangeable (``batch_size``). A ``null``
-value means "the built-in default". An unknown key stops the command with exit status 2, naming the
-file, the key and the valid keys; so does YAML that does not parse (with its line) or that is not a
-mapping.
+value means "the built-in default". An option that takes a comma-separated list on the command line and that the
+command's ``--config`` names in ``lists`` (``connote score --metrics bleu,cider``) takes a YAML list too
+(``metrics: [bleu, cider]``): each entry must be one name (of those :class:`CommaList` knows), else the command
+stops with exit status 2 naming the file, the key and the entry. An unknown key stops the command with exit
+status 2, naming the file, the key and the valid keys; so does YAML that does not parse (with its line) or that is
+not a mapping.
 
 Commands with a run folder (``run_folder="out"``) write the **resolved config** into it as
 ``config.yaml`` when the command ends without an error: every value the command ran with, after the
@@ -20,6 +23,7 @@ the same settings (and so the same run fingerprint).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +38,38 @@ _HELP = ("YAML file of option values (keys: this help's option names without '--
 _HELP_RUN_FOLDER = " The run folder gets the resolved config.yaml."
 
 
-def config_option(run_folder: str | None = None) -> Any:
+class CommaList:
+    """What a config file may give for an option that takes a comma-separated list of ``what`` (names from
+    ``names``, when given): the command line's text, or a YAML list whose entries :meth:`joined` checks."""
+
+    def __init__(self, what: str, names: Callable[[], Iterable[str]] | None = None) -> None:
+        self.what, self.names = what, names
+
+    def joined(self, entries: list[Any] | tuple[Any, ...], *, key: str, path: Path) -> str:
+        """The entries of a config file's list as the command line's text (``a,b``)."""
+        valid = None if self.names is None else list(self.names())
+        for k, entry in enumerate(entries, start=1):
+            where = f"key {key!r}, entry {k} ({entry!r})"
+            if not isinstance(entry, str) or not entry.strip() or "," in entry:
+                raise InputError(f"{where}: expected one {self.what} name", path=path)
+            if valid is not None and entry.strip() not in valid:
+                raise InputError(f"{where}: not a {self.what}; valid {self.what}s: {', '.join(valid)}", path=path)
+        if not entries:
+            raise InputError(f"key {key!r}: an empty list names no {self.what}", path=path)
+        return ",".join(e.strip() for e in entries)
+
+
+def config_option(run_folder: str | None = None, lists: dict[str, CommaList] | None = None) -> Any:
     """The ``--config`` option of a run command: ``config: Annotated[Path | None, config_option()] = None``.
 
     ``run_folder``: the parameter holding the command's run folder, where ``config.yaml`` (the resolved
-    config) is written after a successful run; ``None`` for commands without a run folder.
+    config) is written after a successful run; ``None`` for commands without a run folder. ``lists``: parameter
+    name -> :class:`CommaList`, the comma-separated options a file may give as a YAML list.
     """
     def callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
         keys = _keys(ctx.command)
         if value is not None:
-            values = read_config(Path(value), keys)
+            values = read_config(Path(value), keys, lists)
             ctx.default_map = {**(ctx.default_map or {}), **values}
         if run_folder is not None:
             ctx.with_resource(_ResolvedConfigWriter(ctx, run_folder, param.name or "config"))
@@ -80,8 +106,9 @@ def _keys(command: Any) -> dict[str, Any]:
     return keys
 
 
-def read_config(path: Path, keys: dict[str, Any]) -> dict[str, Any]:
-    """Read ``path`` (a YAML mapping) into ``{parameter name: value}``; bad files and keys raise InputError."""
+def read_config(path: Path, keys: dict[str, Any], lists: dict[str, CommaList] | None = None) -> dict[str, Any]:
+    """Read ``path`` (a YAML mapping) into ``{parameter name: value}``; bad files and keys raise InputError.
+    ``lists``: the comma-separated options (by parameter name) whose value may be a YAML list."""
     from connote.core.jsonio import read_yaml
 
     data, _ = read_yaml(path, what="config file")
@@ -107,6 +134,8 @@ def read_config(path: Path, keys: dict[str, Any]) -> dict[str, Any]:
             raise InputError(f"key {key!r}: expected a value or a list, got a mapping", path=path)
         if getattr(param, "multiple", False) or param.nargs != 1:
             value = list(value) if isinstance(value, (list, tuple)) else [value]
+        elif param.name in (lists or {}) and isinstance(value, (list, tuple)):
+            value = (lists or {})[param.name].joined(value, key=str(key), path=path)
         elif isinstance(value, (list, tuple)):  # the file's error, not a usage error of a command line
             raise InputError(f"key {key!r}: expected one value, got a list of {len(value)}", path=path)
         values[param.name or str(key)] = value

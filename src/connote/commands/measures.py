@@ -30,10 +30,24 @@ class JudgeScores(NamedTuple):
     unjudged: dict[str, str]
 
 
+def require_judge_tracker(track: str | None, judge: Sequence[str] | None) -> None:
+    """``--track`` of a correlate command, checked before anything runs: a known tracker that is installed, and a
+    judge whose runs it logs (the metrics' scores are no run)."""
+    from connote.commands.tracking import require_tracker
+    from connote.core.errors import InputError
+
+    require_tracker(track)
+    if track and not judge:
+        raise InputError(f"--track {track} logs the judges' runs: give --judge")
+
+
 def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Sequence[str], *, out: Path,
-                 image_dir: Path | None, temperature: float, seed: int | None, progress: bool) -> JudgeScores:
+                 image_dir: Path | None, temperature: float, seed: int | None, progress: bool,
+                 track: str | None = None) -> JudgeScores:
     """Run each judge (a generation backend spec) with the rubrics; per-item scores, a signature each, and the
-    judges with no score at all (n = 0: every call failed or no answer could be read), each with why."""
+    judges with no score at all (n = 0: every call failed or no answer could be read), each with why. Each judge's
+    finished run folder is logged to ``track`` (as ``connote run --track`` logs a run)."""
+    from connote.commands.tracking import log_run
     from connote.models.registry import load_model
     from connote.runs.store import fingerprint
     from connote.tasks.judge import rubrics_from, run_judges
@@ -47,6 +61,7 @@ def judge_scores(specs: Sequence[str], items: list[Any], rubrics: str, kinds: Se
         folder = out / fingerprint({"judge": spec})[:12]
         per, summary = run_judges(model, items, chosen, folder, image_dir=image_dir, temperature=temperature,
                                   seed=seed, progress=progress)
+        log_run(folder, track)
         for item, row in per.items():
             scores.setdefault(item, {}).update(row)
         for name, sig in summary["signatures"].items():

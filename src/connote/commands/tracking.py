@@ -37,16 +37,16 @@ def require_tracker(name: str | None) -> None:
         raise InputError(f"--track {name} needs the {TRACKERS[name]} package: pip install 'connote[track]'")
 
 
-def read_results(folder: str | Path) -> tuple[Path, dict[str, Any]]:
-    """The results file of a run folder and its content."""
+def read_results(folder: str | Path, name: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """The results file of a run folder (or the file ``name`` in it: a training's ``train.json``) and its content."""
     from connote.runs.store import RESULTS_FILES, results_path
 
-    path = results_path(folder)
+    path = Path(folder) / name if name else results_path(folder)
     if path.is_file():
         data = read_json(path, what="results file")
         if isinstance(data, dict):
             return path, data
-    raise InputError(f"not a run folder: no {', '.join(RESULTS_FILES)}", path=folder)
+    raise InputError(f"not a run folder: no {name or ', '.join(RESULTS_FILES)}", path=folder)
 
 
 def metrics_of(results: dict[str, Any], prefix: str = "") -> dict[str, float]:
@@ -101,13 +101,25 @@ def _report_files(folder: Path, tmp: Path) -> list[Path]:
     return files
 
 
-def log_run(folder: str | Path, tracker: str | None, *, project: str = "connote") -> str | None:
-    """Log the run folder to ``tracker``; returns the tracker's run id (None without a tracker)."""
+def training_summary(task: str, config: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """The head of a training's ``train.json``: its name, the fingerprint of its config (the tracked run's name),
+    the config, versions and seed (:func:`connote.runs.run_metadata`)."""
+    from connote.runs import run_metadata
+    from connote.runs.store import fingerprint
+
+    return {"task": task, "fingerprint": fingerprint(config), **run_metadata(config, seed=seed)}
+
+
+def log_run(folder: str | Path, tracker: str | None, *, project: str = "connote",
+            results_file: str | None = None) -> str | None:
+    """Log the run folder to ``tracker``; returns the tracker's run id (None without a tracker). A training's
+    folder names its summary (``results_file="train.json"``): its config, numbers and ``*.jsonl`` logs are logged
+    as a run's."""
     if not tracker:
         return None
     require_tracker(tracker)
     folder = Path(folder)
-    path, results = read_results(folder)
+    path, results = read_results(folder, results_file)
     name = f"{results.get('task')}-{results.get('fingerprint')}"
     with tempfile.TemporaryDirectory() as tmp:
         files = [path, *sorted(folder.glob("*.png")), *_report_files(folder, Path(tmp))]

@@ -279,6 +279,12 @@ class Task(ABC):
         text as given), the one the model is built from."""
         return {}
 
+    def model_results(self, model: Any) -> dict[str, Any]:
+        """What the results file records of the run's own model (default: nothing), asked once the items are
+        done; ``model`` is the model the run computed with (a :class:`~connote.models.lazy.LazyModel` may be
+        unbuilt: every row was resumed)."""
+        return {}
+
     def print_result(self, result: RunResult, *, as_json: bool = False) -> int:
         """Print what the run command shows (``as_json``: :meth:`summary` as JSON; else the rendered results and
         the run folder) and return the command's exit status (0; a task may return 1 when items failed)."""
@@ -388,7 +394,7 @@ class Task(ABC):
             "seconds_this_run": round(outcome.seconds, 3), "speed": speed, "world_size": outcome.world,
             "code": code_digests(self, _backend_name(description["model"])),
             **({"n_set_aside": outcome.set_aside} if outcome.set_aside else {}),
-            **(extra_results or {}),
+            **(extra_results or {}), **self.model_results(model),
             **run_metadata(self.config(), seed=seed),
         })
         self._say_if_replacing(results_path(out, self.results_file), outcome.fingerprint)  # an older run.json too

@@ -200,7 +200,7 @@ def metric_scores(human: Mapping[str, Any], *, scores: Path | None, stories: Pat
 def story_measures(auto: dict[str, dict[str, float]], vf: Any, human: Mapping[str, Any], prefs: list[Any] | None,
                    *, story_metrics: str, metric_options: Mapping[str, Any], judge: list[str] | None, rubric: str,
                    judge_out: Path, temperature: float, judge_seed: int | None,
-                   progress: bool) -> tuple[dict[str, str], dict[str, str]]:
+                   progress: bool, track: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Add the reference-free story metrics' and the judges' scores of the rated stories to ``auto``; returns
     (signatures, the judges that judged nothing with why)."""
     from connote.commands import measures
@@ -227,7 +227,8 @@ def story_measures(auto: dict[str, dict[str, float]], vf: Any, human: Mapping[st
         per, sigs, unjudged = measures.judge_scores(
             judge, items, rubric or ("pairwise" if prefs is not None else "share"),
             ("story-pair",) if prefs is not None else ("story",), out=judge_out,
-            image_dir=metric_options.get("images"), temperature=temperature, seed=judge_seed, progress=progress)
+            image_dir=metric_options.get("images"), temperature=temperature, seed=judge_seed, progress=progress,
+            track=track)
         signatures.update(sigs)
         for sid, row in per.items():
             auto.setdefault(sid, {}).update(row)
@@ -260,13 +261,16 @@ def correlate_ratings(ratings: Path, *, scores: Path | None = None, stories: Pat
                       ci_method: str = "percentile", progress: bool = True, story_metrics: str = "",
                       metric_options: Mapping[str, Any] | None = None, judge: list[str] | None = None,
                       rubric: str = "", judge_out: Path = Path("judges"), temperature: float = 0.0,
-                      judge_seed: int | None = None, paired: bool = False) -> Correlation:
+                      judge_seed: int | None = None, paired: bool = False, track: str | None = None) -> Correlation:
     """The correlation study of ``connote vist correlate``: the automatic measures of the rated stories (from
     ``scores``, or computed from ``stories`` with ``metrics``, ``story_metrics`` and ``judge``) against the
-    mean human rating (or the pairwise preferences): Pearson, Spearman and Kendall with bootstrap intervals."""
+    mean human rating (or the pairwise preferences): Pearson, Spearman and Kendall with bootstrap intervals. The
+    judges' runs are logged to ``track``."""
+    from connote.commands.measures import require_judge_tracker
     from connote.core.progress import progress_bar
     from connote.metrics.correlation import correlate, pairwise_agreement, pairwise_dataset
 
+    require_judge_tracker(track, judge)
     check_study_settings(scores, stories, n_boot, ci_method)
     kind, prefs, human = read_human(ratings)
     auto, vf = metric_scores(human, scores=scores, stories=stories, metrics=metrics, progress=progress,
@@ -276,7 +280,8 @@ def correlate_ratings(ratings: Path, *, scores: Path | None = None, stories: Pat
     if story_metrics or judge:
         signatures, unjudged = story_measures(
             auto, vf, human, prefs, story_metrics=story_metrics, metric_options=metric_options or {}, judge=judge,
-            rubric=rubric, judge_out=judge_out, temperature=temperature, judge_seed=judge_seed, progress=progress)
+            rubric=rubric, judge_out=judge_out, temperature=temperature, judge_seed=judge_seed, progress=progress,
+            track=track)
     agreement = None
     if prefs is not None:
         human, auto = pairwise_dataset(prefs, auto)

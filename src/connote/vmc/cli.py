@@ -9,7 +9,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -155,17 +155,24 @@ def train_cmd(
     sample: Annotated[bool, typer.Option("--sample", help="Run the recipe offline on the packaged sample with tiny "
                                          "random models (a smoke run of its pipeline: data layout, stages, the "
                                          "checkpoint; the weights mean nothing).")] = False,
+    track: Annotated[Optional[str], track_option()] = None,
 ) -> int:
     """Train GIT-LLaVA / GIT-LLaVA-X (stage 1: projector on still images; stage 2: VMC videos) or the GIT baseline.
 
     Multi-GPU / multi-node: ``accelerate launch -m connote.vmc.train --config c.yaml`` or
     ``torchrun --nproc_per_node N -m connote.vmc.train --config c.yaml``.
+
+    The output folder gets ``training.json`` (the config, the steps, the losses), which ``--track`` logs with the
+    step log ``train_log.jsonl`` as its table.
     """
+    from connote.commands.tracking import log_run, require_tracker
     from connote.media.embedded import quiet_transformers
+    from connote.runs.distributed import launched_rank
     from connote.vmc.train.config import find_config, load_config
     from connote.vmc.train.loop import train
 
     quiet_transformers()  # the loop prints its steps; transformers' load/save bars and warnings only add noise
+    require_tracker(track)
     if max_steps is not None:
         checks.at_least("--max-steps", max_steps, 1)
     path = find_config(config)
@@ -183,9 +190,29 @@ def train_cmd(
             overrides.setdefault("train", {})["max_steps"] = max_steps
         cfg = load_config(path, overrides)
     result = train(cfg)
+    if launched_rank() == 0:
+        _write_train_summary(cfg, result)
+        log_run(cfg.output_dir, track, results_file=TRAINING_SUMMARY)
     print(json.dumps({"final": result.final_dir, "steps": result.steps, "best_val_loss": result.best_val_loss,
                       "stopped_early": result.stopped_early, **({"sample": True} if sample else {})}))
     return 0
+
+
+#: What ``vmc train`` writes beside the model: the training's summary (what ``--track`` logs).
+TRAINING_SUMMARY = "training.json"
+
+
+def _write_train_summary(cfg: Any, result: Any) -> None:
+    """``OUTPUT_DIR/training.json``: the resolved config, versions and seed (as ``vist train`` writes them in its
+    ``train.json``, a name VMC's release gives its LLaVA split files), the steps, the best validation loss and the
+    last training loss of this run."""
+    from connote.commands.tracking import training_summary
+    from connote.runs import write_json
+
+    write_json(Path(cfg.output_dir) / TRAINING_SUMMARY, {
+        **training_summary("vmc-train", cfg.to_dict(), cfg.train.seed), "final": result.final_dir,
+        "steps": result.steps, "best_val_loss": result.best_val_loss, "stopped_early": result.stopped_early,
+        "final_loss": result.losses[-1] if result.losses else None})
 
 
 def agreement_cmd(
@@ -259,6 +286,7 @@ def correlate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
     save: SaveTo = None,
+    track: Annotated[Optional[str], track_option()] = None,
 ) -> None:
     """Which metric or judge agrees with the VMC evaluation study's annotators? Per criterion: Pearson, Spearman
     and Kendall of each metric with the share of annotators saying yes, with bootstrap intervals."""
@@ -268,7 +296,7 @@ def correlate_cmd(
 
     found = correlate_labels(labels, scores=scores, judge=judge, videos=videos, judge_out=judge_out,
                              temperature=temperature, judge_seed=judge_seed, criteria=criteria, n_boot=n_boot,
-                             seed=seed, paired=paired, progress=progress)
+                             seed=seed, paired=paired, progress=progress, track=track)
     if save is not None:
         written = save_correlation(save, ratings=labels, kind="vmc-labels", criteria=found.criteria,
                                    scores=found.auto, signatures=found.signatures,

@@ -49,7 +49,7 @@ def read_vmc_labels(path: str | Path) -> dict[str, dict[str, list[float]]]:
 
 
 def judge_caption_scores(labels: Path, judge: list[str], *, videos: Path | None, judge_out: Path,
-                         temperature: float, judge_seed: int | None, progress: bool) -> Any:
+                         temperature: float, judge_seed: int | None, progress: bool, track: str | None = None) -> Any:
     """Each judge's scores of the study's captions under VMC A.7's four criteria (``captions.csv`` beside
     ``labels.csv``; the videos' frames when ``videos`` is given): :class:`connote.commands.measures.JudgeScores`."""
     from connote.commands.measures import judge_scores
@@ -70,7 +70,7 @@ def judge_caption_scores(labels: Path, judge: list[str], *, videos: Path | None,
     items = [JudgeInput(r["item_id"], r["caption"], None, (), str(files[r["video_id"]])
                         if r["video_id"] in files else None) for r in caps if r.get("item_id")]
     return judge_scores(judge, items, "vmc-a7", ("caption",), out=judge_out, image_dir=None, temperature=temperature,
-                        seed=judge_seed, progress=progress)
+                        seed=judge_seed, progress=progress, track=track)
 
 
 @dataclass
@@ -87,11 +87,14 @@ class LabelCorrelation:
 def correlate_labels(labels: Path, *, scores: Path | None = None, judge: list[str] | None = None,
                      videos: Path | None = None, judge_out: Path = Path("judges"), temperature: float = 0.0,
                      judge_seed: int | None = None, criteria: str = "", n_boot: int = 1000, seed: int = 0,
-                     paired: bool = False, progress: bool = True) -> LabelCorrelation:
+                     paired: bool = False, progress: bool = True, track: str | None = None) -> LabelCorrelation:
     """``connote vmc correlate``: per criterion of the VMC evaluation study, Pearson, Spearman and Kendall of each
-    metric (``scores``) or judge with the share of annotators saying yes, with bootstrap intervals."""
+    metric (``scores``) or judge with the share of annotators saying yes, with bootstrap intervals. The judges' runs
+    are logged to ``track``."""
+    from connote.commands.measures import require_judge_tracker
     from connote.metrics.correlation import correlate, paired_tests, read_metric_scores
 
+    require_judge_tracker(track, judge)
     by_criterion = read_vmc_labels(labels)
     wanted = [c.strip() for c in criteria.split(",") if c.strip()] or sorted(by_criterion)
     missing = [c for c in wanted if c not in by_criterion]
@@ -104,7 +107,7 @@ def correlate_labels(labels: Path, *, scores: Path | None = None, judge: list[st
     if judge:
         per, signatures, unjudged = judge_caption_scores(labels, judge, videos=videos, judge_out=judge_out,
                                                          temperature=temperature, judge_seed=judge_seed,
-                                                         progress=progress)
+                                                         progress=progress, track=track)
         for iid, row in per.items():
             auto.setdefault(iid, {}).update(row)
     if not auto:

@@ -101,16 +101,19 @@ class MetaphorSynthTask(Task):
     def from_options(cls, data: Path, options: dict[str, Any], *, seed: int = 0, progress: bool = True) -> Task:
         return cls(data, **{**options, "prompt": options.get("prompt") or SYNTH_PROMPT}, progress=progress)
 
-    def extra_results(self, spec: Any) -> dict[str, Any]:
+    def model_results(self, model: Any) -> dict[str, Any]:
         """With a Batch API output file as the model: the answers no request of this run takes (counted and named,
-        never used)."""
+        never used), from the run's own answers model (its output file read once; built here only when every row
+        was resumed and the run built none)."""
+        from connote.models.lazy import LazyModel
         from connote.models.openai_batch import OpenAIBatchAnswers
-        from connote.models.registry import load_model, resolved
 
-        checked = resolved(spec)
-        factory = checked.backend.factory()  # the class, or its from_spec
-        answers = getattr(factory, "__self__", factory) is OpenAIBatchAnswers
-        return self.unmatched(load_model(checked)) if answers else {}
+        if isinstance(model, LazyModel):
+            factory = model.resolved.backend.factory()  # the class, or its from_spec
+            if getattr(factory, "__self__", factory) is not OpenAIBatchAnswers:
+                return {}
+            model = model.model
+        return self.unmatched(model) if isinstance(model, OpenAIBatchAnswers) else {}
 
     def unmatched(self, answers: Any) -> dict[str, Any]:
         """The answers of a Batch API output (``OpenAIBatchAnswers``) that no request of this run takes."""
@@ -294,15 +297,12 @@ class MetaphorSynthTask(Task):
 
 def synthesize(captions: str | Path, model: str | Any, out: str | Path, **options: Any) -> dict[str, Any]:
     """Run :class:`MetaphorSynthTask` with ``model`` (a spec or a generator) into ``out``; returns ``results.json``."""
-    from connote.models.openai_batch import OpenAIBatchAnswers
     from connote.models.registry import load_model
 
     task = MetaphorSynthTask(captions, **options)
     if isinstance(model, str):
         model = load_model(model)
-    # answers no request of this run takes: counted, never used
-    extra = task.unmatched(model) if isinstance(model, OpenAIBatchAnswers) else {}
-    results, _ = task.run(model, out, extra_results=extra)
+    results, _ = task.run(model, out)  # the answers no request takes: counted by the task's model_results
     return results
 
 

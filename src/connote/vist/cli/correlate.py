@@ -10,6 +10,7 @@ import typer
 
 from connote.commands.config import config_option
 from connote.commands.measures import BootSeed, JudgeOut, JudgeSeed, JudgeTemperature, NBoot, Paired, SaveTo
+from connote.commands.options import track_option
 from connote.commands.output import echo_json as _echo_json
 from connote.vist.cli import _exit, vist_app
 
@@ -75,6 +76,7 @@ def correlate_cmd(
     judge_seed: JudgeSeed = None,
     paired: Paired = False,
     save: SaveTo = None,
+    track: Annotated[str | None, track_option()] = None,
     config: Annotated[Path | None, config_option()] = None,
 ) -> None:
     """Pearson, Spearman and Kendall (p-values, bootstrap intervals) of each metric with the mean human rating.
@@ -89,7 +91,7 @@ def correlate_cmd(
     result = correlate_ratings(ratings, scores=scores, stories=stories, metrics=metrics, n_boot=n_boot, seed=seed,
                                ci_method=ci_method, progress=progress, story_metrics=story_metrics,
                                metric_options=measures, judge=judge, rubric=rubric, judge_out=judge_out,
-                               temperature=temperature, judge_seed=judge_seed, paired=paired)
+                               temperature=temperature, judge_seed=judge_seed, paired=paired, track=track)
     if save is not None:
         written = result.save(save, ratings, {"n_boot": n_boot, "seed": seed, "ci_method": ci_method})
         typer.echo(f"wrote {written}", err=True)

@@ -10,6 +10,7 @@ import typer
 
 from connote.commands import checks
 from connote.commands.config import config_option
+from connote.commands.options import track_option
 from connote.vist.cli import _exit, story_app
 
 # --------------------------------------------------------------------------- vist train
@@ -25,9 +26,13 @@ _HiddenDim = Annotated[int, typer.Option("--hidden-dim", help="GRU hidden size."
 _MinCount = Annotated[int, typer.Option("--min-count", help="Vocabulary: words seen at least this often.")]
 _Seed = Annotated[int, typer.Option(help="Random seed (initialisation and batch order).")]
 _LogEvery = Annotated[int, typer.Option("--log-every", help="Record the loss every N steps.")]
+_Track = Annotated[str | None, track_option()]
 
 
-def _training_options(steps: int, batch_size: int, lr: float, out: Path) -> None:
+def _training_options(steps: int, batch_size: int, lr: float, out: Path, track: str | None) -> None:
+    from connote.commands.tracking import require_tracker
+
+    require_tracker(track)
     checks.at_least("--steps", steps, 1)
     checks.at_least("--batch-size", batch_size, 1)
     checks.positive_number("--lr", lr)
@@ -50,18 +55,20 @@ def train_cmd(
     encoder_order: Annotated[str, typer.Option("--encoder-order", help="How the encoder reads the photos: reverse "
                                                "(the paper's baseline) or forward.")] = "reverse",
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    track: _Track = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the paper's seq2seq baseline (GRU over photo features, read in reverse -> GRU story decoder) on SIS."""
+    from connote.commands.tracking import log_run, training_summary
     from connote.core.errors import InputError, ItemError
-    from connote.runs import run_metadata, write_json
+    from connote.runs import write_json
     from connote.vist import TASK_VERSION
     from connote.vist.data import read_official
     from connote.vist.seq2seq import ENCODER_ORDERS, load_features, sequence_features, train
 
     if encoder_order not in ENCODER_ORDERS:
         raise InputError(f"unknown --encoder-order {encoder_order!r}; valid: {', '.join(ENCODER_ORDERS)}")
-    _training_options(steps, batch_size, lr, out)
+    _training_options(steps, batch_size, lr, out, track)
     vf = read_official(sis)
     if vf.tier != "sis":
         raise InputError(f"training needs a story-in-sequence file, this is {vf.tier}", path=sis)
@@ -84,9 +91,10 @@ def train_cmd(
     config = {"sis": str(sis), "features": str(features), "steps": steps, "batch_size": batch_size, "lr": lr,
               "embed_dim": embed_dim, "hidden_dim": hidden_dim, "min_count": min_count,
               "encoder_order": encoder_order, "task_version": TASK_VERSION}
-    write_json(out / "train.json", {**run_metadata(config, seed=seed), "n_examples": len(examples),
-                                    "n_skipped": len(skipped), "skipped": skipped,
+    write_json(out / "train.json", {**training_summary("vist-train", config, seed),
+                                    "n_examples": len(examples), "n_skipped": len(skipped), "skipped": skipped,
                                     "final_loss": losses[-1], "losses": losses})
+    log_run(out, track, results_file="train.json")
     typer.echo(f"trained on {len(examples)} stories ({len(skipped)} skipped); final loss {losses[-1]:.4f}; "
                f"saved to {out}")
 
@@ -105,16 +113,18 @@ def train_captioner_cmd(
     seed: _Seed = 0,
     log_every: _LogEvery = 100,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    track: _Track = None,
     config: Annotated[Path | None, config_option(run_folder="out")] = None,
 ) -> None:
     """Train the captioner baseline of +Grounded on DII (one photo's features -> its description)."""
+    from connote.commands.tracking import log_run, training_summary
     from connote.core.errors import InputError
-    from connote.runs import run_metadata, write_json
+    from connote.runs import write_json
     from connote.vist.data import read_official
     from connote.vist.grounding import train_captioner
     from connote.vist.seq2seq import load_features
 
-    _training_options(steps, batch_size, lr, out)
+    _training_options(steps, batch_size, lr, out, track)
     vf = read_official(dii)
     if vf.tier != "dii":
         raise InputError(f"the captioner trains on a description-in-isolation file, this is {vf.tier}", path=dii)
@@ -129,8 +139,10 @@ def train_captioner_cmd(
     config = {"task": "captioner", "dii": str(dii), "features": str(features), "steps": steps,
               "batch_size": batch_size, "lr": lr, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
               "min_count": min_count}
-    write_json(out / "train.json", {**run_metadata(config, seed=seed), "n_skipped_photos": len(skipped),
-                                    "skipped": skipped, "final_loss": losses[-1], "losses": losses})
+    write_json(out / "train.json", {**training_summary("vist-train-captioner", config, seed),
+                                    "n_skipped_photos": len(skipped), "skipped": skipped, "final_loss": losses[-1],
+                                    "losses": losses})
+    log_run(out, track, results_file="train.json")
     typer.echo(f"captioner trained ({len(skipped)} photos without features skipped); final loss {losses[-1]:.4f}; "
                f"saved to {out}")
 
