@@ -240,6 +240,18 @@ def request_mismatch(body: dict[str, Any], req: Any) -> str | None:
     return None
 
 
+def unmatched_ids(custom_ids: Iterable[str], asked: Iterable[tuple[str, str]]) -> list[str]:
+    """The ``custom_ids`` of an output that none of the requests ``asked`` ((key, digest) pairs) takes."""
+    asked = list(asked)
+    keys, digests = {k for k, _ in asked}, {d for _, d in asked}
+
+    def taken(custom_id: str) -> bool:
+        digest = split_custom_id(custom_id)[1]
+        return digest in digests if digest is not None else custom_id in keys
+
+    return sorted(cid for cid in custom_ids if not taken(cid))
+
+
 def read_output(files: Iterable[Path]) -> dict[str, BatchAnswer]:
     """``custom_id`` -> its answer or failure, over the output (and error) files (see the module docs)."""
     from connote.core.jsonio import read_jsonl
@@ -362,13 +374,3 @@ class OpenAIBatchAnswers:
                 out.append(answer.text or "")
         return out
 
-    def unmatched(self, asked: Iterable[tuple[str, str]]) -> list[str]:
-        """The custom_ids of the output that none of the requests ``asked`` ((key, digest) pairs) takes."""
-        asked = list(asked)
-        keys, digests = {k for k, _ in asked}, {d for _, d in asked}
-
-        def taken(custom_id: str) -> bool:
-            digest = split_custom_id(custom_id)[1]
-            return digest in digests if digest is not None else custom_id in keys
-
-        return sorted(cid for cid in self.answers if not taken(cid))

@@ -103,21 +103,25 @@ class MetaphorSynthTask(Task):
 
     def model_results(self, model: Any) -> dict[str, Any]:
         """With a Batch API output file as the model: the answers no request of this run takes (counted and named,
-        never used), from the run's own answers model (its output file read once; built here only when every row
-        was resumed and the run built none)."""
+        never used), from the run's own answers model (its output file read once). A run that resumed every row
+        built no model (the lazy identity decided): the output file's custom_ids are read for the count instead."""
         from connote.models.lazy import LazyModel
-        from connote.models.openai_batch import OpenAIBatchAnswers
+        from connote.models.openai_batch import OpenAIBatchAnswers, output_files, read_output
 
         if isinstance(model, LazyModel):
             factory = model.resolved.backend.factory()  # the class, or its from_spec
             if getattr(factory, "__self__", factory) is not OpenAIBatchAnswers:
                 return {}
+            if not model.loaded:
+                return self.unmatched(read_output(output_files(model.resolved.weights)))
             model = model.model
-        return self.unmatched(model) if isinstance(model, OpenAIBatchAnswers) else {}
+        return self.unmatched(model.answers) if isinstance(model, OpenAIBatchAnswers) else {}
 
-    def unmatched(self, answers: Any) -> dict[str, Any]:
-        """The answers of a Batch API output (``OpenAIBatchAnswers``) that no request of this run takes."""
-        unmatched = answers.unmatched(self.request_ids())
+    def unmatched(self, custom_ids: Any) -> dict[str, Any]:
+        """The answers of a Batch API output (its custom_ids) that no request of this run takes."""
+        from connote.models.openai_batch import unmatched_ids
+
+        unmatched = unmatched_ids(custom_ids, self.request_ids())
         return {"unmatched_answers": len(unmatched), "unmatched_custom_ids": unmatched[:20]}
 
     def print_result(self, result: Any, *, as_json: bool = False) -> int:
