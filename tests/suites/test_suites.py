@@ -207,36 +207,24 @@ def test_winoground_text_image_group(tmp_path: Path) -> None:
     assert model.calls == [(4, 4, 8)]  # one call for the batch: each image and caption once
 
 
-def test_a_suite_reads_its_images_ahead_and_an_unreadable_one_is_its_items_error(tmp_path: Path) -> None:
+def test_a_suite_reads_its_images_ahead_and_an_unreadable_one_is_its_items_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pair suite's batch images are read by the runner's prepare step (on the prefetch thread, each image once);
     an item whose image cannot be read gets that image's error and the others are scored in one call."""
-    import threading
-
     import connote.suites.base as suite_base
-    from connote.media import images as image_loading
     from connote.suites.winoground.task import WinogroundTask
+    from tests.support.threads import calling_threads, read_ahead
 
     path = _winoground(tmp_path)
     (path.parent / "images" / "ex_1_img_1.png").write_bytes(b"not a png")
-    threads: set[str] = set()
-    real = image_loading.load_image
-
-    def recording(*args, **kwargs):
-        threads.add(threading.current_thread().name)
-        return real(*args, **kwargs)
-
+    threads = calling_threads(monkeypatch, suite_base, "load_image")
     model = TableMatcher({"a dog on a cat": 0.9, "a cat on a dog": 0.2})
-
-    suite_base.load_image, before = recording, suite_base.load_image
-    try:
-        results, _ = WinogroundTask(path, progress=False).run(model, tmp_path / "r")
-    finally:
-        suite_base.load_image = before
+    WinogroundTask(path, progress=False).run(model, tmp_path / "r")
     rows = [json.loads(line) for line in (tmp_path / "r" / "items.jsonl").read_text().splitlines()]
     assert [r["error"] is None for r in rows] == [True, False]
     assert "ex_1_img_1.png: cannot read image" in rows[1]["error"]
     assert model.calls == [(3, 2, 4)]  # three images read (one of the bad item's), two captions, the four pairs
-    assert threads and all(t.startswith(("connote-prefetch", "connote-load")) for t in threads), threads
+    assert read_ahead(threads), threads
 
 
 def test_winoground_duplicate_id_and_bad_line(tmp_path: Path) -> None:

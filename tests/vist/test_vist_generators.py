@@ -274,3 +274,26 @@ def test_story_features_cli_and_objects_grounding(tmp_path: Path, sis_file: Path
     assert gen.needs_images
     out = story(gen, ("11", "12", "13", "14", "15"), [img("red")] * 5)
     assert {w for w in out.split() if is_content_word(w)} <= {"sea", "seashore", "boat"}
+
+
+def test_a_batchs_photos_are_read_on_threads_ahead_of_the_generator(tmp_path: Path, sis_file: Path,
+                                                                    image_dir: Path, monkeypatch) -> None:
+    """The runner's prepare step reads each sequence's photos off the calling thread (the prefetch thread and the
+    loading threads); a sequence whose photos cannot be read is still its own error."""
+    from connote.media import photos
+    from tests.support.threads import calling_threads, read_ahead
+
+    threads = calling_threads(monkeypatch, photos, "load_sequence_images")
+
+    class Fake:
+        needs_images = True
+
+        def describe(self):
+            return {"backend": "fake"}
+
+        def generate(self, requests):
+            return [f"story of {len(r.images)} photos ." for r in requests]
+
+    summary = run_generation(Fake(), load_sequences(sis_file), tmp_path / "run", image_dir=image_dir, batch_size=1)
+    assert summary.n_errors == 1
+    assert read_ahead(threads), threads

@@ -34,6 +34,19 @@ def trained(colour_set, stage2_config, tmp_path_factory) -> Path:  # noqa: ANN00
     return Path(train(config_from_dict(stage2_config(out, max_steps=1))).final_dir)
 
 
+class Fixed:
+    """A captioner that writes one fixed literal caption for every video (``frames`` frames each)."""
+
+    def __init__(self, caption: str = "a video of a colour", frames: int = 2) -> None:
+        self.caption, self.frame_spec = caption, ("uniform", frames, frames)
+
+    def describe(self) -> dict:
+        return {"backend": "fixed"}
+
+    def generate(self, reqs: list) -> list[str]:
+        return [self.caption] * len(reqs)
+
+
 def test_registry_lists_backends() -> None:
     assert {"git-llava", "git-video", "hf-video-chat", "nearest", "openai-video"} <= set(backends_with("generate"))
     with pytest.raises(KeyError, match="valid models"):
@@ -114,15 +127,6 @@ def test_score_runs_side_by_side(colour_set, tmp_path: Path, capsys: pytest.Capt
     # a "perfect" run (nearest caption by colour) and a run of fixed literal captions, one video unreadable
     perfect = load_generator(f"nearest:{colour_set.captions}?videos={colour_set.videos}"
                              f"&split={colour_set.train_split}", embedder=MeanColour())
-
-    class Fixed:
-        frame_spec = ("uniform", 2, 2)
-
-        def describe(self) -> dict:
-            return {"backend": "fixed"}
-
-        def generate(self, reqs: list) -> list[str]:
-            return ["a video of a colour"] * len(reqs)
 
     from connote.vmc.task import caption_videos
 
@@ -246,21 +250,12 @@ def test_score_table_fits_80_columns(colour_set, tmp_path: Path, capsys, monkeyp
     """Long run names and every column: nothing cut at 80 columns; runs are named in a legend."""
     from connote.vmc.task import caption_videos
 
-    class Fixed:
-        frame_spec = ("uniform", 1, 1)
-
-        def describe(self) -> dict:
-            return {"backend": "fixed"}
-
-        def generate(self, reqs: list) -> list[str]:
-            return ["the sea is as blue as ice"] * len(reqs)
-
     ids = colour_set.test_ids[:4]
     manifest = tmp_path / "m.csv"
     manifest.write_text("video_id,path\n" + "".join(f"{v},{colour_set.videos / (v + '.mp4')}\n" for v in ids))
     runs = [tmp_path / "runs" / f"a-rather-long-caption-run-name-{k}" for k in range(3)]
     for r in runs:
-        caption_videos(manifest, Fixed(), r, progress=False)
+        caption_videos(manifest, Fixed("the sea is as blue as ice", frames=1), r, progress=False)
     split = tmp_path / "s.txt"
     split.write_text("\n".join(ids))
     monkeypatch.setenv("COLUMNS", "80")
@@ -273,3 +268,24 @@ def test_score_table_fits_80_columns(colour_set, tmp_path: Path, capsys, monkeyp
     for col in ("BLEU-4", "ROUGE-L", "CIDEr", "template", "run 3"):
         assert col in table
     assert all(f"run {k + 1}: {r}" in out for k, r in enumerate(runs))
+
+
+def test_a_batchs_frames_are_read_on_threads_ahead_of_the_captioner(colour_set, tmp_path: Path,  # noqa: ANN001
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's prepare step decodes each video's frames off the calling thread; a video that cannot be read is
+    still its own error and the others are captioned."""
+    from connote.media import frames
+    from connote.vmc.task import caption_videos
+    from tests.support.threads import calling_threads, read_ahead
+
+    threads = calling_threads(monkeypatch, frames, "read_frames")
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    for path in sorted(colour_set.videos.glob("*.mp4"))[:3]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "broken.mp4").write_bytes(b"not a video")
+
+    summary = caption_videos(folder, Fixed(), tmp_path / "run", batch_size=2, progress=False)
+    errors = json.loads((tmp_path / "run" / "results.json").read_text())["errors"]
+    assert summary["captioned"] == 3 and summary["errors"] == 1 and list(errors) == ["broken"]
+    assert read_ahead(threads), threads

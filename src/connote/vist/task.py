@@ -193,25 +193,36 @@ class StorytellingTask(Task):
             items.append(WorkItem(s.id, key, s, error))
         return items
 
-    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+    def prepare(self, batch: list[WorkItem]) -> list[Any]:
+        """Each sequence's photos read and decoded (on a few threads) while the model writes the batch before:
+        a list of photos, or the ItemError of a sequence whose photos could not be read."""
+        from connote.core.prefetch import map_threads
+        from connote.media.images import load_workers
         from connote.media.photos import load_sequence_images
 
-        rows: dict[str, dict[str, Any]] = {}
-        ready: list[WorkItem] = []
-        requests: list[GenerationRequest] = []
-        for w in batch:
-            s: SequenceInput = w.payload
+        def one(w: WorkItem) -> Any:
             try:
-                images = load_sequence_images(self.image_dir, s.photo_ids) if self.needs_images else []
+                return load_sequence_images(self.image_dir, w.payload.photo_ids) if self.needs_images else []
             except ItemError as exc:
-                rows[w.item_id] = _row(s, "", str(exc))
+                return exc
+
+        return map_threads(one, batch, load_workers())
+
+    def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
+        rows: dict[str, dict[str, Any]] = {}
+        ready_items: list[WorkItem] = []
+        requests: list[GenerationRequest] = []
+        for w, images in zip(batch, ready if ready is not None else self.prepare(batch), strict=True):
+            s: SequenceInput = w.payload
+            if isinstance(images, ItemError):
+                rows[w.item_id] = _row(s, "", str(images))
                 continue
-            ready.append(w)
+            ready_items.append(w)
             requests.append(GenerationRequest(images=images, prompt=self.prompt, max_new_tokens=self.max_new_tokens,
                                               image_ids=tuple(s.photo_ids)))
         if requests:
             texts = model.generate(requests)
-            for w, text in zip(ready, texts, strict=True):
+            for w, text in zip(ready_items, texts, strict=True):
                 if isinstance(text, BaseException):
                     rows[w.item_id] = _row(w.payload, "", f"{type(text).__name__}: {text}")
                 else:

@@ -147,27 +147,38 @@ class MetaphorCaptionTask(Task):
             items.append(WorkItem(vid, content_key({"video": ident}), path))
         return items
 
-    def compute(self, model: Any, batch: list[WorkItem]) -> list[dict[str, Any]]:
+    def prepare(self, batch: list[WorkItem]) -> list[Any]:
+        """Each video's frames decoded and sampled (on a few threads) while the model captions the batch before:
+        the sampled frames, or the ItemError of a video that could not be read."""
+        from connote.core.prefetch import map_threads
         from connote.media.frames import read_frames
+        from connote.media.images import load_workers
 
-        rows: dict[str, dict[str, Any]] = {}
-        ready: list[tuple[WorkItem, list[int]]] = []
-        requests: list[GenerationRequest] = []
-        for w in batch:
+        def one(w: WorkItem) -> Any:
             try:
-                sampled = read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip,
-                                      sampling=self.frames or "fixed", seed=self.frame_seed or 0)
+                return read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip,
+                                   sampling=self.frames or "fixed", seed=self.frame_seed or 0)
             except ItemError as exc:
-                rows[w.item_id] = {"caption": None, "frames": None, "error": str(exc)}
+                return exc
+
+        return map_threads(one, batch, load_workers())
+
+    def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
+        rows: dict[str, dict[str, Any]] = {}
+        sampled_items: list[tuple[WorkItem, list[int]]] = []
+        requests: list[GenerationRequest] = []
+        for w, sampled in zip(batch, ready if ready is not None else self.prepare(batch), strict=True):
+            if isinstance(sampled, ItemError):
+                rows[w.item_id] = {"caption": None, "frames": None, "error": str(sampled)}
                 continue
             for s in range(self.samples):  # sample s of every video has seed s: runs are repeatable
                 requests.append(GenerationRequest(images=sampled.frames, prompt=self.prompt,
                                                   max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                                   seed=s if self.temperature > 0 else None))
-            ready.append((w, sampled.indices))
+            sampled_items.append((w, sampled.indices))
         if requests:
             texts = list(model.generate(requests))
-            for j, (w, idx) in enumerate(ready):
+            for j, (w, idx) in enumerate(sampled_items):
                 mine = texts[j * self.samples:(j + 1) * self.samples]
                 failed = next((t for t in mine if isinstance(t, BaseException)), None)
                 if failed is not None:
