@@ -39,6 +39,7 @@ from connote.models.albef_checkpoint import (
     torch_load,
 )
 from connote.models.engine import TensorMatcher
+from connote.models.indices import device_index, index_values
 
 #: ALBEF's image normalisation (the CLIP statistics).
 MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -373,7 +374,7 @@ class AlbefItmMatcher(TensorMatcher):
         return [list(x) for x in enc["input_ids"]]
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        rows = self.torch.arange(image_states.shape[0], device=image_states.device)
+        rows = device_index(range(image_states.shape[0]), image_states.device)
         return self.score_rows(image_states, rows, input_ids, attention_mask, text_states)
 
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
@@ -382,7 +383,7 @@ class AlbefItmMatcher(TensorMatcher):
         values once for all of its rows (:class:`~connote.models.grouped.RowGroups`), never a copy per row."""
         from connote.models.grouped import RowGroups
 
-        groups = RowGroups(rows.tolist(), input_ids.device)
+        groups = RowGroups(index_values(rows), input_ids.device)
         width = self.shape.vision_width
         first = image_states[0] if isinstance(image_states, list) else image_states[:1]
         vision = first[..., :width].expand(len(groups.order), -1, -1)  # unread where keys and values are given

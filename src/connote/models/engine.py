@@ -34,6 +34,7 @@ from PIL import Image
 
 from connote.core.prefetch import prefetch
 from connote.core.registry import require
+from connote.models.indices import device_index, index_values, upload
 from connote.models.memory import halve_on_oom, layer_bytes
 
 
@@ -377,7 +378,7 @@ class TensorMatcher:
         for row, x in enumerate(ids):
             input_ids[row, : len(x)] = torch.as_tensor(list(x), dtype=torch.long)
             mask[row, : len(x)] = 1
-        return input_ids.to(self.device), mask.to(self.device)
+        return upload(input_ids, self.device), upload(mask, self.device)
 
     def image_states(self, images: Sequence[Any], batch: int | None = None) -> Any:
         """Encode images in batches (``batch`` images each, default from the memory plan); one tensor (n, ...)."""
@@ -412,9 +413,9 @@ class TensorMatcher:
         def run(rows: Sequence[int]) -> list[Any]:  # writes its rows' scores into ``out`` (on the device)
             input_ids, mask = self.pad([ids[r] for r in rows])
             text_states = self.encode_texts(input_ids, mask) if self.caches_text else None
-            idx = torch.as_tensor([image_index[r] for r in rows], device=device)
+            idx = device_index([image_index[r] for r in rows], device)
             p = self.score_rows(image_states, idx, input_ids, mask, text_states)
-            out.index_copy_(0, torch.as_tensor(list(rows), device=device), p.float().to(device))
+            out.index_copy_(0, device_index(rows, device), p.float().to(device))
             return []
 
         with torch.inference_mode(), self._autocast():
@@ -528,10 +529,10 @@ class TensorMatcher:
             return [(list(caps), input_ids, mask, self.encode_texts(input_ids, mask))]
 
         def run(input_ids: Any, mask: Any, text_states: Any, chunk: Sequence[tuple[int, int]]) -> list[Any]:
-            t_idx = torch.as_tensor([k for k, _ in chunk], device=mask.device)
-            i_idx = torch.as_tensor([image_rows[r] for _, r in chunk], device=mask.device)
+            t_idx = device_index([k for k, _ in chunk], mask.device)
+            i_idx = device_index([image_rows[r] for _, r in chunk], mask.device)
             p = self.score_text_rows(states, i_idx, text_states, t_idx, input_ids, mask)
-            out.index_copy_(0, torch.as_tensor([r for _, r in chunk], device=device), p.float().to(device))
+            out.index_copy_(0, device_index([r for _, r in chunk], device), p.float().to(device))
             return []
 
         with torch.inference_mode(), self._autocast():
@@ -548,7 +549,7 @@ PREFETCH_GROUPS = 2
 
 def index_states(states: Any, idx: Any) -> Any:
     """The rows ``idx`` of image (or text) states, as one tensor (or one tensor per component of a tuple)."""
-    rows = idx.tolist()
+    rows = index_values(idx)
     if rows and all(r == rows[0] for r in rows):  # one image's rows: a broadcast view, no copy
         one = states[rows[0]] if isinstance(states, ImageStates) else None
         if isinstance(states, tuple):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from connote.core.registry import require
+from connote.models.indices import device_index
 
 #: Largest ratio of the longest to the shortest group of rows that share one attention call (padding <= half).
 BUCKET_RATIO = 2
@@ -31,7 +32,6 @@ class RowGroups:
     """
 
     def __init__(self, rows: Sequence[int], device: Any) -> None:
-        torch = require("torch", "hf")
         index = [int(r) for r in rows]
         order = sorted(range(len(index)), key=index.__getitem__)
         spans: list[tuple[int, int, int]] = []  # (first sorted row, end, image)
@@ -42,7 +42,7 @@ class RowGroups:
                 start = k
         self.order = order
         self.spans = spans
-        self.perm = torch.as_tensor(order, dtype=torch.long, device=device)
+        self.perm = device_index(order, device)
         self.buckets: list[tuple[list[int], int, Any, Any | None, Any]] = []
         spans_by_size = sorted(spans, key=lambda s: s[0] - s[1])  # largest group first
         i = 0
@@ -59,7 +59,7 @@ class RowGroups:
                     if s + c < e:
                         valid.append(g * width + c)
                         put.append(s + c)
-            as_t = lambda xs: torch.as_tensor(xs, dtype=torch.long, device=device)  # noqa: E731
+            as_t = lambda xs: device_index(xs, device)  # noqa: E731
             padded = len(valid) != len(take)
             self.buckets.append(([m[2] for m in members], width, as_t(take), as_t(valid) if padded else None,
                                  as_t(put)))
@@ -100,4 +100,4 @@ def state_rows(states: Any, images: list[int], columns: slice) -> Any:
         return torch.cat([states[i][..., columns] for i in images])
     if images == list(range(images[0], images[0] + len(images))):
         return states[images[0]:images[0] + len(images), :, columns]
-    return states[..., columns].index_select(0, torch.as_tensor(images, device=states.device))
+    return states[..., columns].index_select(0, device_index(images, states.device))

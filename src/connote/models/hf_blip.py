@@ -16,6 +16,7 @@ from connote.models.blip_attention import (
 from connote.models.engine import ImageStates, index_states
 from connote.models.grouped import RowGroups
 from connote.models.hf_matcher import HFMatcher
+from connote.models.indices import device_index, index_values
 
 
 class BlipItmMatcher(HFMatcher):
@@ -101,18 +102,18 @@ class BlipItmMatcher(HFMatcher):
         return max(1, self.image_state_bytes() * per_layer // total)
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        rows = self.torch.arange(image_states.shape[0], device=image_states.device)
+        rows = device_index(range(image_states.shape[0]), image_states.device)
         return self.score_rows(image_states, rows, input_ids, attention_mask, text_states)
 
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any,
                    text_states: Any) -> Any:
         if self._sides and len(rows):
-            return self._score_grouped(image_states, RowGroups(rows.tolist(), input_ids.device), input_ids,
+            return self._score_grouped(image_states, RowGroups(index_values(rows), input_ids.device), input_ids,
                                        attention_mask)
         # eager attention (the parity option): transformers' own cross-attention, on rows gathered per layer
         if isinstance(image_states, ImageStates):
             image_states = index_states(image_states, rows)
-            rows = self.torch.arange(image_states.shape[0], device=image_states.device)
+            rows = device_index(range(image_states.shape[0]), image_states.device)
         width = self.model.config.vision_config.hidden_size
         vision = image_states[..., :width].index_select(0, rows)
         offset = width

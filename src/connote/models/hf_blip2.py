@@ -13,6 +13,7 @@ from connote.models.blip_attention import (
 )
 from connote.models.grouped import RowGroups
 from connote.models.hf_matcher import HFMatcher
+from connote.models.indices import index_values
 from connote.models.memory import layer_bytes
 
 #: Caption tokens a pair is planned for, beside the query tokens (a probe caption has 10-20).
@@ -84,7 +85,7 @@ class Blip2ItmMatcher(HFMatcher):
         rows (no state gathered per row). Eager: the engine's gather and :meth:`score`."""
         if not self._sides or not len(rows):
             return super().score_rows(image_states, rows, input_ids, attention_mask, text_states)
-        groups = RowGroups(rows.tolist(), input_ids.device)
+        groups = RowGroups(index_values(rows), input_ids.device)
         first = image_states[0] if isinstance(image_states, list) else image_states[:1]
         # the Q-Former reads only that image tokens are given and their dtype (its own, so it casts nothing):
         # a zero-stride stand-in; the cross-attention layers read the images through the groups

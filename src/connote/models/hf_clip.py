@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from connote.models.hf_matcher import HFMatcher
+from connote.models.indices import device_index, index_values
 
 
 class ClipMatcher(HFMatcher):
@@ -54,7 +55,7 @@ class ClipMatcher(HFMatcher):
         return self.torch.sigmoid(self.scale * (cos - self.threshold))
 
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        texts = self.torch.arange(len(rows), device=rows.device)
+        texts = device_index(range(len(rows)), rows.device)
         return self.score_text_rows(image_states, rows, text_states, texts, input_ids, attention_mask)
 
     def score_text_rows(self, image_states: Any, image_rows: Any, text_states: Any, text_rows: Any,
@@ -62,11 +63,14 @@ class ClipMatcher(HFMatcher):
         """The cosines of the rows' distinct images against the batch's captions, one product in float32 (autocast
         off: bf16 would round the cosines the calibration scales by ~100), read at the rows."""
         torch = self.torch
-        images, inverse = torch.unique(image_rows, return_inverse=True)
+        rows = index_values(image_rows)  # the distinct images from the values (no read from the device)
+        images = sorted(set(rows))
+        slot = {image: k for k, image in enumerate(images)}
+        inverse = device_index([slot[r] for r in rows], image_rows.device)
         if isinstance(image_states, list):  # ImageStates: one (1, dim) state per image
-            vectors = torch.cat([image_states[i] for i in images.tolist()])
+            vectors = torch.cat([image_states[i] for i in images])
         else:
-            vectors = image_states.index_select(0, images.to(image_states.device))
+            vectors = image_states.index_select(0, device_index(images, image_states.device))
         with torch.autocast(device_type=vectors.device.type, enabled=False):
             cos = (vectors.float() @ text_states.float().T)[inverse, text_rows]
         return torch.sigmoid(self.scale * (cos - self.threshold))

@@ -9,6 +9,7 @@ from connote.core.registry import require
 from connote.models.blip_attention import leading_parameters
 from connote.models.grouped import RowGroups
 from connote.models.hf_matcher import HFMatcher
+from connote.models.indices import device_index, index_values
 from connote.models.memory import layer_bytes
 
 #: The parameters of ``FlavaSelfAttention.forward`` that :func:`sdpa_flava_attention` takes over; a transformers
@@ -92,11 +93,11 @@ class FlavaItmMatcher(HFMatcher):
         return f.text_to_mm_projection(states[-1])
 
     def score(self, image_states: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        rows = self.torch.arange(len(attention_mask), device=attention_mask.device)
+        rows = device_index(range(len(attention_mask)), attention_mask.device)
         return self.score_text_rows(image_states, rows, text_states, rows, input_ids, attention_mask)
 
     def score_rows(self, image_states: Any, rows: Any, input_ids: Any, attention_mask: Any, text_states: Any) -> Any:
-        texts = self.torch.arange(len(attention_mask), device=attention_mask.device)
+        texts = device_index(range(len(attention_mask)), attention_mask.device)
         return self.score_text_rows(image_states, rows, text_states, texts, input_ids, attention_mask)
 
     def score_text_rows(self, image_states: Any, image_rows: Any, text_states: Any, text_rows: Any,
@@ -106,7 +107,7 @@ class FlavaItmMatcher(HFMatcher):
         (``index_select`` into the input), so neither state is first gathered into a copy per row."""
         torch = self.torch
         f = self.model.flava
-        groups = RowGroups(image_rows.tolist(), attention_mask.device)
+        groups = RowGroups(index_values(image_rows), attention_mask.device)
         per_image = isinstance(image_states, list)  # ImageStates: one (1, tokens, width) state per image
         first = image_states[0] if per_image else image_states
         n_img, width = first.shape[1], first.shape[2]

@@ -28,6 +28,7 @@ from connote.core.registry import require
 from connote.models.decoding import Decoding
 from connote.models.engine import PREPROCESS, prefetch, resolve_device, resolve_dtype
 from connote.models.hub_identity import weights_identity
+from connote.models.indices import device_index, upload
 from connote.models.prompts import MATCH_PROMPT, MATCH_PROMPT_VERSION, match_prompt
 from connote.models.protocols import greedy_batches
 
@@ -186,10 +187,10 @@ class YesNoVlmMatcher:
                 distinct.append(im)
         pixels = pixel_batch(distinct, self._pixel_spec, self.device, self.dtype, workers=self.preprocess_workers)
         if len(distinct) < len(images):
-            pixels = pixels.index_select(0, torch.as_tensor([slot[id(im)] for im in images], device=pixels.device))
+            pixels = pixels.index_select(0, device_index([slot[id(im)] for im in images], pixels.device))
         tokens = self._tokens(texts)
-        return {"input_ids": tokens["input_ids"].to(self.device),
-                "attention_mask": tokens["attention_mask"].to(self.device), "pixel_values": pixels}
+        return {"input_ids": upload(tokens["input_ids"], self.device),
+                "attention_mask": upload(tokens["attention_mask"], self.device), "pixel_values": pixels}
 
     def match_probability(self, images: Sequence[Image.Image], captions: Sequence[str],
                           pairs: Sequence[tuple[int, int]]) -> list[float]:
