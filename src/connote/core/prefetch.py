@@ -67,12 +67,38 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def map_threads(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
-    """``[fn(x) for x in items]`` on up to ``workers`` threads (work that releases the GIL: reading and decoding
-    files), in order; on the calling thread when one worker or one item."""
-    if workers <= 1 or len(items) <= 1:
-        return [fn(x) for x in items]
+_POOLS: dict[tuple[str, int], Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(name: str, workers: int) -> Any:
+    """The process's pool ``name`` of ``workers`` threads, started once (a pool per call started new threads, and
+    torch a new OpenMP team for each, on every batch)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(min(workers, len(items)), thread_name_prefix="connote-load") as pool:
-        return list(pool.map(fn, items))
+    with _POOLS_LOCK:
+        pool = _POOLS.get((name, workers))
+        if pool is None:
+            pool = _POOLS[(name, workers)] = ThreadPoolExecutor(workers, thread_name_prefix=name)
+        return pool
+
+
+def _forget_pools() -> None:
+    """In a forked child the parent's pool threads do not exist: start new ones when asked."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
+
+
+def map_threads(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, name: str = "connote-load") -> list[Any]:
+    """``[fn(x) for x in items]`` in order, on the process's pool ``name`` of up to ``workers`` threads (at most one
+    a usable core; for work that releases the GIL: reading, decoding and resizing photos); on the calling thread
+    when one worker or one item."""
+    workers = min(workers, usable_cores())
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    return list(_pool(name, workers).map(fn, items))

@@ -24,11 +24,8 @@ differences between the two paths.
 from __future__ import annotations
 
 import functools
-import os
-import threading
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,31 +258,6 @@ def pixel_batch(images: Sequence[Any], spec: PixelSpec, device: str, dtype: Any 
     return batch if str(batch.device) == str(device) else batch.to(device)
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool(workers: int) -> ThreadPoolExecutor:
-    """The process's pool of ``workers`` CPU preprocessing threads (started once: a pool per call started new
-    threads, and torch a new OpenMP team for each, on every batch)."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(workers)
-        if pool is None:
-            pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="connote-pixels")
-        return pool
-
-
-def _forget_pools() -> None:
-    """In a forked child the parent's pool threads do not exist: start new ones when asked."""
-    global _POOLS_LOCK
-    _POOLS.clear()
-    _POOLS_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
-
-
 def _cpu_rows(images: Sequence[Any], spec: PixelSpec, workers: int) -> Any:
     """float32 ``(n, 3, H, W)`` on the CPU, each row made by one task (decode, resize, crop, normalise)."""
     import numpy as np
@@ -310,18 +282,12 @@ def _cpu_rows(images: Sequence[Any], spec: PixelSpec, workers: int) -> Any:
 
 
 def _map(fn: Any, items: Sequence[Any], workers: int) -> list[Any]:
-    """``[fn(x) for x in items]``, on the process's pool when ``workers`` > 1 (at most one thread a usable core:
-    the work is all CPU, the photos' bytes being in memory, and more threads only switch between them)."""
-    workers = min(workers, _usable_cores())
-    if workers > 1 and len(items) > 1:
-        return list(_pool(workers).map(fn, items))
-    return [fn(x) for x in items]
+    """``[fn(x) for x in items]`` on the process's preprocessing pool when ``workers`` > 1 (at most one thread a
+    usable core: the work is all CPU, the photos' bytes being in memory, and more threads only switch between
+    them)."""
+    from connote.core.prefetch import map_threads
 
-
-def _usable_cores() -> int:
-    from connote.core.prefetch import usable_cores
-
-    return usable_cores()
+    return map_threads(fn, items, workers, name="connote-pixels")
 
 
 def _resize_crop(stack: Any, spec: PixelSpec, float_passes: bool | None = None) -> Any:
