@@ -238,6 +238,7 @@ def run_side(args: argparse.Namespace) -> None:
 
     from connote.cv_probes import task as probe_task
     from connote.cv_probes.task import ProbeTask, run_probe
+    from connote.media import images as image_loading
     from connote.tasks.api import Task
 
     quiet(args.threads)
@@ -245,7 +246,7 @@ def run_side(args: argparse.Namespace) -> None:
     model.preprocess_workers = args.workers
     if args.side == "run-serial":  # the task before the read-ahead: no prepare, one thread, Pillow decodes
         ProbeTask.prepare = Task.prepare
-        probe_task.load_workers = lambda: 1
+        image_loading.load_workers = lambda: 1
         probe_task.takes_encoded_images = lambda m: False
     with tempfile.TemporaryDirectory() as tmp:
         manifest = write_probe_files(Path(tmp) / "data", photo_bytes(args.images), args.captions)

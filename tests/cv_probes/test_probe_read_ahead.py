@@ -49,7 +49,7 @@ def test_a_model_that_decodes_jpegs_gets_their_bytes_and_the_rest_decoded(tmp_pa
     manifest, _ = jpeg_manifest(tmp_path / "d")
     run_probe(manifest, out=tmp_path / "run", model_obj=model, progress=False, pairs_per_chunk=4)
     assert sorted(model.kinds) == ["Image", "Image", "bytes", "bytes", "bytes"]  # each image once
-    assert load_chunk_images([], False) == ([], {}, {})
+    assert load_chunk_images([], False, None) == ([], {}, {})
 
 
 def test_blip_on_jpeg_bytes_scores_what_it_scores_on_decoded_photos(tiny_blip_dir: Path, tmp_path: Path,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from connote.cv_probes.manifest import read_probe_manifest
 from connote.cv_probes.records import CELLS, ProbeItem
-from connote.media.images import image_identity, load_distinct, load_image, load_workers, takes_encoded_images
+from connote.media.images import image_identity, load_distinct, load_image, takes_encoded_images
 from connote.metrics.options import opt
 from connote.metrics.statistics import accuracy_interval  # noqa: F401 (the task's cells use it; kept importable here)
 from connote.runs import write_json
@@ -77,13 +77,15 @@ def _chunks_by_image(items: Sequence[WorkItem], pairs_per_chunk: int) -> list[li
     return chunks
 
 
-def load_chunk_images(chunk: Sequence[ProbeItem], allow_network: bool, *, keep_jpeg: bool = False,
-                      workers: int = 1) -> tuple[list[Any], dict[str, int], dict[str, str]]:
-    """The distinct images of ``chunk``, each loaded once, in first-use order, on ``workers`` threads:
-    ``(images, slot of each image path, error of each image that could not be loaded)``. With ``keep_jpeg``
-    a JPEG the model's decoder reads as Pillow would stays encoded (:func:`~connote.media.images.load_image`)."""
+def load_chunk_images(chunk: Sequence[ProbeItem], allow_network: bool,
+                      model: Any) -> tuple[list[Any], dict[str, int], dict[str, str]]:
+    """The distinct images of ``chunk``, each loaded once, in first-use order, on a few threads:
+    ``(images, slot of each image path, error of each image that could not be loaded)``. For a model that decodes
+    JPEGs itself (:func:`~connote.media.images.takes_encoded_images`) a JPEG it reads as Pillow would stays
+    encoded (:func:`~connote.media.images.load_image`)."""
+    keep_jpeg = takes_encoded_images(model)
     return load_distinct([it.image for it in chunk],
-                         lambda ref: load_image(ref, allow_network=allow_network, keep_jpeg=keep_jpeg), workers)
+                         lambda ref: load_image(ref, allow_network=allow_network, keep_jpeg=keep_jpeg))
 
 
 def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_network: bool,
@@ -91,10 +93,7 @@ def score_chunk(model: Any, chunk: Sequence[ProbeItem], captions: str, allow_net
     """Score one chunk. An image that cannot be loaded and a pair the model could not score become
     per-item errors; a failing model call raises (the runner then retries pair by pair). ``loaded`` is the
     chunk's images from :func:`load_chunk_images` (read ahead by the runner), else they are loaded here."""
-    if loaded is None:
-        loaded = load_chunk_images(chunk, allow_network, keep_jpeg=takes_encoded_images(model),
-                                   workers=load_workers())
-    images, slots, image_errors = loaded
+    images, slots, image_errors = loaded if loaded is not None else load_chunk_images(chunk, allow_network, model)
     ok = [it for it in chunk if it.image in slots]
     probs: list[Any] = []
     if ok:
@@ -304,8 +303,7 @@ class ProbeTask(Task):
     def prepare(self, batch: list[WorkItem]) -> Any:
         """The chunk's images read and decoded (JPEGs left encoded for a model that decodes them on its device)
         on a few threads, while the model scores the chunk before."""
-        return load_chunk_images([w.payload for w in batch], self.allow_network,
-                                 keep_jpeg=takes_encoded_images(self._model), workers=load_workers())
+        return load_chunk_images([w.payload for w in batch], self.allow_network, self._model)
 
     def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
         return score_chunk(model, [w.payload for w in batch], self.captions, self.allow_network, loaded=ready)

@@ -291,26 +291,31 @@ def load_workers() -> int:
     return max(1, min(LOAD_WORKERS, usable_cores()))
 
 
-def load_distinct(refs: Sequence[Hashable], load: Callable[[Any], Any],
-                  workers: int) -> tuple[list[Any], dict[Any, int], dict[Any, str]]:
-    """Each distinct ref loaded once by ``load`` (on ``workers`` threads), in first-use order:
-    ``(images, slot of each ref loaded, error of each ref whose load raised an ItemError)``."""
+def load_each(load: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``load(item)`` for each item, in order, on :func:`load_workers` threads; an item whose load raised an
+    ``ItemError`` has that error in its place (the item's to record; the others go on)."""
     from connote.core.prefetch import map_threads
 
-    distinct = list(dict.fromkeys(refs))
-
-    def one(ref: Any) -> tuple[Any, str | None]:
+    def one(item: Any) -> Any:
         try:
-            return load(ref), None
+            return load(item)
         except ItemError as exc:
-            return None, str(exc)
+            return exc
 
+    return map_threads(one, items, load_workers())
+
+
+def load_distinct(refs: Sequence[Hashable],
+                  load: Callable[[Any], Any]) -> tuple[list[Any], dict[Any, int], dict[Any, str]]:
+    """Each distinct ref loaded once by ``load`` (:func:`load_each`), in first-use order:
+    ``(images, slot of each ref loaded, error of each ref whose load raised an ItemError)``."""
+    distinct = list(dict.fromkeys(refs))
     images: list[Any] = []
     slots: dict[Any, int] = {}
     errors: dict[Any, str] = {}
-    for ref, (image, error) in zip(distinct, map_threads(one, distinct, workers)):
-        if error is not None:
-            errors[ref] = error
+    for ref, image in zip(distinct, load_each(load, distinct)):
+        if isinstance(image, ItemError):
+            errors[ref] = str(image)
         else:
             slots[ref] = len(images)
             images.append(image)

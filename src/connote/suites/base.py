@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from connote.core.errors import InputError, ItemError
 from connote.core.files import resolved
 from connote.explain.options import MmshapOptions
-from connote.media.images import image_identity, is_url, load_distinct, load_image, load_workers, takes_encoded_images
+from connote.media.images import image_identity, is_url, load_distinct, load_image, takes_encoded_images
 from connote.metrics.options import opt
 from connote.runs.runner import WorkItem
 from connote.runs.store import content_key, write_json, write_jsonl
@@ -261,16 +261,18 @@ class PairSuiteTask(SuiteRunning, Task):
     def prepare(self, batch: list[WorkItem]) -> Any:
         """The batch's images read and decoded on a few threads while the model scores the batch before
         (JPEGs left encoded for a model that decodes them on its GPU)."""
-        return self._images(batch, takes_encoded_images(getattr(self, "_model", None)))
+        return self._images(batch, getattr(self, "_model", None))
 
-    def _images(self, batch: list[WorkItem], keep_jpeg: bool) -> tuple[list[Any], dict[tuple[str, Any], int],
-                                                                     dict[str, str]]:
+    def _images(self, batch: list[WorkItem], model: Any) -> tuple[list[Any], dict[tuple[str, Any], int],
+                                                                 dict[str, str]]:
         """``(images, slot of each (path, crop), error of each item with an image that could not be loaded)``:
-        each distinct image of the batch loaded once, in first-use order, on :func:`load_workers` threads."""
+        each distinct image of the batch loaded once, in first-use order, on a few threads (JPEGs kept encoded
+        for ``model`` where it decodes them itself)."""
+        keep_jpeg = takes_encoded_images(model)
         refs = [(path, it.crops[k] if it.crops else None) for it in (w.payload for w in batch)
                 for k, path in enumerate(it.images)]
         images, slots, failed = load_distinct(
-            refs, lambda ref: _load(ref[0], ref[1], self.allow_network, keep_jpeg=keep_jpeg), load_workers())
+            refs, lambda ref: _load(ref[0], ref[1], self.allow_network, keep_jpeg=keep_jpeg))
         bad: dict[str, str] = {}
         for w in batch:
             it: SuiteItem = w.payload
@@ -281,7 +283,7 @@ class PairSuiteTask(SuiteRunning, Task):
         return images, slots, bad
 
     def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
-        images, slots, bad = ready if ready is not None else self._images(batch, takes_encoded_images(model))
+        images, slots, bad = ready if ready is not None else self._images(batch, model)
         captions: list[str] = []
         caption_slot: dict[str, int] = {}
         pairs: list[tuple[int, int]] = []

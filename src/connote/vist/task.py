@@ -196,17 +196,12 @@ class StorytellingTask(Task):
     def prepare(self, batch: list[WorkItem]) -> list[Any]:
         """Each sequence's photos read and decoded (on a few threads) while the model writes the batch before:
         a list of photos, or the ItemError of a sequence whose photos could not be read."""
-        from connote.core.prefetch import map_threads
-        from connote.media.images import load_workers
+        from connote.media.images import load_each
         from connote.media.photos import load_sequence_images
 
-        def one(w: WorkItem) -> Any:
-            try:
-                return load_sequence_images(self.image_dir, w.payload.photo_ids) if self.needs_images else []
-            except ItemError as exc:
-                return exc
-
-        return map_threads(one, batch, load_workers())
+        if not self.needs_images:
+            return [[] for _ in batch]
+        return load_each(lambda w: load_sequence_images(self.image_dir, w.payload.photo_ids), batch)
 
     def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
         rows: dict[str, dict[str, Any]] = {}

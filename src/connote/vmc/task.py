@@ -150,18 +150,11 @@ class MetaphorCaptionTask(Task):
     def prepare(self, batch: list[WorkItem]) -> list[Any]:
         """Each video's frames decoded and sampled (on a few threads) while the model captions the batch before:
         the sampled frames, or the ItemError of a video that could not be read."""
-        from connote.core.prefetch import map_threads
         from connote.media.frames import read_frames
-        from connote.media.images import load_workers
+        from connote.media.images import load_each
 
-        def one(w: WorkItem) -> Any:
-            try:
-                return read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip,
-                                   sampling=self.frames or "fixed", seed=self.frame_seed or 0)
-            except ItemError as exc:
-                return exc
-
-        return map_threads(one, batch, load_workers())
+        return load_each(lambda w: read_frames(w.payload, self.strategy, k=self.k, per_clip=self.per_clip,
+                                               sampling=self.frames or "fixed", seed=self.frame_seed or 0), batch)
 
     def compute(self, model: Any, batch: list[WorkItem], ready: Any = None) -> list[dict[str, Any]]:
         rows: dict[str, dict[str, Any]] = {}
