@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connote.core.registry import require
+from connote.models.indices import upload
 
 #: PIL's resampling filters (``Image.Resampling`` values) -> torchvision interpolation names.
 _PIL_RESAMPLE = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX", 5: "HAMMING"}
@@ -135,7 +136,7 @@ def to_device(images: Sequence[Any], device: str, workers: int = 1, decode_jpegs
     it is used on any device, which is how the tests drive this path on a CPU). Only JPEGs the GPU decoder reads
     go to it (:func:`gpu_decodable`); a batch it refuses is decoded again photo by photo, and a photo it refuses
     alone is decoded on the CPU (:func:`decode_each`), so that one unusual photo does not fail the batch."""
-    torch = require("torch", "hf")
+    require("torch", "hf")  # without it, one line saying which extra installs it
     cuda = str(device).startswith("cuda")
     out: list[Any] = [None] * len(images)
     if decode_jpegs is None and cuda:
@@ -146,12 +147,8 @@ def to_device(images: Sequence[Any], device: str, workers: int = 1, decode_jpegs
             out[k] = t  # None: left to the CPU decoder below
     rest = [k for k in range(len(images)) if out[k] is None]
     cpu = _map(to_uint8, [images[k] for k in rest], workers)
-    for k, t in zip(rest, cpu):
-        if cuda and t.device.type == "cpu":
-            t = t.contiguous().pin_memory().to(device, non_blocking=True)
-        elif t.device != torch.device(device):  # a tensor given on another device (another GPU's too)
-            t = t.to(device)
-        out[k] = t
+    for k, t in zip(rest, cpu):  # from pinned memory to a GPU; a tensor given on another device (GPU) moved
+        out[k] = upload(t.contiguous() if cuda and t.device.type == "cpu" else t, device)
     return out
 
 
